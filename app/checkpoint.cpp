@@ -1,0 +1,125 @@
+#include "app/checkpoint.h"
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "app/atomic_file.h"
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+constexpr const char* kFormat = "ringtrain-checkpoint-1";
+
+StTensor counter_tensor(int64_t v) {
+  StTensor t;
+  t.dtype = DType::kI64;
+  t.bytes.resize(8);
+  std::memcpy(t.bytes.data(), &v, 8);
+  return t;
+}
+
+void check_shape(const StTensor& t, const Shape& want, const std::string& name, const std::string& source) {
+  RT_CHECK(t.shape == want, source, ": tensor '", name, "' has shape ", shape_str(t.shape), ", the model expects ",
+           shape_str(want));
+}
+
+void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const std::string& source) {
+  check_shape(t, dst.shape(), name, source);
+  const std::vector<float> values = as_f32(t, str_cat(source, ": tensor '", name, "'"));
+  std::memcpy(dst.data(), values.data(), values.size() * sizeof(float));
+}
+
+int64_t meta_int(const StFile& f, const char* key, const std::string& source) {
+  const std::string v = f.meta(key);
+  RT_CHECK(!v.empty(), source, ": metadata '", key, "' is missing");
+  try {
+    size_t used = 0;
+    const int64_t x = std::stoll(v, &used);
+    RT_CHECK(used == v.size(), source, ": metadata '", key, "' = '", v, "' is not an integer");
+    return x;
+  } catch (const std::logic_error&) {
+    RT_CHECK(false, source, ": metadata '", key, "' = '", v, "' is not an integer");
+  }
+  return 0;
+}
+
+}  // namespace
+
+StFile model_state(const Graph& graph) {
+  StFile f;
+  for (const ParamRef& p : graph.params()) f.tensors.push_back({p.name, make_f32_tensor(p.value.shape(), p.value.data())});
+  for (const BufferRef& b : graph.buffers()) f.tensors.push_back({b.name, make_f32_tensor(b.value.shape(), b.value.data())});
+  for (const CounterRef& c : graph.counters()) f.tensors.push_back({c.name, counter_tensor(*c.value)});
+  return f;
+}
+
+void load_model_state(Graph& graph, const StFile& file, const std::string& source) {
+  std::set<std::string> expected;
+  for (ParamRef& p : graph.params()) {
+    expected.insert(p.name);
+    const StTensor* t = file.find(p.name);
+    RT_CHECK(t, source, ": tensor '", p.name, "' ", shape_str(p.value.shape()), " is missing");
+    copy_into(p.value, *t, p.name, source);
+  }
+  for (const BufferRef& b : graph.buffers()) {
+    expected.insert(b.name);
+    const StTensor* t = file.find(b.name);
+    RT_CHECK(t, source, ": buffer '", b.name, "' ", shape_str(b.value.shape()), " is missing");
+    Tensor view = b.value;
+    copy_into(view, *t, b.name, source);
+  }
+  for (const CounterRef& c : graph.counters()) {
+    expected.insert(c.name);
+    const StTensor* t = file.find(c.name);
+    if (!t) continue;  // optional, as in PyTorch's own loader for old checkpoints
+    RT_CHECK(t->dtype == DType::kI64 && t->bytes.size() == 8, source, ": counter '", c.name, "' must be one int64");
+    std::memcpy(c.value, t->bytes.data(), 8);
+  }
+  for (const auto& [name, t] : file.tensors)
+    RT_CHECK(expected.count(name) || name.rfind("optimizer.", 0) == 0, source, ": unexpected tensor '", name, "' ",
+             shape_str(t.shape), ": the model has no such parameter or buffer");
+}
+
+void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& pos,
+                     const std::string& model_name, const std::string& resolved_config) {
+  StFile f = model_state(graph);
+  for (size_t i = 0; i < graph.params().size(); ++i) {
+    const Tensor& m = sgd.momentum(i);
+    f.tensors.push_back({kMomentumPrefix + graph.params()[i].name, make_f32_tensor(m.shape(), m.data())});
+  }
+  f.metadata = {{"format", kFormat},
+                {"model", model_name},
+                {"epochs_done", std::to_string(pos.epochs_done)},
+                {"step", std::to_string(pos.step)},
+                {"images_seen", std::to_string(pos.images_seen)},
+                {"seed", std::to_string(pos.seed)},
+                {"config", resolved_config}};
+  write_safetensors((std::filesystem::path(dir) / kCheckpointFile).string(), f);
+}
+
+TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd, const std::string& model_name) {
+  const std::string path = (std::filesystem::path(dir) / kCheckpointFile).string();
+  RT_CHECK(std::filesystem::exists(path), "cannot resume from '", dir, "': it has no ", kCheckpointFile);
+  const StFile f = read_safetensors(path);
+  RT_CHECK(f.meta("format") == kFormat, path, ": not a ringtrain checkpoint (format '", f.meta("format"),
+           "', expected '", kFormat, "')");
+  RT_CHECK(f.meta("model") == model_name, path, ": checkpoint is of model '", f.meta("model"),
+           "', the config asks for '", model_name, "'");
+  load_model_state(graph, f, path);
+  for (size_t i = 0; i < graph.params().size(); ++i) {
+    const std::string name = kMomentumPrefix + graph.params()[i].name;
+    const StTensor* t = f.find(name);
+    RT_CHECK(t, path, ": tensor '", name, "' is missing");
+    copy_into(sgd.momentum(i), *t, name, path);
+  }
+  TrainingPosition pos;
+  pos.epochs_done = meta_int(f, "epochs_done", path);
+  pos.step = meta_int(f, "step", path);
+  pos.images_seen = meta_int(f, "images_seen", path);
+  pos.seed = meta_int(f, "seed", path);
+  return pos;
+}
+
+}  // namespace rt

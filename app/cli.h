@@ -1,0 +1,21 @@
+// Command-line parsing: `ringtrain [train|eval|info] --config FILE [--set table.key=value ...]
+// [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
+// trains. Bad arguments are rt::Error with the usage hint.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rt {
+
+struct CliArgs {
+  std::string command = "train";  // train | eval | info | help | version
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string resume_dir;
+};
+
+CliArgs parse_cli(int argc, const char* const* argv);
+std::string usage();
+
+}  // namespace rt

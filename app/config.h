@@ -1,0 +1,95 @@
+// The run configuration: TOML tables mirror these structs one to one (table [train] -> TrainConfig).
+// Loading is strict: unknown keys, wrong types and out-of-range values are rt::Error naming the
+// file, line and key. Defaults below are the values a key takes when the file leaves it out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rt {
+
+struct ModelConfig {
+  std::string name = "lenet";  // a name from the model table (models/registry.h)
+  int64_t num_classes = 10;    // >= 2
+  double dropout = 0.0;        // [0, 1): probability of zeroing, where the model has dropout
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct DataConfig {
+  std::string source = "idx";                            // "idx" (MNIST-format files)
+  std::string dir = "/usr/share/datasets/fashion-mnist";  // folder of the four files below
+  std::string train_images = "train-images-idx3-ubyte.gz";
+  std::string train_labels = "train-labels-idx1-ubyte.gz";
+  std::string test_images = "t10k-images-idx3-ubyte.gz";
+  std::string test_labels = "t10k-labels-idx1-ubyte.gz";
+  std::vector<double> mean = {0.2860};  // per channel, applied to pixels scaled to [0, 1]
+  std::vector<double> std = {0.3530};   // per channel, > 0
+  std::string tail = "drop";            // "drop" | "pad": what a shard does with the last partial batch
+  bool operator==(const DataConfig&) const = default;
+};
+
+struct TrainConfig {
+  int64_t epochs = 5;              // >= 1
+  int64_t batch_per_rank = 64;     // images per rank per step (global batch = this x world size)
+  double lr_per_256 = 0.1;         // learning rate for 256 images; scaled by global batch / 256
+  double momentum = 0.9;           // [0, 1)
+  bool nesterov = false;
+  double weight_decay = 5e-4;      // >= 0
+  bool decay_bias_and_bn = false;  // false: biases and batch-norm parameters get no weight decay
+  double label_smoothing = 0.0;    // [0, 1)
+  int64_t seed = 1;                // >= 0: weights, shuffling and dropout all derive from it
+  int64_t threads = 0;             // compute threads per process; 0 = cores of this host / ranks on it
+  std::string device = "cpu";      // "cpu" | "cuda"
+  bool operator==(const TrainConfig&) const = default;
+};
+
+struct ScheduleConfig {
+  std::string kind = "cosine";          // "constant" | "step" | "cosine"
+  double warmup_epochs = 0.0;           // >= 0: linear ramp from 0 to the base rate
+  std::vector<double> milestones = {};  // epochs, increasing, for "step"
+  double factor = 0.1;                  // (0, 1]: multiplier at each milestone, for "step"
+  double final_fraction = 0.0;          // [0, 1]: cosine ends at base x this
+  bool operator==(const ScheduleConfig&) const = default;
+};
+
+struct EvalConfig {
+  int64_t batch = 500;       // >= 1
+  int64_t every_epochs = 1;  // >= 1
+  bool operator==(const EvalConfig&) const = default;
+};
+
+struct LogConfig {
+  int64_t every_steps = 50;              // >= 1: plain progress lines and metric records
+  std::string metrics = "metrics.jsonl";  // relative to checkpoint.dir; "" disables
+  std::string progress = "auto";          // "auto" | "bar" | "lines" | "none"
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct CheckpointConfig {
+  std::string dir = "runs/default";  // created if missing; must be writable
+  int64_t every_epochs = 1;          // >= 1
+  bool operator==(const CheckpointConfig&) const = default;
+};
+
+struct Config {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  ScheduleConfig schedule;
+  EvalConfig eval;
+  LogConfig log;
+  CheckpointConfig checkpoint;
+  bool operator==(const Config&) const = default;
+};
+
+// Reads FILE, then applies each override "table.key=value" (value in TOML syntax; a bare word is
+// taken as a string). Throws rt::Error naming file, line and key on any problem.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from text; `source_name` is what error messages call the file.
+Config parse_config(const std::string& text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+// The fully resolved config as TOML, every key present: parse_config(to_toml(c), ...) == c.
+std::string to_toml(const Config& config);
+
+}  // namespace rt

@@ -1,0 +1,211 @@
+// The config schema: one entry per TOML key, in the order to_toml prints them. Each entry names
+// the table and key, where the value lives in Config, what values are valid and a one-line doc;
+// loading, validation, printing and --set overrides (app/config.cpp) are all driven by it, so a
+// new key is one line here plus its field in app/config.h.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "app/config.h"
+
+namespace rt {
+
+// Where one key's value lives: a function handing out a reference into the Config.
+template <typename T>
+using FieldRef = T& (*)(Config&);
+using AnyFieldRef = std::variant<FieldRef<bool>, FieldRef<int64_t>, FieldRef<double>,
+                                 FieldRef<std::string>, FieldRef<std::vector<double>>>;
+
+template <auto kTable, auto kField>
+auto& member(Config& config) {
+  return (config.*kTable).*kField;
+}
+
+// Valid numbers (for arrays: each element). Infinite bounds are not printed.
+struct Bound {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+};
+constexpr Bound at_least(double lo) { return {.lo = lo}; }
+constexpr Bound above(double lo) { return {.lo = lo, .lo_open = true}; }
+constexpr Bound unit_open_top() { return {.lo = 0, .hi = 1, .hi_open = true}; }  // [0, 1)
+
+struct KeySpec {
+  std::string_view table;
+  std::string_view key;
+  AnyFieldRef field;
+  std::string_view doc;
+  Bound bound = {};
+  std::vector<std::string_view> choices = {};  // strings: the allowed values; empty = any
+  bool non_empty = false;                      // strings and arrays
+  bool increasing = false;                     // arrays: strictly increasing
+  std::vector<std::string_view> also = {};     // names other tools use; only for "did you mean"
+};
+
+inline const std::vector<KeySpec>& config_schema() {
+  using C = Config;
+  static const std::vector<KeySpec> schema = {
+      {.table = "model", .key = "name",
+       .field = &member<&C::model, &ModelConfig::name>,
+       .doc = "a name from the model table (models/registry.h)", .non_empty = true,
+       .also = {"arch", "architecture", "model"}},
+      {.table = "model", .key = "num_classes",
+       .field = &member<&C::model, &ModelConfig::num_classes>,
+       .doc = "outputs of the classifier", .bound = at_least(2), .also = {"classes", "n_classes"}},
+      {.table = "model", .key = "dropout",
+       .field = &member<&C::model, &ModelConfig::dropout>,
+       .doc = "probability of zeroing, where the model has dropout", .bound = unit_open_top()},
+
+      {.table = "data", .key = "source",
+       .field = &member<&C::data, &DataConfig::source>,
+       .doc = "idx: MNIST-format files", .choices = {"idx"}, .also = {"format", "dataset"}},
+      {.table = "data", .key = "dir",
+       .field = &member<&C::data, &DataConfig::dir>,
+       .doc = "folder of the four files below", .non_empty = true, .also = {"path", "root"}},
+      {.table = "data", .key = "train_images",
+       .field = &member<&C::data, &DataConfig::train_images>,
+       .doc = "training images, relative to dir", .non_empty = true},
+      {.table = "data", .key = "train_labels",
+       .field = &member<&C::data, &DataConfig::train_labels>,
+       .doc = "training labels, relative to dir", .non_empty = true},
+      {.table = "data", .key = "test_images",
+       .field = &member<&C::data, &DataConfig::test_images>,
+       .doc = "test images, relative to dir", .non_empty = true},
+      {.table = "data", .key = "test_labels",
+       .field = &member<&C::data, &DataConfig::test_labels>,
+       .doc = "test labels, relative to dir", .non_empty = true},
+      {.table = "data", .key = "mean",
+       .field = &member<&C::data, &DataConfig::mean>,
+       .doc = "per channel, subtracted from pixels scaled to [0, 1]", .non_empty = true},
+      {.table = "data", .key = "std",
+       .field = &member<&C::data, &DataConfig::std>,
+       .doc = "per channel, divides after the mean", .bound = above(0), .non_empty = true,
+       .also = {"stddev"}},
+      {.table = "data", .key = "tail",
+       .field = &member<&C::data, &DataConfig::tail>,
+       .doc = "what a shard does with its last partial batch", .choices = {"drop", "pad"},
+       .also = {"drop_last"}},
+
+      {.table = "train", .key = "epochs",
+       .field = &member<&C::train, &TrainConfig::epochs>,
+       .doc = "passes over the training set", .bound = at_least(1),
+       .also = {"max_epochs", "num_epochs"}},
+      {.table = "train", .key = "batch_per_rank",
+       .field = &member<&C::train, &TrainConfig::batch_per_rank>,
+       .doc = "images per rank per step; global batch = this x world size", .bound = at_least(1),
+       .also = {"batch_size"}},
+      {.table = "train", .key = "lr_per_256",
+       .field = &member<&C::train, &TrainConfig::lr_per_256>,
+       .doc = "learning rate for 256 images; scaled by global batch / 256", .bound = above(0),
+       .also = {"lr", "learning_rate", "base_lr"}},
+      {.table = "train", .key = "momentum",
+       .field = &member<&C::train, &TrainConfig::momentum>,
+       .doc = "SGD momentum", .bound = unit_open_top()},
+      {.table = "train", .key = "nesterov",
+       .field = &member<&C::train, &TrainConfig::nesterov>,
+       .doc = "Nesterov momentum"},
+      {.table = "train", .key = "weight_decay",
+       .field = &member<&C::train, &TrainConfig::weight_decay>,
+       .doc = "L2 penalty", .bound = at_least(0), .also = {"wd"}},
+      {.table = "train", .key = "decay_bias_and_bn",
+       .field = &member<&C::train, &TrainConfig::decay_bias_and_bn>,
+       .doc = "false: biases and batch-norm parameters get no weight decay"},
+      {.table = "train", .key = "label_smoothing",
+       .field = &member<&C::train, &TrainConfig::label_smoothing>,
+       .doc = "mass spread evenly over all classes", .bound = unit_open_top()},
+      {.table = "train", .key = "seed",
+       .field = &member<&C::train, &TrainConfig::seed>,
+       .doc = "weights, shuffling and dropout all derive from it", .bound = at_least(0),
+       .also = {"random_seed"}},
+      {.table = "train", .key = "threads",
+       .field = &member<&C::train, &TrainConfig::threads>,
+       .doc = "compute threads per process; 0 = cores of this host / ranks on it",
+       .bound = at_least(0), .also = {"num_threads"}},
+      {.table = "train", .key = "device",
+       .field = &member<&C::train, &TrainConfig::device>,
+       .doc = "where the model runs", .choices = {"cpu", "cuda"}, .also = {"gpu"}},
+
+      {.table = "schedule", .key = "kind",
+       .field = &member<&C::schedule, &ScheduleConfig::kind>,
+       .doc = "learning-rate schedule", .choices = {"constant", "step", "cosine"},
+       .also = {"type", "policy", "lr_policy"}},
+      {.table = "schedule", .key = "warmup_epochs",
+       .field = &member<&C::schedule, &ScheduleConfig::warmup_epochs>,
+       .doc = "linear ramp from 0 to the base rate", .bound = at_least(0)},
+      {.table = "schedule", .key = "milestones",
+       .field = &member<&C::schedule, &ScheduleConfig::milestones>,
+       .doc = "epochs where \"step\" multiplies the rate by factor", .bound = above(0),
+       .increasing = true, .also = {"steps", "stepvalue"}},
+      {.table = "schedule", .key = "factor",
+       .field = &member<&C::schedule, &ScheduleConfig::factor>,
+       .doc = "multiplier at each milestone, for \"step\"",
+       .bound = {.lo = 0, .hi = 1, .lo_open = true},
+       .also = {"gamma"}},
+      {.table = "schedule", .key = "final_fraction",
+       .field = &member<&C::schedule, &ScheduleConfig::final_fraction>,
+       .doc = "cosine ends at base x this", .bound = {.lo = 0, .hi = 1},
+       .also = {"eta_min", "min_lr"}},
+
+      {.table = "eval", .key = "batch",
+       .field = &member<&C::eval, &EvalConfig::batch>,
+       .doc = "images per rank per evaluation step", .bound = at_least(1), .also = {"batch_size"}},
+      {.table = "eval", .key = "every_epochs",
+       .field = &member<&C::eval, &EvalConfig::every_epochs>,
+       .doc = "evaluate after every this many epochs", .bound = at_least(1)},
+
+      {.table = "log", .key = "every_steps",
+       .field = &member<&C::log, &LogConfig::every_steps>,
+       .doc = "plain progress lines and metric records", .bound = at_least(1),
+       .also = {"interval", "log_interval"}},
+      {.table = "log", .key = "metrics",
+       .field = &member<&C::log, &LogConfig::metrics>,
+       .doc = "JSON-lines file, relative to checkpoint.dir; \"\" disables"},
+      {.table = "log", .key = "progress",
+       .field = &member<&C::log, &LogConfig::progress>,
+       .doc = "how progress is shown", .choices = {"auto", "bar", "lines", "none"}},
+
+      {.table = "checkpoint", .key = "dir",
+       .field = &member<&C::checkpoint, &CheckpointConfig::dir>,
+       .doc = "created if missing; must be writable", .non_empty = true,
+       .also = {"path", "output_dir", "save_dir"}},
+      {.table = "checkpoint", .key = "every_epochs",
+       .field = &member<&C::checkpoint, &CheckpointConfig::every_epochs>,
+       .doc = "save after every this many epochs", .bound = at_least(1), .also = {"save_every"}},
+  };
+  return schema;
+}
+
+// The tables in schema order.
+inline std::vector<std::string_view> table_names() {
+  std::vector<std::string_view> names;
+  for (const KeySpec& s : config_schema())
+    if (names.empty() || names.back() != s.table) names.push_back(s.table);
+  return names;
+}
+
+inline bool is_table(std::string_view name) {
+  auto names = table_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The entry for table.key, or nullptr.
+inline const KeySpec* find_key(std::string_view table, std::string_view key) {
+  for (const KeySpec& s : config_schema())
+    if (s.table == table && s.key == key) return &s;
+  return nullptr;
+}
+
+// "table.key", as messages and to_toml's readers know it.
+inline std::string full_name(const KeySpec& s) {
+  return std::string(s.table) + "." + std::string(s.key);
+}
+
+}  // namespace rt

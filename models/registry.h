@@ -1,0 +1,30 @@
+// The model table: every architecture ringtrain can build, by name, in one explicit list
+// (no static-initialiser registration). Unknown names are an error that lists the valid ones.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/graph.h"
+
+namespace rt {
+
+struct ModelOptions {
+  Shape input_shape = {1, 28, 28};  // one sample: (C, H, W)
+  int64_t num_classes = 10;
+  double dropout = 0.0;
+};
+
+struct ModelEntry {
+  std::string_view name;
+  std::string_view description;
+  std::unique_ptr<Graph> (*build)(const ModelOptions&);
+};
+
+const std::vector<ModelEntry>& model_table();
+// rt::Error naming the unknown model and listing the table's names.
+std::unique_ptr<Graph> build_model(const std::string& name, const ModelOptions& options);
+
+}  // namespace rt

@@ -1,0 +1,105 @@
+// The static graph: a DAG of named layers over one batch input, planned once for a batch size and
+// device, then run forward and backward many times without allocating.
+//
+// Note [Gradient arena]: all parameters live in one contiguous arena, all gradients in a second
+// with the same offsets, laid out in backward order: the first parameter whose gradient becomes
+// final during backward sits at offset 0. A gradient bucket is therefore a slice of the arena
+// (no fusion copy), and the grad-ready callback fires in increasing offset order.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/layer.h"
+
+namespace rt {
+
+struct ParamRef {
+  std::string name;  // torchvision-style: "layer1.0.conv1.weight"
+  ParamRole role = ParamRole::kWeight;
+  Init init;
+  Tensor value;       // plain view into the parameter arena
+  Tensor grad;        // plain view into the gradient arena, same offset
+  int64_t offset = 0;  // in floats from the arena start
+};
+
+struct BufferRef {
+  std::string name;  // "bn1.running_mean"
+  Tensor value;
+};
+
+struct CounterRef {
+  std::string name;  // "bn1.num_batches_tracked"
+  int64_t* value = nullptr;
+};
+
+// Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].
+using GradReadyFn = std::function<void(size_t param_index)>;
+
+class Graph {
+ public:
+  // sample_shape: one input sample, e.g. (1, 28, 28); the batch input is plain (N, ...).
+  explicit Graph(Shape sample_shape);
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  int input() const { return 0; }
+  // Adds a layer reading the outputs of `inputs`; returns its node id. The last node added is the
+  // graph's output. Names are torchvision's module paths ("layer1.0.conv1").
+  int add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  template <typename L>
+  int add(std::string name, L layer, std::vector<int> inputs) {
+    return add(std::move(name), std::unique_ptr<Layer>(new L(std::move(layer))), std::move(inputs));
+  }
+
+  // Infers shapes, plans every op, and allocates arenas, activations and gradients.
+  void plan(int64_t batch, Device device);
+  // Deterministic initialisation: parameter p draws from (seed, hash of p's name), so adding a
+  // layer does not change the others' initial values. Buffers get their fill values.
+  void init_parameters(uint64_t seed);
+
+  // images: plain (N, ...) floats. Returns the output (the last node).
+  const Tensor& forward(const float* images, const RunContext& ctx);
+  // dout: gradient of the loss with respect to the output. Writes every parameter gradient.
+  void backward(const Tensor& dout, const RunContext& ctx);
+  void on_grad_ready(GradReadyFn fn) { grad_ready_ = std::move(fn); }
+
+  std::vector<ParamRef>& params() { return params_; }
+  const std::vector<ParamRef>& params() const { return params_; }
+  const std::vector<BufferRef>& buffers() const { return buffers_; }
+  const std::vector<CounterRef>& counters() const { return counters_; }
+  float* param_arena() { return param_arena_.data(); }
+  float* grad_arena() { return grad_arena_.data(); }
+  int64_t arena_floats() const { return arena_floats_; }
+  int64_t parameter_count() const;  // real parameters, without alignment padding
+  int64_t batch() const { return batch_; }
+  Device device() const { return device_; }
+  const TensorSpec& output_spec() const { return nodes_.back().y.spec(); }
+  // A table of nodes: name, kind, output shape and layout, parameters.
+  std::string summary() const;
+
+ private:
+  struct Node {
+    std::string name;
+    std::unique_ptr<Layer> layer;  // null for the input
+    std::vector<int> inputs;
+    int consumers = 0;
+    Tensor y, dy, dy_extra;  // output, its gradient, and a second buffer when consumers > 1
+    bool dy_written = false;
+  };
+
+  std::vector<Node> nodes_;
+  std::vector<ParamRef> params_;
+  std::vector<BufferRef> buffers_;
+  std::vector<CounterRef> counters_;
+  Tensor param_arena_, grad_arena_;
+  int64_t arena_floats_ = 0;
+  int64_t batch_ = 0;
+  Device device_ = Device::kCpu;
+  bool planned_ = false;
+  GradReadyFn grad_ready_;
+};
+
+}  // namespace rt

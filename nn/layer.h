@@ -1,0 +1,80 @@
+// A layer of the static graph: declares its parameters and buffers, plans its ops once for its
+// input specs, then runs forward and backward on tensors of exactly those specs.
+// Parameters, gradients and buffers are views the graph binds into its arenas before plan().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/tensor.h"
+
+namespace rt {
+
+// What a parameter is for: the optimizer exempts biases and norm parameters from weight decay
+// when asked to, and initialisation differs per role.
+enum class ParamRole { kWeight, kBias, kNormScale, kNormShift };
+
+struct Init {
+  enum class Kind { kConstant, kUniform, kNormal } kind = Kind::kConstant;
+  double a = 0;  // constant value, uniform bound (+-a) or normal standard deviation
+};
+
+struct ParamSpec {
+  std::string name;  // suffix after the layer's name: "weight", "bias"
+  Shape shape;       // plain, as PyTorch: conv (K, C/g, R, S), linear (O, I)
+  ParamRole role = ParamRole::kWeight;
+  Init init;
+};
+
+struct BufferSpec {
+  std::string name;  // "running_mean", "running_var"
+  Shape shape;
+  float fill = 0;
+};
+
+struct RunContext {
+  bool training = true;
+  uint64_t seed = 0;  // randomness in the step (dropout) derives from (seed, step)
+  uint64_t step = 0;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string_view kind() const = 0;
+  virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  virtual std::vector<BufferSpec> buffer_specs() const { return {}; }
+  // Counters saved with the buffers (batch norm's num_batches_tracked, int64 in PyTorch).
+  virtual std::vector<std::pair<std::string, int64_t*>> counters() { return {}; }
+
+  // Plans ops for these input specs; need_dx[i] says whether input i wants a gradient.
+  // Returns the output spec. Called once, after bind().
+  TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx);
+
+  // writes y.
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
+  // writes dx[i] where non-null, and this layer's parameter gradients.
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
+                const std::vector<Tensor*>& dx, const RunContext& ctx);
+
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
+
+ protected:
+  virtual TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) = 0;
+  virtual void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) = 0;
+  virtual void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
+                             const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;
+  virtual size_t arity() const { return 1; }  // number of inputs; 0 = any number >= 1
+
+  std::vector<Tensor> params_;   // in param_specs() order
+  std::vector<Tensor> grads_;    // same order and shapes
+  std::vector<Tensor> buffers_;  // in buffer_specs() order
+
+ private:
+  std::vector<TensorSpec> x_specs_;
+  TensorSpec y_spec_;
+};
+
+}  // namespace rt

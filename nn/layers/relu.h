@@ -1,0 +1,30 @@
+// ReLU layer (no parameters).
+#pragma once
+
+#include <memory>
+
+#include "nn/layer.h"
+#include "nn/ops/relu.h"
+
+namespace rt {
+
+class Relu final : public Layer {
+ public:
+  std::string_view kind() const override { return "relu"; }
+
+ protected:
+  TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {
+    op_ = make_relu(x[0]);
+    return x[0];
+  }
+  void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
+  void backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
+                     const std::vector<Tensor*>& dx, const RunContext&) override {
+    if (dx[0]) op_->backward(*x[0], dy, *dx[0]);
+  }
+
+ private:
+  std::unique_ptr<ReluOp> op_;
+};
+
+}  // namespace rt

@@ -1,0 +1,54 @@
+// Residual add through oneDNN binary (b reordered to a's layout if they differ), and gradient
+// accumulation as a plain loop over the physical buffer of two tensors with the same layout.
+#include "nn/ops/add.h"
+
+#include "nn/ops/cpu/dnnl_util.h"
+#include "nn/ops/cpu/make.h"
+
+namespace rt::cpu {
+namespace {
+
+class CpuAdd final : public AddOp {
+ public:
+  CpuAdd(const TensorSpec& a, const TensorSpec& b) : a_md_(md_of(a)), b_stage_(md_of(b), md_of(a)) {
+    dnnl::binary::desc d(dnnl::algorithm::binary_add, a_md_, a_md_, a_md_);
+    fwd_ = dnnl::binary(dnnl::binary::primitive_desc(d, engine()));
+  }
+
+  void forward(const Tensor& a, const Tensor& b, Tensor& y) override {
+    fwd_.execute(stream(), {{DNNL_ARG_SRC_0, mem(a)}, {DNNL_ARG_SRC_1, b_stage_.in(mem(b))}, {DNNL_ARG_DST, mem(y)}});
+    stream().wait();
+  }
+
+  void backward(const Tensor& dy, Tensor* da, Tensor* db) override {
+    // dy has a's layout; da is a copy, db a copy reordered to b's layout.
+    if (da) std::copy(dy.data(), dy.data() + dy.bytes() / 4, da->data());
+    if (db) reorder(mem(a_md_, dy.data()), mem(*db));
+  }
+
+ private:
+  md a_md_;
+  Staging b_stage_;  // b in a's layout, when they differ
+  dnnl::binary fwd_;
+};
+
+}  // namespace
+
+std::unique_ptr<AddOp> make_add(const TensorSpec& a, const TensorSpec& b) { return std::make_unique<CpuAdd>(a, b); }
+
+void accumulate(Tensor& dst, const Tensor& src) {
+  const Tensor* s = &src;
+  Tensor staged;
+  if (!src.spec().same_as(dst.spec())) {
+    staged = Tensor(dst.spec());
+    reorder(src, staged);
+    s = &staged;
+  }
+  const int64_t n = static_cast<int64_t>(dst.bytes() / 4);
+  float* d = dst.data();
+  const float* x = s->data();
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) d[i] += x[i];
+}
+
+}  // namespace rt::cpu

@@ -1,0 +1,113 @@
+// Convolution on oneDNN with "any" layouts: the primitive picks activation and weight formats
+// (nChw16c / OIhw16i16o on AVX-512); plain master weights are reordered in per pass, and weight
+// gradients reordered out to plain. Measured in ../shared/notes/cpu-conv-study.md.
+#include "nn/ops/conv2d.h"
+
+#include "nn/ops/cpu/dnnl_util.h"
+#include "nn/ops/cpu/make.h"
+
+namespace rt::cpu {
+namespace {
+
+using dims = dnnl::memory::dims;
+
+class CpuConv2d final : public Conv2dOp {
+ public:
+  CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx) : need_dx_(need_dx) {
+    const Shape y_shape = g.output_shape(x.shape);
+    const bool grouped = g.groups > 1;
+    const Shape w_shape = grouped ? Shape{g.groups, g.out_channels / g.groups, g.in_channels / g.groups, g.kernel_h, g.kernel_w}
+                                  : g.weight_shape();
+    w_plain_ = md(dims(w_shape.begin(), w_shape.end()), dt::f32, grouped ? tag::goihw : tag::oihw);
+    const md x_md = md_of(x);
+    const md b_md = g.bias ? plain_md({g.out_channels}) : md();
+    const dims strides{g.stride_h, g.stride_w};
+    const dims dil{g.dilation_h - 1, g.dilation_w - 1};
+    const dims pad_l{g.pad_h, g.pad_w};
+    const dims pad_r{right_pad(x.shape[2], y_shape[2], g.kernel_h, g.stride_h, g.pad_h, g.dilation_h),
+                     right_pad(x.shape[3], y_shape[3], g.kernel_w, g.stride_w, g.pad_w, g.dilation_w)};
+    const md w_any(dims(w_shape.begin(), w_shape.end()), dt::f32, tag::any);
+
+    // The primitive chooses every layout: a 1- or 3-channel input stays plain, activations come
+    // out blocked; Staging reorders only where its choice differs from what the caller holds.
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                       any_md(x.shape), w_any, b_md, any_md(y_shape), strides, dil, pad_l, pad_r);
+    fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, engine());
+    fwd_ = dnnl::convolution_forward(fwd_pd_);
+    y_spec_ = spec_of(y_shape, fwd_pd_.dst_desc());
+    x_fwd_ = Staging(x_md, fwd_pd_.src_desc());
+    w_fwd_ = Staging(w_plain_, fwd_pd_.weights_desc());
+
+    dnnl::convolution_backward_weights::desc wd(dnnl::algorithm::convolution_direct, any_md(x.shape), w_any, b_md,
+                                                any_md(y_shape), strides, dil, pad_l, pad_r);
+    bww_pd_ = dnnl::convolution_backward_weights::primitive_desc(wd, engine(), fwd_pd_);
+    bww_ = dnnl::convolution_backward_weights(bww_pd_);
+    x_bww_ = Staging(x_md, bww_pd_.src_desc());
+    dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc());
+    dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc());
+
+    if (need_dx_) {
+      dnnl::convolution_backward_data::desc dd(dnnl::algorithm::convolution_direct, any_md(x.shape), w_any,
+                                               any_md(y_shape), strides, dil, pad_l, pad_r);
+      bwd_pd_ = dnnl::convolution_backward_data::primitive_desc(dd, engine(), fwd_pd_);
+      bwd_ = dnnl::convolution_backward_data(bwd_pd_);
+      w_bwd_ = Staging(w_plain_, bwd_pd_.weights_desc());
+      dy_bwd_ = Staging(fwd_pd_.dst_desc(), bwd_pd_.diff_dst_desc());
+      dx_out_ = Staging(x_md, bwd_pd_.diff_src_desc());
+    }
+  }
+
+  const TensorSpec& y_spec() const override { return y_spec_; }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_fwd_.in(mem(x))},
+                                               {DNNL_ARG_WEIGHTS, w_fwd_.in(mem(w_plain_, w.data()))},
+                                               {DNNL_ARG_DST, mem(y)}};
+    if (b) args[DNNL_ARG_BIAS] = mem(*b);
+    fwd_.execute(stream(), args);
+    stream().wait();
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    RT_ASSERT(need_dx_);
+    dnnl::memory dx_mem = mem(dx);
+    dnnl::memory target = dx_out_.target(dx_mem);
+    bwd_.execute(stream(), {{DNNL_ARG_DIFF_DST, dy_bwd_.in(mem(dy))},
+                            {DNNL_ARG_WEIGHTS, w_bwd_.in(mem(w_plain_, w.data()))},
+                            {DNNL_ARG_DIFF_SRC, target}});
+    stream().wait();
+    dx_out_.out(dx_mem);
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
+    dnnl::memory dw_mem = mem(w_plain_, dw.data());
+    dnnl::memory dw_target = dw_out_.target(dw_mem);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_bww_.in(mem(x))},
+                                               {DNNL_ARG_DIFF_DST, dy_bww_.in(mem(dy))},
+                                               {DNNL_ARG_DIFF_WEIGHTS, dw_target}};
+    if (db) args[DNNL_ARG_DIFF_BIAS] = mem(*db);
+    bww_.execute(stream(), args);
+    stream().wait();
+    dw_out_.out(dw_mem);
+  }
+
+ private:
+  bool need_dx_;
+  md w_plain_;
+  TensorSpec y_spec_;
+  dnnl::convolution_forward::primitive_desc fwd_pd_;
+  dnnl::convolution_forward fwd_;
+  dnnl::convolution_backward_data::primitive_desc bwd_pd_;
+  dnnl::convolution_backward_data bwd_;
+  dnnl::convolution_backward_weights::primitive_desc bww_pd_;
+  dnnl::convolution_backward_weights bww_;
+  Staging x_fwd_, w_fwd_, x_bww_, dy_bww_, dw_out_, w_bwd_, dy_bwd_, dx_out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx) {
+  return std::make_unique<CpuConv2d>(g, x, need_dx);
+}
+
+}  // namespace rt::cpu

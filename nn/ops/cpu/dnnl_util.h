@@ -1,0 +1,72 @@
+// oneDNN plumbing shared by the CPU ops: the engine and stream, the Layout that carries a oneDNN
+// memory descriptor, and conversions between TensorSpec and dnnl::memory::desc. Nothing outside
+// nn/ops/cpu/ includes this file.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <string>
+
+#include "base/check.h"
+#include "nn/tensor.h"
+
+namespace rt::cpu {
+
+using md = dnnl::memory::desc;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine();
+dnnl::stream& stream();
+
+// A layout chosen by a oneDNN primitive.
+class DnnlLayout final : public Layout {
+ public:
+  explicit DnnlLayout(md desc) : desc_(std::move(desc)) {}
+  const md& desc() const { return desc_; }
+  size_t bytes() const override { return desc_.get_size(); }
+  bool same_as(const Layout& other) const override;
+  std::string describe() const override;
+
+ private:
+  md desc_;
+};
+
+// The plain row-major descriptor for a shape (a, ab, abc, abcd, abcde).
+md plain_md(const Shape& shape);
+// The descriptor behind a spec: its oneDNN layout, or plain.
+md md_of(const TensorSpec& spec);
+// A spec for `shape` in layout `desc`; plain descriptors give a plain spec (layout nullptr).
+TensorSpec spec_of(const Shape& shape, const md& desc);
+// md with "any" format for a shape: lets the primitive choose.
+md any_md(const Shape& shape);
+
+dnnl::memory mem(const md& desc, const float* data);
+dnnl::memory mem(const Tensor& t);
+
+// A buffer a primitive needs in a layout its caller does not provide: allocated once at plan
+// time, only when the two layouts differ.
+class Staging {
+ public:
+  Staging() = default;
+  Staging(const md& have, const md& want);
+  bool needed() const { return needed_; }
+  const md& want() const { return want_; }
+  // Returns memory in `want`: `src` itself, or a reordered copy of it.
+  dnnl::memory in(const dnnl::memory& src);
+  // Memory in `want` to write into; call out() afterwards to move it to `dst`.
+  dnnl::memory target(const dnnl::memory& dst);
+  void out(const dnnl::memory& dst);
+
+ private:
+  bool needed_ = false;
+  md want_;
+  Tensor buffer_;
+};
+
+void reorder(const dnnl::memory& src, const dnnl::memory& dst);
+
+// Asymmetric right padding that makes oneDNN produce PyTorch's floor-mode output size.
+int64_t right_pad(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad_left, int64_t dilation);
+
+}  // namespace rt::cpu

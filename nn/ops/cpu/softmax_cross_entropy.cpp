@@ -1,0 +1,50 @@
+// Softmax cross-entropy by hand, in double per row for a stable log-sum-exp.
+#include "nn/ops/softmax_cross_entropy.h"
+
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+#include "nn/ops/cpu/make.h"
+
+namespace rt::cpu {
+
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
+                                 Tensor* dlogits, double grad_scale) {
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  const double s = label_smoothing;
+  LossResult r;
+  double total = 0;
+  std::vector<double> p(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    const float* z = logits.data() + n * K;
+    const int32_t t = targets[n];
+    RT_CHECK(t >= 0 && t < K, "sample ", n, " of the batch has label ", t, ", expected 0..", K - 1);
+    double zmax = z[0];
+    for (int64_t k = 1; k < K; ++k) zmax = std::max(zmax, static_cast<double>(z[k]));
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += (p[k] = std::exp(z[k] - zmax));
+    const double log_sum = std::log(sum) + zmax;
+    // loss = -sum_k q_k log p_k with q = (1 - s) one_hot(t) + s / K.
+    double mean_z = 0;
+    for (int64_t k = 0; k < K; ++k) mean_z += z[k];
+    mean_z /= static_cast<double>(K);
+    total += (1 - s) * (log_sum - z[t]) + s * (log_sum - mean_z);
+    int64_t above = 0;  // logits strictly larger than the target's: its rank
+    for (int64_t k = 0; k < K; ++k) above += z[k] > z[t];
+    r.correct1 += above == 0;
+    r.correct5 += above < 5;
+    if (dlogits) {
+      float* dz = dlogits->data() + n * K;
+      const double g = grad_scale / static_cast<double>(N);
+      for (int64_t k = 0; k < K; ++k) {
+        const double q = (k == t ? 1 - s : 0) + s / static_cast<double>(K);
+        dz[k] = static_cast<float>((p[k] / sum - q) * g);
+      }
+    }
+  }
+  r.loss = total / static_cast<double>(N);
+  return r;
+}
+
+}  // namespace rt::cpu

@@ -1,0 +1,32 @@
+// Learning-rate schedules by step: constant, step (milestones x factor) and cosine, each with an
+// optional linear warmup from base/warmup to base. Pure functions of the step: a resumed run
+// gets the same rates as an uninterrupted one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rt {
+
+struct LrSchedule {
+  enum class Kind { kConstant, kStep, kCosine };
+  Kind kind = Kind::kConstant;
+  double base = 0.1;                  // after warmup, before decay
+  int64_t warmup_steps = 0;
+  std::vector<int64_t> milestones;    // steps at which the rate is multiplied by factor
+  double factor = 0.1;
+  double final_fraction = 0;          // cosine ends at base x this
+  int64_t total_steps = 1;
+
+  double at(int64_t step) const;
+};
+
+LrSchedule::Kind parse_schedule_kind(const std::string& name);
+
+// Goyal et al. 2017: the rate for `global_batch` images is lr_per_256 x global_batch / 256.
+inline double scaled_lr(double lr_per_256, int64_t global_batch) {
+  return lr_per_256 * static_cast<double>(global_batch) / 256.0;
+}
+
+}  // namespace rt

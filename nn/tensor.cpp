@@ -1,0 +1,53 @@
+#include "nn/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "base/check.h"
+
+namespace rt {
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ")";
+  return os.str();
+}
+
+size_t TensorSpec::bytes() const {
+  return layout ? layout->bytes() : static_cast<size_t>(numel(shape)) * sizeof(float);
+}
+
+bool TensorSpec::same_as(const TensorSpec& other) const {
+  if (shape != other.shape || device != other.device) return false;
+  if (!layout || !other.layout) return !layout && !other.layout;
+  return layout->same_as(*other.layout);
+}
+
+std::string TensorSpec::describe() const {
+  return str_cat(shape_str(shape), " ", layout ? layout->describe() : "plain", " ", device_name(device));
+}
+
+TensorSpec plain_spec(Shape shape, Device device) { return TensorSpec{std::move(shape), nullptr, device}; }
+
+Tensor::Tensor(TensorSpec spec) : spec_(std::move(spec)) {
+  owner_ = allocate_zeroed(spec_.device, spec_.bytes());
+  data_ = static_cast<float*>(owner_.get());
+}
+
+Tensor::Tensor(TensorSpec spec, float* data, std::shared_ptr<void> owner)
+    : spec_(std::move(spec)), data_(data), owner_(std::move(owner)) {}
+
+void Tensor::zero() {
+  RT_ASSERT(spec_.device == Device::kCpu);
+  if (data_) std::memset(data_, 0, bytes());
+}
+
+}  // namespace rt

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ringtrain builds, tests and trains with. Idempotent: packages
+# already present are skipped, so a second run does nothing and needs no network.
+set -euo pipefail
+
+build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
+            libtomlplusplus-dev libstb-dev libgtest-dev libgmock-dev)
+data_pkgs=(dataset-fashion-mnist)
+# PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
+oracle_pkgs=(python3-torch python3-torchvision)
+
+want=("${build_pkgs[@]}" "${data_pkgs[@]}")
+if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#want[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
