@@ -20,7 +20,7 @@ int run_info(const CliArgs& args) {
   std::cout << "ringtrain 0.1.0\n"
             << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << v->cpu_runtime
             << " runtime)\n"
-            << "  CUDA backend: " << (cuda_built() ? "device layer built (ops arrive with the CUDA issue)" : "not built")
+            << "  CUDA: " << cuda_report() << (cuda_built() ? "\n  CUDA ops: none yet (CPU only)" : "")
             << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
   if (!args.config_path.empty()) {

@@ -41,6 +41,8 @@ if(NOT RINGTRAIN_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 80 90)  # A100 and H100; override with -DCMAKE_CUDA_ARCHITECTURES
     endif()
     enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 flags for nvcc; .cu files stay C++17
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     file(STRINGS "${CUDNN_INCLUDE_DIR}/cudnn_version.h" _cudnn_ver REGEX "#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) +[0-9]+")
     string(REGEX REPLACE ".*MAJOR +([0-9]+).*MINOR +([0-9]+).*PATCHLEVEL +([0-9]+).*" "\\1.\\2.\\3" CUDNN_VERSION "${_cudnn_ver}")
     file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_ver REGEX "#define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+")

@@ -24,6 +24,10 @@ bool cuda_built() {
 #endif
 }
 
+#ifndef RINGTRAIN_WITH_CUDA
+std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
+#endif
+
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {
   RT_CHECK(device == Device::kCpu,
            cuda_built() ? "CUDA tensors arrive with the CUDA backend's ops; this build has the device layer only"

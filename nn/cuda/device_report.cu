@@ -1,0 +1,40 @@
+// What the CUDA side of this build sees: driver, runtime, cuDNN and NCCL versions and the GPUs,
+// or the driver's own words for why there are none. Built only with RINGTRAIN_CUDA.
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
+
+#include <sstream>
+#include <string>
+
+#include "nn/device.h"
+
+namespace rt {
+
+std::string cuda_report() {
+  std::ostringstream os;
+  int runtime = 0, driver = 0, nccl = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  ncclGetVersion(&nccl);
+  os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnnGetVersion()
+     << ", NCCL " << nccl << ", driver ";
+  if (driver == 0) os << "none";
+  else os << driver / 1000 << "." << driver % 1000 / 10;
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    os << "; no usable GPU: " << cudaGetErrorString(e);
+    return os.str();
+  }
+  os << "; " << count << " GPU(s)";
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) == cudaSuccess)
+      os << "\n    " << i << ": " << p.name << ", sm_" << p.major << p.minor << ", "
+         << p.totalGlobalMem / (1024 * 1024) << " MiB";
+  }
+  return os.str();
+}
+
+}  // namespace rt
