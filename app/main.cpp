@@ -18,8 +18,8 @@ namespace {
 int run_info(const CliArgs& args) {
   const dnnl_version_t* v = dnnl_version();
   std::cout << "ringtrain 0.1.0\n"
-            << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << v->cpu_runtime
-            << " runtime)\n"
+            << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch
+            << (v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : "") << "\n"
             << "  CUDA: " << cuda_report() << (cuda_built() ? "\n  CUDA ops: none yet (CPU only)" : "")
             << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";

@@ -17,8 +17,10 @@ std::string cuda_report() {
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   ncclGetVersion(&nccl);
-  os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnnGetVersion()
-     << ", NCCL " << nccl << ", driver ";
+  const size_t cudnn = cudnnGetVersion();  // cuDNN 9: major * 10000 + minor * 100 + patch; NCCL likewise
+  os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnn / 10000 << "."
+     << cudnn % 10000 / 100 << "." << cudnn % 100 << ", NCCL " << nccl / 10000 << "." << nccl % 10000 / 100 << "."
+     << nccl % 100 << ", driver ";
   if (driver == 0) os << "none";
   else os << driver / 1000 << "." << driver % 1000 / 10;
   int count = 0;

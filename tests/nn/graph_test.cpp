@@ -1,0 +1,165 @@
+// The static graph: parameter arena in backward order, the grad-ready callback, gradients summed
+// over fan-out (checked by finite differences of the whole graph), deterministic initialisation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "base/rng.h"
+#include "nn/graph.h"
+#include "nn/layers/add.h"
+#include "nn/layers/conv2d.h"
+#include "nn/layers/dropout.h"
+#include "nn/layers/flatten.h"
+#include "nn/layers/linear.h"
+#include "nn/layers/relu.h"
+#include "nn/ops/reorder.h"
+
+namespace rt::testing {
+namespace {
+
+Conv2dGeometry conv3x3(int64_t c, int64_t k) {
+  Conv2dGeometry g;
+  g.in_channels = c;
+  g.out_channels = k;
+  g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  g.bias = true;
+  return g;
+}
+
+// input -> a -> id -> b -> add(b, id) -> flatten -> fc: id's output has two consumers. The identity
+// (dropout with p = 0) keeps the loss smooth, so finite differences see no ReLU kinks.
+std::unique_ptr<Graph> residual_graph() {
+  auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+  int x = g->add("a", Conv2d(conv3x3(3, 16)), {g->input()});
+  const int r = g->add("id", Dropout(0.0), {x});
+  x = g->add("b", Conv2d(conv3x3(16, 16)), {r});
+  x = g->add("add", Add(), {x, r});
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc", Linear(16 * 25, 4), {x});
+  g->plan(2, Device::kCpu);
+  g->init_parameters(5);
+  return g;
+}
+
+TEST(Graph, ArenaHoldsParametersInBackwardOrderAlignedAndDisjoint) {
+  auto g = residual_graph();
+  std::vector<std::string> names;
+  for (const ParamRef& p : g->params()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc.weight", "fc.bias", "b.weight", "b.bias", "a.weight", "a.bias"}));
+  int64_t end = 0;
+  for (const ParamRef& p : g->params()) {
+    EXPECT_EQ(p.offset % 16, 0) << p.name;
+    EXPECT_GE(p.offset, end) << p.name;
+    EXPECT_EQ(p.value.data(), g->param_arena() + p.offset);
+    EXPECT_EQ(p.grad.data(), g->grad_arena() + p.offset);
+    end = p.offset + p.value.numel();
+  }
+  EXPECT_LE(end, g->arena_floats());
+  EXPECT_EQ(g->parameter_count(), 16 * 25 * 4 + 4 + 16 * 16 * 9 + 16 + 16 * 3 * 9 + 16);
+}
+
+TEST(Graph, GradReadyFiresOncePerParameterInArenaOrderWithTheFinalGradient) {
+  auto g = residual_graph();
+  std::vector<size_t> fired;
+  std::vector<std::vector<float>> at_fire(g->params().size());
+  g->on_grad_ready([&](size_t i) {
+    fired.push_back(i);
+    const Tensor& grad = g->params()[i].grad;
+    at_fire[i].assign(grad.data(), grad.data() + grad.numel());
+  });
+  std::vector<float> x(2 * 3 * 5 * 5, 0.5f);
+  const Tensor& y = g->forward(x.data(), {});
+  Tensor dy(y.spec());
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 3) - 0.1f;
+  g->backward(dy, {});
+  ASSERT_EQ(fired.size(), g->params().size());
+  for (size_t i = 0; i < fired.size(); ++i) EXPECT_EQ(fired[i], i);
+  for (size_t i = 0; i < fired.size(); ++i) {
+    const Tensor& grad = g->params()[i].grad;
+    EXPECT_EQ(at_fire[i], std::vector<float>(grad.data(), grad.data() + grad.numel())) << g->params()[i].name;
+  }
+}
+
+TEST(Graph, FanOutGradientsAreSummedAsFiniteDifferencesSay) {
+  auto g = residual_graph();
+  Rng rng(3, 3);
+  std::vector<float> x(2 * 3 * 5 * 5);
+  for (float& v : x) v = 2 * rng.uniform() - 1;
+  std::vector<float> r(2 * 4);
+  for (float& v : r) v = 2 * rng.uniform() - 1;
+  auto loss = [&] {
+    const Tensor& y = g->forward(x.data(), {});
+    double l = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(r[i]) * y.data()[i];
+    return l;
+  };
+  loss();
+  Tensor dy(g->output_spec());
+  std::copy(r.begin(), r.end(), dy.data());
+  g->backward(dy, {});
+  // Conv "a" sits before the fan-out: its gradient is the sum over both paths.
+  ParamRef& a = g->params()[4];
+  ASSERT_EQ(a.name, "a.weight");
+  const std::vector<float> analytic(a.grad.data(), a.grad.data() + a.grad.numel());
+  double worst = 0;
+  for (int64_t k = 0; k < a.value.numel(); k += 17) {
+    float& w = a.value.data()[k];
+    const float saved = w;
+    w = saved + 1e-2f;
+    const double lp = loss();
+    w = saved - 1e-2f;
+    const double lm = loss();
+    w = saved;
+    const double numeric = (lp - lm) / 2e-2;
+    worst = std::max(worst, std::abs(numeric - analytic[k]) / (1e-3 + std::abs(numeric)));
+  }
+  EXPECT_LT(worst, 1e-2);
+}
+
+TEST(Graph, InitialisationDependsOnlyOnSeedAndName) {
+  auto a = residual_graph();
+  auto b = residual_graph();
+  EXPECT_EQ(std::vector<float>(a->param_arena(), a->param_arena() + a->arena_floats()),
+            std::vector<float>(b->param_arena(), b->param_arena() + b->arena_floats()));
+  b->init_parameters(6);
+  EXPECT_NE(std::vector<float>(a->param_arena(), a->param_arena() + a->arena_floats()),
+            std::vector<float>(b->param_arena(), b->param_arena() + b->arena_floats()));
+}
+
+TEST(Graph, KaimingFanOutHasTorchvisionsStandardDeviation) {
+  Graph g(Shape{64, 8, 8});
+  Conv2dGeometry c = conv3x3(64, 128);
+  c.bias = false;
+  Conv2d conv(c);
+  conv.kaiming_fan_out();
+  g.add("conv", std::move(conv), {g.input()});
+  g.plan(1, Device::kCpu);
+  g.init_parameters(1);
+  const Tensor& w = g.params()[0].value;
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) sum += w.data()[i], sq += static_cast<double>(w.data()[i]) * w.data()[i];
+  const double n = static_cast<double>(w.numel());
+  const double stdev = std::sqrt(sq / n - (sum / n) * (sum / n));
+  const double expected = std::sqrt(2.0 / (128 * 9));  // fan_out = K R S
+  EXPECT_NEAR(stdev / expected, 1.0, 0.02);             // 73,728 draws: sampling error ~0.3%
+  EXPECT_NEAR(sum / n, 0.0, 3 * expected / std::sqrt(n));
+}
+
+TEST(Graph, BuildErrorsNameTheLayer) {
+  Graph g(Shape{3, 5, 5});
+  g.add("fc", Linear(7, 2), {g.input()});
+  try {
+    g.plan(2, Device::kCpu);
+    FAIL() << "planning a linear layer on a 4-D input must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'fc' (linear)"), std::string::npos) << e.what();
+  }
+  Graph h(Shape{3});
+  h.add("x", Relu(), {h.input()});
+  EXPECT_THROW(h.add("x", Relu(), {0}), Error);  // duplicate name
+  EXPECT_THROW(h.add("y", Relu(), {5}), Error);  // node that does not exist
+}
+
+}  // namespace
+}  // namespace rt::testing

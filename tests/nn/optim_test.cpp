@@ -1,0 +1,131 @@
+// SGD against a scalar re-implementation of torch.optim.SGD's update rule (double precision), the
+// learning-rate schedules against their closed forms, and the softmax cross-entropy against
+// hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nn/graph.h"
+#include "nn/layers/batch_norm2d.h"
+#include "nn/layers/conv2d.h"
+#include "nn/ops/softmax_cross_entropy.h"
+#include "nn/optim/lr_schedule.h"
+#include "nn/optim/sgd.h"
+
+namespace rt::testing {
+namespace {
+
+// torch.optim.SGD, dampening 0: d = g + wd w; buf = m buf + d (buf = d at first); w -= lr (nesterov ? d + m buf : buf).
+struct TorchSgdScalar {
+  double w, buf = 0;
+  bool first = true;
+  void step(double g, double lr, double m, double wd, bool nesterov) {
+    const double d = g + wd * w;
+    buf = first ? d : m * buf + d;
+    first = false;
+    w -= lr * (nesterov ? d + m * buf : buf);
+  }
+};
+
+void check_sgd(bool nesterov) {
+  Graph g(Shape{2, 3, 3});
+  Conv2dGeometry c;
+  c.in_channels = 2;
+  c.out_channels = 2;
+  c.bias = true;
+  g.add("conv", Conv2d(c), {g.input()});
+  g.add("bn", BatchNorm2d(2), {1});
+  g.plan(1, Device::kCpu);
+  g.init_parameters(3);
+  Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false});
+  std::vector<std::vector<TorchSgdScalar>> ref;
+  for (ParamRef& p : g.params()) {
+    ref.emplace_back();
+    for (int64_t i = 0; i < p.value.numel(); ++i) ref.back().push_back({p.value.data()[i]});
+  }
+  for (int step = 0; step < 3; ++step) {
+    const double lr = 0.1 / (step + 1);
+    for (size_t k = 0; k < g.params().size(); ++k) {
+      ParamRef& p = g.params()[k];
+      const bool decays = p.role == ParamRole::kWeight;
+      for (int64_t i = 0; i < p.value.numel(); ++i) {
+        const float grad = 0.3f * static_cast<float>(i + 1) - 0.5f * static_cast<float>(step);
+        p.grad.data()[i] = grad;
+        ref[k][i].step(grad, lr, 0.9, decays ? 0.01 : 0.0, nesterov);
+      }
+    }
+    sgd.step(lr);
+  }
+  for (size_t k = 0; k < g.params().size(); ++k)
+    for (int64_t i = 0; i < g.params()[k].value.numel(); ++i)
+      EXPECT_NEAR(g.params()[k].value.data()[i], ref[k][i].w, 1e-6) << g.params()[k].name << "[" << i << "]";
+}
+
+TEST(Sgd, MomentumMatchesTorchsRuleAndSparesBiasAndNormFromDecay) { check_sgd(false); }
+TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
+
+TEST(LrSchedule, WarmupRisesLinearlyToTheBase) {
+  LrSchedule s;
+  s.base = 0.4;
+  s.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(s.at(0), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(3), 0.4);
+  EXPECT_DOUBLE_EQ(s.at(100), 0.4);
+}
+
+TEST(LrSchedule, StepMultipliesAtEachMilestone) {
+  LrSchedule s;
+  s.kind = LrSchedule::Kind::kStep;
+  s.base = 1.0;
+  s.milestones = {10, 20};
+  s.factor = 0.1;
+  EXPECT_DOUBLE_EQ(s.at(9), 1.0);
+  EXPECT_DOUBLE_EQ(s.at(10), 0.1);
+  EXPECT_NEAR(s.at(25), 0.01, 1e-15);
+}
+
+TEST(LrSchedule, CosineFallsFromBaseToTheFinalFractionAfterWarmup) {
+  LrSchedule s;
+  s.kind = LrSchedule::Kind::kCosine;
+  s.base = 2.0;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  s.final_fraction = 0.1;
+  EXPECT_DOUBLE_EQ(s.at(10), 2.0);
+  EXPECT_NEAR(s.at(60), 2.0 * (0.1 + 0.9 * 0.5), 1e-12);  // halfway: cos(pi/2) = 0
+  EXPECT_NEAR(s.at(110), 0.2, 1e-12);
+}
+
+TEST(LrSchedule, ScalesLinearlyWithTheGlobalBatch) {
+  EXPECT_DOUBLE_EQ(scaled_lr(0.1, 256), 0.1);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.1, 8192), 3.2);  // Goyal et al.: 32 x 256
+}
+
+TEST(SoftmaxCrossEntropy, MatchesHandComputedLossGradientAndTopK) {
+  // Logits (0, ln 2, ln 3): softmax = (1, 2, 3) / 6.
+  Tensor z(plain_spec({2, 3}));
+  const float l2 = std::log(2.0f), l3 = std::log(3.0f);
+  const float values[] = {0, l2, l3, 0, l2, l3};
+  std::copy(values, values + 6, z.data());
+  const int32_t t[] = {2, 0};
+  Tensor dz(z.spec());
+  const LossResult r = softmax_cross_entropy(z, t, 0.0, &dz);
+  EXPECT_NEAR(r.loss, (-std::log(3.0 / 6) - std::log(1.0 / 6)) / 2, 1e-6);
+  EXPECT_EQ(r.correct1, 1);
+  EXPECT_EQ(r.correct5, 2);
+  const double p[] = {1.0 / 6, 2.0 / 6, 3.0 / 6};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(dz.data()[k], (p[k] - (k == 2)) / 2, 1e-6);
+    EXPECT_NEAR(dz.data()[3 + k], (p[k] - (k == 0)) / 2, 1e-6);
+  }
+  // Label smoothing 0.3 on K = 3: q = 0.7 one_hot + 0.1.
+  const LossResult s = softmax_cross_entropy(z, t, 0.3, &dz);
+  double expect = 0;
+  for (int n = 0; n < 2; ++n)
+    for (int k = 0; k < 3; ++k) expect -= ((k == t[n]) * 0.7 + 0.1) * std::log(p[k]) / 2;
+  EXPECT_NEAR(s.loss, expect, 1e-6);
+  EXPECT_NEAR(dz.data()[0], (p[0] - 0.1) / 2, 1e-6);
+}
+
+}  // namespace
+}  // namespace rt::testing
