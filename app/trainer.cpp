@@ -81,13 +81,6 @@ Trainer::Trainer(const Config& config, std::ostream& out) : config_(config), res
   schedule_.total_steps = steps_per_epoch * config.train.epochs;
   position_.seed = config.train.seed;
 
-  std::error_code ec;
-  std::filesystem::create_directories(config.checkpoint.dir, ec);
-  RT_CHECK(!ec, "cannot create checkpoint folder '", config.checkpoint.dir, "': ", ec.message());
-  write_file_atomically((std::filesystem::path(config.checkpoint.dir) / "config.toml").string(), resolved_);
-  if (!config.log.metrics.empty())
-    metrics_path_ = (std::filesystem::path(config.checkpoint.dir) / config.log.metrics).string();
-
   out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), "
        << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape) << ", "
        << threads << " threads, " << device_name(device) << "\n"
@@ -109,7 +102,17 @@ void Trainer::write_metric(const std::string& line) {
   if (!metrics_path_.empty()) append_line(metrics_path_, line);
 }
 
+void Trainer::prepare_run_folder() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.checkpoint.dir, ec);
+  RT_CHECK(!ec, "cannot create checkpoint folder '", config_.checkpoint.dir, "': ", ec.message());
+  write_file_atomically((std::filesystem::path(config_.checkpoint.dir) / "config.toml").string(), resolved_);
+  if (!config_.log.metrics.empty())
+    metrics_path_ = (std::filesystem::path(config_.checkpoint.dir) / config_.log.metrics).string();
+}
+
 TrainResult Trainer::train(int64_t stop_after_epochs) {
+  prepare_run_folder();
   const TrainConfig& t = config_.train;
   const EpochSampler sampler(train_.count, t.batch_per_rank, static_cast<uint64_t>(t.seed), 0, 1,
                              config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
@@ -128,7 +131,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     const std::vector<int64_t> order = sampler.epoch_indices(epoch);
     progress.begin_epoch(epoch, t.epochs, steps);
     const auto epoch_start = Clock::now();
-    double epoch_loss = 0;
+    double epoch_loss = 0, epoch_train_seconds = 0;
     int64_t epoch_correct = 0;
     for (int64_t s = 0; s < steps; ++s) {
       const auto step_start = Clock::now();
@@ -147,13 +150,16 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       position_.images_seen += B;
       const double dt = seconds_since(step_start);
       result.train_seconds += dt;
+      epoch_train_seconds += dt;
       trained_images += B;
       result.step_losses.push_back(loss.loss);
       epoch_loss += loss.loss;
       epoch_correct += loss.correct1;
       const double rate = static_cast<double>(B) / dt;
-      const double eta = seconds_since(epoch_start) / static_cast<double>(s + 1) * static_cast<double>(steps - s - 1);
-      progress.step(s, loss.loss, lr, rate, eta);
+      // ETA of the whole run, from this run's mean step time so far.
+      const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);
+      const double eta = result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
+      progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * B) / epoch_train_seconds, eta);
       write_metric(JsonLine().add("kind", "step").add("epoch", epoch + 1).add("step", position_.step)
                        .add("loss", loss.loss).add("lr", lr).add("images_per_s", rate).str());
     }

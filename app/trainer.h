@@ -30,13 +30,14 @@ struct TrainResult {
 
 class Trainer {
  public:
-  // `out` receives the human-readable log. Loads data and builds the model.
+  // `out` receives the human-readable log. Loads data and builds the model; writes no files.
   Trainer(const Config& config, std::ostream& out);
   ~Trainer();
 
   // Continues from DIR/checkpoint.safetensors (see checkpoint.h).
   void resume(const std::string& dir);
   // Trains to config.train.epochs; `stop_after_epochs` > 0 stops earlier (tests simulate a crash).
+  // Fails before the first step if checkpoint.dir cannot be created or written.
   TrainResult train(int64_t stop_after_epochs = 0);
   // Top-1/top-5 and mean loss on the test set, with running batch-norm statistics.
   EvalResult evaluate();
@@ -45,6 +46,8 @@ class Trainer {
   Graph& graph() { return *graph_; }
 
  private:
+  // Creates checkpoint.dir and writes the resolved config beside the checkpoints.
+  void prepare_run_folder();
   void write_metric(const std::string& line);
 
   Config config_;

@@ -116,7 +116,8 @@ TEST_F(TrainerTest, ResumeFromAFolderWithoutCheckpointSaysSo) {
 
 TEST_F(TrainerTest, UnwritableCheckpointFolderIsAnErrorNamingIt) {
   config_.checkpoint.dir = "/proc/ringtrain-cannot-be-here";
-  const std::string e = error_of([&] { Trainer(config_, log_); });
+  Trainer trainer(config_, log_);
+  const std::string e = error_of([&] { trainer.train(); });
   EXPECT_NE(e.find("/proc/ringtrain-cannot-be-here"), std::string::npos) << e;
 }
 
