@@ -53,6 +53,16 @@ struct ScheduleConfig {
   bool operator==(const ScheduleConfig&) const = default;
 };
 
+struct DistConfig {
+  std::string allreduce = "ring";  // "ring" (ringtrain's own) | "mpi" (MPI_Allreduce, for comparison)
+  double bucket_mb = 25;           // >= 0: gradient bucket cap in MiB; 0 = one collective per tensor
+  double first_bucket_mb = 1;      // > 0: cap of the first bucket, so communication starts early
+  bool overlap = true;             // run buckets during backward; false = all after backward
+  double stall_warn_s = 60;        // > 0: report a collective waiting this long
+  double stall_abort_s = 300;      // > 0: abort the job when a collective waits this long
+  bool operator==(const DistConfig&) const = default;
+};
+
 struct EvalConfig {
   int64_t batch = 500;       // >= 1
   int64_t every_epochs = 1;  // >= 1
@@ -63,6 +73,10 @@ struct LogConfig {
   int64_t every_steps = 50;              // >= 1: plain progress lines and metric records
   std::string metrics = "metrics.jsonl";  // relative to checkpoint.dir; "" disables
   std::string progress = "auto";          // "auto" | "bar" | "lines" | "none"
+  std::string timeline = "";              // Chrome-trace JSON path; "" disables
+  int64_t timeline_first_step = 5;        // >= 0: first traced step (of this run)
+  int64_t timeline_steps = 3;             // >= 1: steps traced
+  double timeline_max_mb = 64;            // > 0: stop tracing when the file reaches this size
   bool operator==(const LogConfig&) const = default;
 };
 
@@ -77,6 +91,7 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   ScheduleConfig schedule;
+  DistConfig dist;
   EvalConfig eval;
   LogConfig log;
   CheckpointConfig checkpoint;

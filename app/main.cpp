@@ -8,6 +8,7 @@
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/trainer.h"
+#include "dist/world.h"
 #include "base/check.h"
 #include "models/registry.h"
 #include "nn/device.h"
@@ -46,22 +47,26 @@ int run(const CliArgs& args) {
   }
   if (args.command == "info") return run_info(args);
 
+  const World& world = World::get();
   const Config config = load_config(args.config_path, args.overrides);
   if (args.command == "eval") {
-    Trainer trainer(config, std::cout);
+    Trainer trainer(config, std::cout, world);
     trainer.resume(args.resume_dir.empty() ? config.checkpoint.dir : args.resume_dir);
     const EvalResult r = trainer.evaluate();
-    std::printf("test: %lld images, loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", static_cast<long long>(r.samples), r.loss,
+    if (world.rank() == 0)
+      std::printf("test: %lld images, loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", static_cast<long long>(r.samples), r.loss,
                 100 * r.top1, 100 * r.top5);
     return 0;
   }
-  std::cout << "# resolved config (also saved as " << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string()
-            << ")\n"
-            << to_toml(config) << std::endl;
-  Trainer trainer(config, std::cout);
+  if (world.rank() == 0)
+    std::cout << "# resolved config (also saved as " << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string()
+              << ")\n"
+              << to_toml(config) << std::endl;
+  Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
   const TrainResult r = trainer.train();
-  std::printf("done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in %s\n",
+  if (world.rank() == 0)
+    std::printf("done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in %s\n",
               100 * r.last_eval.top1, 100 * r.last_eval.top5, r.images_per_s, config.checkpoint.dir.c_str());
   return 0;
 }
@@ -69,15 +74,35 @@ int run(const CliArgs& args) {
 }  // namespace
 }  // namespace rt
 
-int main(int argc, char** argv) {
-  try {
-    return rt::run(rt::parse_cli(argc, argv));
-  } catch (const rt::Error& e) {
-    std::cerr << "ringtrain: error: " << e.what() << "\n";
-  } catch (const dnnl::error& e) {
-    std::cerr << "ringtrain: oneDNN error: " << e.what() << " (status " << e.status << ")\n";
-  } catch (const std::exception& e) {
-    std::cerr << "ringtrain: unexpected error: " << e.what() << "\n";
+namespace {
+
+// A fatal error: alone, a message and exit 1; under MPI, the message with rank, host and step,
+// then MPI_Abort, so the other ranks do not hang in a collective waiting for this one.
+[[noreturn]] void fail(const std::string& message) {
+  const rt::World& world = rt::World::get();
+  const int64_t step = rt::current_training_step();
+  const std::string where = step >= 0 ? rt::str_cat(" at step ", step) : std::string();
+  if (world.size() == 1 && !world.uses_mpi()) {
+    std::cerr << "ringtrain: " << message << std::endl;
+    std::exit(1);
   }
-  return 1;
+  world.abort(rt::str_cat(message, where));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int status = 0;
+  try {
+    rt::World::init(&argc, &argv);
+    status = rt::run(rt::parse_cli(argc, argv));
+  } catch (const rt::Error& e) {
+    fail(rt::str_cat("error: ", e.what()));
+  } catch (const dnnl::error& e) {
+    fail(rt::str_cat("oneDNN error: ", e.what(), " (status ", static_cast<int>(e.status), ")"));
+  } catch (const std::exception& e) {
+    fail(rt::str_cat("unexpected error: ", e.what()));
+  }
+  rt::World::get().finalize();
+  return status;
 }

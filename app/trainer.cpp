@@ -2,14 +2,17 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <ostream>
 #include <thread>
 
 #include "app/atomic_file.h"
+#include "app/consistency.h"
 #include "app/json.h"
 #include "app/progress.h"
 #include "base/check.h"
@@ -22,6 +25,8 @@ namespace rt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::atomic<int64_t> g_step{-1};
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -42,11 +47,30 @@ void copy_state(Graph& from, Graph& to) {
   }
 }
 
+// A span on the compute row of the timeline, if one is being written.
+class Span {
+ public:
+  Span(Timeline* t, const char* name) : t_(t), name_(name), start_(t ? t->now_us() : 0) {}
+  ~Span() {
+    if (t_) t_->span(name_, "step", start_, t_->now_us(), 0);
+  }
+
+ private:
+  Timeline* t_;
+  const char* name_;
+  double start_;
+};
+
 }  // namespace
 
-Trainer::Trainer(const Config& config, std::ostream& out) : config_(config), resolved_(to_toml(config)), out_(out) {
+int64_t current_training_step() { return g_step.load(); }
+
+Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
+    : config_(config), resolved_(to_toml(config)), out_(out), world_(world) {
+  // Ranks on a host share its cores (oversubscribed compute threads are the classic slowdown).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads)
-                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+                                               : std::max(1, cores / std::max(1, world.local_size()));
   omp_set_num_threads(threads);
   const Device device = parse_device(config.train.device);
 
@@ -63,29 +87,60 @@ Trainer::Trainer(const Config& config, std::ostream& out) : config_(config), res
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
   eval_graph_ = build_model(config.model.name, mo);
   eval_graph_->plan(config.eval.batch, device);
-
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});
 
-  const int64_t world = 1;  // data-parallel ranks arrive with the distributed core
-  const int64_t global_batch = config.train.batch_per_rank * world;
-  const EpochSampler sampler(train_.count, config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed));
-  const int64_t steps_per_epoch = sampler.steps_per_epoch();
+  require_same_on_all_ranks("config key", config_items(resolved_), world);
+  require_same_on_all_ranks("model tensor", model_items(*graph_), world);
+  broadcast_model_state(*graph_, world);
+
+  const int64_t global_batch = config.train.batch_per_rank * world.size();
+  const EpochSampler sampler(train_.count, config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed),
+                             world.rank(), world.size(), config.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
+  steps_per_epoch_ = sampler.steps_per_epoch();
   const ScheduleConfig& s = config.schedule;
   schedule_.kind = parse_schedule_kind(s.kind);
   schedule_.base = scaled_lr(config.train.lr_per_256, global_batch);
-  schedule_.warmup_steps = static_cast<int64_t>(std::llround(s.warmup_epochs * static_cast<double>(steps_per_epoch)));
-  for (double m : s.milestones) schedule_.milestones.push_back(static_cast<int64_t>(std::llround(m * static_cast<double>(steps_per_epoch))));
+  schedule_.warmup_steps = static_cast<int64_t>(std::llround(s.warmup_epochs * static_cast<double>(steps_per_epoch_)));
+  for (double m : s.milestones)
+    schedule_.milestones.push_back(static_cast<int64_t>(std::llround(m * static_cast<double>(steps_per_epoch_))));
   schedule_.factor = s.factor;
   schedule_.final_fraction = s.final_fraction;
-  schedule_.total_steps = steps_per_epoch * config.train.epochs;
+  schedule_.total_steps = steps_per_epoch_ * config.train.epochs;
   position_.seed = config.train.seed;
 
-  out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), "
-       << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape) << ", "
-       << threads << " threads, " << device_name(device) << "\n"
-       << "ringtrain: global batch " << global_batch << ", learning rate " << schedule_.base << " ("
-       << config.train.lr_per_256 << " per 256 images), " << steps_per_epoch << " steps per epoch\n";
+  if (!config.log.timeline.empty())
+    timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
+                                           config.log.timeline_steps,
+                                           static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
+  if (world.size() > 1) {
+    std::vector<ParamExtent> extents;
+    for (const ParamRef& p : graph_->params()) extents.push_back({p.offset, p.value.numel()});
+    const DistConfig& dc = config.dist;
+    const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)); };
+    auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
+    StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
+                      [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
+                      [this](const std::string& m) { world_.abort(m); }};
+    reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
+                                             make_collective(dc.allreduce, world.comm(), stall), dc.overlap,
+                                             timeline_.get());
+    graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
+  }
+
+  if (world.rank() == 0) {
+    out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), "
+         << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape) << ", "
+         << device_name(device) << "\n"
+         << "ringtrain: world " << world.size() << " rank(s)" << (world.uses_mpi() ? " over MPI" : "") << ", "
+         << threads << " compute threads per rank, global batch " << global_batch << " (" << config.train.batch_per_rank
+         << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
+         << steps_per_epoch_ << " steps per epoch\n";
+    if (reducer_)
+      out_ << "ringtrain: gradients averaged by " << (config.dist.allreduce == "ring" ? "ringtrain's ring" : "MPI_Allreduce")
+           << " in " << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
+           << " backward\n";
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -94,15 +149,16 @@ void Trainer::resume(const std::string& dir) {
   position_ = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
   RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir, "': it was trained with train.seed = ",
            position_.seed, ", the config says ", config_.train.seed);
-  out_ << "ringtrain: resumed from " << dir << " after epoch " << position_.epochs_done << " (step "
-       << position_.step << ")\n";
-}
-
-void Trainer::write_metric(const std::string& line) {
-  if (!metrics_path_.empty()) append_line(metrics_path_, line);
+  // Checkpoints fall on epoch ends; at another world size the step count per epoch differs, so
+  // the schedule position is recomputed from the epochs done.
+  position_.step = position_.epochs_done * steps_per_epoch_;
+  if (world_.rank() == 0)
+    out_ << "ringtrain: resumed from " << dir << " after epoch " << position_.epochs_done << " ("
+         << position_.images_seen << " images seen; now step " << position_.step << ")\n";
 }
 
 void Trainer::prepare_run_folder() {
+  if (world_.rank() != 0) return;
   std::error_code ec;
   std::filesystem::create_directories(config_.checkpoint.dir, ec);
   RT_CHECK(!ec, "cannot create checkpoint folder '", config_.checkpoint.dir, "': ", ec.message());
@@ -111,99 +167,142 @@ void Trainer::prepare_run_folder() {
     metrics_path_ = (std::filesystem::path(config_.checkpoint.dir) / config_.log.metrics).string();
 }
 
+void Trainer::write_metric(const std::string& line) {
+  if (!metrics_path_.empty()) append_line(metrics_path_, line);
+}
+
+void Trainer::average_buffers() {
+  if (world_.size() == 1) return;
+  const float inv = 1.0f / static_cast<float>(world_.size());
+  for (const BufferRef& b : graph_->buffers()) {
+    float* v = const_cast<float*>(b.value.data());
+    world_.allreduce_sum(v, b.value.numel());
+    for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
+  }
+}
+
 TrainResult Trainer::train(int64_t stop_after_epochs) {
   prepare_run_folder();
   const TrainConfig& t = config_.train;
-  const EpochSampler sampler(train_.count, t.batch_per_rank, static_cast<uint64_t>(t.seed), 0, 1,
-                             config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
-  const int64_t steps = sampler.steps_per_epoch();
-  const int64_t B = t.batch_per_rank;
+  const EpochSampler sampler(train_.count, t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
+                             world_.size(), config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
+  const int64_t steps = steps_per_epoch_;
+  const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
   const int64_t sample = train_.channels * train_.height * train_.width;
   std::vector<float> images(static_cast<size_t>(B * sample));
   std::vector<int32_t> labels(static_cast<size_t>(B));
   Tensor dlogits(graph_->output_spec());
-  Progress progress(Progress::resolve(config_.log.progress), config_.log.every_steps, out_);
+  Progress progress(world_.rank() == 0 ? Progress::resolve(config_.log.progress) : Progress::Mode::kNone,
+                    config_.log.every_steps, out_);
   TrainResult result;
-  int64_t trained_images = 0;
+  int64_t trained_images = 0, run_step = 0;
+  Timeline* tl = timeline_.get();
 
-  const int64_t last_epoch = stop_after_epochs > 0 ? std::min(t.epochs, position_.epochs_done + stop_after_epochs) : t.epochs;
+  const int64_t last_epoch =
+      stop_after_epochs > 0 ? std::min(t.epochs, position_.epochs_done + stop_after_epochs) : t.epochs;
   for (int64_t epoch = position_.epochs_done; epoch < last_epoch; ++epoch) {
     const std::vector<int64_t> order = sampler.epoch_indices(epoch);
     progress.begin_epoch(epoch, t.epochs, steps);
     const auto epoch_start = Clock::now();
-    double epoch_loss = 0, epoch_train_seconds = 0;
-    int64_t epoch_correct = 0;
-    for (int64_t s = 0; s < steps; ++s) {
+    double epoch_stats[2] = {0, 0};  // loss sum, correct top-1 (this rank)
+    double epoch_train_seconds = 0;
+    for (int64_t s = 0; s < steps; ++s, ++run_step) {
+      g_step = position_.step;
+      if (tl) tl->set_step(run_step);
       const auto step_start = Clock::now();
-      gather_batch(train_, std::span<const int64_t>(order).subspan(static_cast<size_t>(s * B), static_cast<size_t>(B)),
-                   images.data(), labels.data());
+      {
+        Span span(tl, "data");
+        gather_batch(train_, std::span<const int64_t>(order).subspan(static_cast<size_t>(s * B), static_cast<size_t>(B)),
+                     images.data(), labels.data());
+      }
       const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
-      const Tensor& logits = graph_->forward(images.data(), ctx);
-      const LossResult loss = softmax_cross_entropy(logits, labels.data(), t.label_smoothing, &dlogits);
+      if (reducer_) reducer_->begin_step(position_.step);
+      LossResult loss;
+      {
+        Span span(tl, "forward");
+        const Tensor& logits = graph_->forward(images.data(), ctx);
+        loss = softmax_cross_entropy(logits, labels.data(), t.label_smoothing, &dlogits);
+      }
       RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at epoch ", epoch + 1, " step ", s + 1,
                " (learning rate ", schedule_.at(position_.step),
                "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
-      graph_->backward(dlogits, ctx);
+      {
+        Span span(tl, "backward");
+        graph_->backward(dlogits, ctx);
+      }
+      if (reducer_) {
+        Span span(tl, "wait for allreduce");
+        reducer_->finish();
+      }
       const double lr = schedule_.at(position_.step);
-      sgd_->step(lr);
+      {
+        Span span(tl, "optimizer");
+        sgd_->step(lr);
+      }
+      if (tl) tl->flush(run_step);
       ++position_.step;
-      position_.images_seen += B;
+      position_.images_seen += global_batch;
       const double dt = seconds_since(step_start);
       result.train_seconds += dt;
       epoch_train_seconds += dt;
-      trained_images += B;
+      trained_images += global_batch;
       result.step_losses.push_back(loss.loss);
-      epoch_loss += loss.loss;
-      epoch_correct += loss.correct1;
-      const double rate = static_cast<double>(B) / dt;
+      epoch_stats[0] += loss.loss;
+      epoch_stats[1] += static_cast<double>(loss.correct1);
       // ETA of the whole run, from this run's mean step time so far.
       const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);
       const double eta = result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
-      progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * B) / epoch_train_seconds, eta);
+      progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * global_batch) / epoch_train_seconds, eta);
       write_metric(JsonLine().add("kind", "step").add("epoch", epoch + 1).add("step", position_.step)
-                       .add("loss", loss.loss).add("lr", lr).add("images_per_s", rate).str());
+                       .add("loss", loss.loss).add("lr", lr).add("images_per_s", static_cast<double>(global_batch) / dt)
+                       .str());
     }
+    g_step = -1;
     progress.end_epoch();
     position_.epochs_done = epoch + 1;
-    const double train_loss = epoch_loss / static_cast<double>(steps);
-    const double train_top1 = static_cast<double>(epoch_correct) / static_cast<double>(steps * B);
+    world_.allreduce_sum(epoch_stats, 2);
+    const double train_loss = epoch_stats[0] / static_cast<double>(steps * world_.size());
+    const double train_top1 = epoch_stats[1] / static_cast<double>(steps * global_batch);
     JsonLine record;
     record.add("kind", "epoch").add("epoch", epoch + 1).add("step", position_.step).add("train_loss", train_loss)
         .add("train_top1", train_top1).add("epoch_seconds", seconds_since(epoch_start));
     char line[256];
     std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%", static_cast<long long>(epoch + 1),
                   static_cast<long long>(t.epochs), train_loss, 100 * train_top1);
-    out_ << line;
-    if ((epoch + 1) % config_.eval.every_epochs == 0 || epoch + 1 == t.epochs) {
+    std::string summary = line;
+    const bool last = epoch + 1 == t.epochs;
+    if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
       record.add("test_loss", result.last_eval.loss).add("test_top1", result.last_eval.top1)
           .add("test_top5", result.last_eval.top5);
       std::snprintf(line, sizeof line, " | test loss %.4f top-1 %.2f%% top-5 %.2f%%", result.last_eval.loss,
                     100 * result.last_eval.top1, 100 * result.last_eval.top5);
-      out_ << line;
+      summary += line;
     }
     std::snprintf(line, sizeof line, " (%.1f s)\n", seconds_since(epoch_start));
-    out_ << line << std::flush;
+    if (world_.rank() == 0) out_ << summary << line << std::flush;
     write_metric(record.str());
-    if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || epoch + 1 == t.epochs)
-      save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
+    if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
+      average_buffers();
+      if (world_.rank() == 0)
+        save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
+    }
   }
   result.images_per_s = result.train_seconds > 0 ? static_cast<double>(trained_images) / result.train_seconds : 0;
   return result;
 }
 
 EvalResult Trainer::evaluate() {
+  average_buffers();
   copy_state(*graph_, *eval_graph_);
-  const EpochSampler sampler(test_.count, config_.eval.batch, 0, 0, 1, TailPolicy::kPad, false);
+  const EpochSampler sampler(test_.count, config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad, false);
   const std::vector<int64_t> indices = sampler.eval_indices();
   const int64_t B = config_.eval.batch;
   const int64_t sample = test_.channels * test_.height * test_.width;
   std::vector<float> images(static_cast<size_t>(B * sample));
   std::vector<int32_t> labels(static_cast<size_t>(B));
   std::vector<int64_t> chunk(static_cast<size_t>(B));
-  EvalResult r;
-  double loss_sum = 0;
-  int64_t c1 = 0, c5 = 0;
+  double totals[4] = {0, 0, 0, 0};  // loss sum, top-1, top-5, samples
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B)) {
     const int64_t valid = std::min<int64_t>(B, static_cast<int64_t>(indices.size() - start));
     // A short last chunk is padded with its first sample; only the valid rows are scored.
@@ -211,14 +310,17 @@ EvalResult Trainer::evaluate() {
     gather_batch(test_, chunk, images.data(), labels.data());
     const Tensor& logits = eval_graph_->forward(images.data(), RunContext{false, 0, 0});
     const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), labels.data(), 0.0, nullptr);
-    loss_sum += l.loss * static_cast<double>(valid);
-    c1 += l.correct1;
-    c5 += l.correct5;
-    r.samples += valid;
+    totals[0] += l.loss * static_cast<double>(valid);
+    totals[1] += static_cast<double>(l.correct1);
+    totals[2] += static_cast<double>(l.correct5);
+    totals[3] += static_cast<double>(valid);
   }
-  r.loss = loss_sum / static_cast<double>(r.samples);
-  r.top1 = static_cast<double>(c1) / static_cast<double>(r.samples);
-  r.top5 = static_cast<double>(c5) / static_cast<double>(r.samples);
+  world_.allreduce_sum(totals, 4);  // exact: counts, summed over every rank's shard
+  EvalResult r;
+  r.samples = static_cast<int64_t>(totals[3]);
+  r.loss = totals[0] / totals[3];
+  r.top1 = totals[1] / totals[3];
+  r.top5 = totals[2] / totals[3];
   return r;
 }
 

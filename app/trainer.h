@@ -1,5 +1,6 @@
-// The training and evaluation loops of one process: data, model, optimizer and schedule built
-// from a resolved Config; per-step and per-epoch metrics to JSONL; checkpoints after epochs.
+// The training and evaluation loops of one rank: data (this rank's shard), model, optimizer and
+// schedule built from a resolved Config; gradients averaged across ranks by the GradReducer;
+// per-step and per-epoch metrics to JSONL and checkpoints after epochs, written by rank 0.
 #pragma once
 
 #include <iosfwd>
@@ -10,55 +11,69 @@
 #include "app/checkpoint.h"
 #include "app/config.h"
 #include "data/labeled_images.h"
+#include "dist/grad_reducer.h"
+#include "dist/timeline.h"
+#include "dist/world.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
 
 struct EvalResult {
   double loss = 0;
-  double top1 = 0;  // fractions in [0, 1]
+  double top1 = 0;  // fractions in [0, 1], over the whole test set (all ranks' shards)
   double top5 = 0;
   int64_t samples = 0;
 };
 
 struct TrainResult {
-  std::vector<double> step_losses;  // this run's steps, in order
+  std::vector<double> step_losses;  // this rank's batch loss at each step of this run
   EvalResult last_eval;             // after the final epoch
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
-  double images_per_s = 0;          // training images / train_seconds
+  double images_per_s = 0;          // global training images / train_seconds
 };
 
 class Trainer {
  public:
-  // `out` receives the human-readable log. Loads data and builds the model; writes no files.
-  Trainer(const Config& config, std::ostream& out);
+  // `out` receives the human-readable log (rank 0 prints progress; other ranks only warnings).
+  // Loads data, builds the model, and (on several ranks) broadcasts rank 0's weights and checks
+  // that config and model agree everywhere. Writes no files.
+  Trainer(const Config& config, std::ostream& out, const World& world);
   ~Trainer();
 
-  // Continues from DIR/checkpoint.safetensors (see checkpoint.h).
+  // Continues from DIR/checkpoint.safetensors (see checkpoint.h), possibly at another world size.
   void resume(const std::string& dir);
   // Trains to config.train.epochs; `stop_after_epochs` > 0 stops earlier (tests simulate a crash).
   // Fails before the first step if checkpoint.dir cannot be created or written.
   TrainResult train(int64_t stop_after_epochs = 0);
-  // Top-1/top-5 and mean loss on the test set, with running batch-norm statistics.
+  // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
+  // statistics averaged over ranks first.
   EvalResult evaluate();
 
   const TrainingPosition& position() const { return position_; }
   Graph& graph() { return *graph_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
  private:
-  // Creates checkpoint.dir and writes the resolved config beside the checkpoints.
   void prepare_run_folder();
   void write_metric(const std::string& line);
+  void average_buffers();
 
   Config config_;
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
+  const World& world_;
   LabeledImages train_, test_;
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<Timeline> timeline_;
+  std::unique_ptr<GradReducer> reducer_;
   LrSchedule schedule_;
+  int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::string metrics_path_;
 };
+
+// The step the training loop is in (for fatal-error reports), or -1 outside training.
+int64_t current_training_step();
 
 }  // namespace rt

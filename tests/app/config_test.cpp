@@ -156,7 +156,7 @@ TEST(ConfigLoad, UnknownTableSuggestsTheNearOne) {
   EXPECT_EQ(error_of("[trian]\nepochs = 3\n"),
             "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
   EXPECT_CONTAINS(error_of("[optimizer]\nlr = 3\n"),
-                  "unknown table 'optimizer' (tables are: model, data, train, schedule, eval, log, "
+                  "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, eval, log, "
                   "checkpoint)");
 }
 
@@ -164,7 +164,7 @@ TEST(ConfigLoad, KeyOutsideAnyTableIsAnError) {
   EXPECT_EQ(
       error_of("epochs = 3\n[train]\nseed = 2\n"),
       "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
-      "train, schedule, eval, log, checkpoint (did you mean 'train.epochs'?)");
+      "train, schedule, dist, eval, log, checkpoint (did you mean 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, TableNameHoldingAPlainValueIsAnError) {
@@ -401,8 +401,9 @@ Config every_key_changed() {
       "pad"};
   c.train = {7, 128, 0.1 + 0.2, 0.95, true, 1e-5, true, 0.1, 42, 3, "cuda"};
   c.schedule = {"step", 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
+  c.dist = {"mpi", 0.0, 0.5, false, 5.5, 30.0};
   c.eval = {250, 2};
-  c.log = {10, "", "lines"};
+  c.log = {10, "", "lines", "trace.json", 2, 7, 1.5};
   c.checkpoint = {"runs/x", 3};
   return c;
 }
@@ -421,6 +422,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   EXPECT_NE(c.data, defaults.data);
   EXPECT_NE(c.train, defaults.train);
   EXPECT_NE(c.schedule, defaults.schedule);
+  EXPECT_NE(c.dist, defaults.dist);
   EXPECT_NE(c.eval, defaults.eval);
   EXPECT_NE(c.log, defaults.log);
   EXPECT_NE(c.checkpoint, defaults.checkpoint);

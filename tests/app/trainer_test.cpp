@@ -11,6 +11,7 @@
 #include "app/safetensors.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "dist/world.h"
 #include "tests/app/synthetic_idx.h"
 
 namespace rt::testing {
@@ -45,12 +46,12 @@ class TrainerTest : public ::testing::Test {
 TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   Config whole = config_;
   whole.checkpoint.dir = (root_ / "whole").string();
-  const TrainResult uninterrupted = Trainer(whole, log_).train();
+  const TrainResult uninterrupted = Trainer(whole, log_, World::get()).train();
   ASSERT_EQ(uninterrupted.step_losses.size(), 40u);  // 2 epochs x 640 / 32
 
   Config split = config_;
   split.checkpoint.dir = (root_ / "split").string();
-  const TrainResult first = Trainer(split, log_).train(/*stop_after_epochs=*/1);
+  const TrainResult first = Trainer(split, log_, World::get()).train(/*stop_after_epochs=*/1);
   ASSERT_EQ(first.step_losses.size(), 20u);
   // The crash: the next checkpoint's temporary file is left half-written.
   const fs::path ckpt = fs::path(split.checkpoint.dir) / kCheckpointFile;
@@ -58,7 +59,7 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   { std::ofstream(ckpt.string() + ".tmp") << "half a checkpoint"; }
   EXPECT_EQ(read_safetensors(ckpt.string()).meta("epochs_done"), "1");
 
-  Trainer resumed(split, log_);
+  Trainer resumed(split, log_, World::get());
   resumed.resume(split.checkpoint.dir);
   EXPECT_EQ(resumed.position().step, 20);
   const TrainResult second = resumed.train();
@@ -78,72 +79,72 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
 }
 
 TEST_F(TrainerTest, SyntheticTaskIsLearned) {
-  const TrainResult r = Trainer(config_, log_).train();
+  const TrainResult r = Trainer(config_, log_, World::get()).train();
   EXPECT_GT(r.last_eval.top1, 0.9) << log_.str();  // 4 separable classes; chance is 0.25
 }
 
 TEST_F(TrainerTest, ResumeWithOtherShapesNamesTheTensorAndBothShapes) {
-  Trainer(config_, log_).train(1);
+  Trainer(config_, log_, World::get()).train(1);
   Config other = config_;
   other.model.num_classes = 5;
-  const std::string e = error_of([&] { Trainer(other, log_).resume(config_.checkpoint.dir); });
+  const std::string e = error_of([&] { Trainer(other, log_, World::get()).resume(config_.checkpoint.dir); });
   EXPECT_NE(e.find("classifier.3.weight"), std::string::npos) << e;
   EXPECT_NE(e.find("(4, 128)"), std::string::npos) << e;
   EXPECT_NE(e.find("(5, 128)"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, ResumeWithAnotherModelNamesBoth) {
-  Trainer(config_, log_).train(1);
+  Trainer(config_, log_, World::get()).train(1);
   Config other = config_;
   other.model.name = "resnet_mini";
-  const std::string e = error_of([&] { Trainer(other, log_).resume(config_.checkpoint.dir); });
+  const std::string e = error_of([&] { Trainer(other, log_, World::get()).resume(config_.checkpoint.dir); });
   EXPECT_NE(e.find("'simple_cnn'"), std::string::npos) << e;
   EXPECT_NE(e.find("'resnet_mini'"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
-  Trainer(config_, log_).train(1);
+  Trainer(config_, log_, World::get()).train(1);
   const fs::path ckpt = fs::path(config_.checkpoint.dir) / kCheckpointFile;
   fs::resize_file(ckpt, fs::file_size(ckpt) / 2);
-  const std::string e = error_of([&] { Trainer(config_, log_).resume(config_.checkpoint.dir); });
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume(config_.checkpoint.dir); });
   EXPECT_NE(e.find(ckpt.string()), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, ResumeFromAFolderWithoutCheckpointSaysSo) {
-  const std::string e = error_of([&] { Trainer(config_, log_).resume((root_ / "nothing").string()); });
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume((root_ / "nothing").string()); });
   EXPECT_NE(e.find("has no checkpoint.safetensors"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, UnwritableCheckpointFolderIsAnErrorNamingIt) {
   config_.checkpoint.dir = "/proc/ringtrain-cannot-be-here";
-  Trainer trainer(config_, log_);
+  Trainer trainer(config_, log_, World::get());
   const std::string e = error_of([&] { trainer.train(); });
   EXPECT_NE(e.find("/proc/ringtrain-cannot-be-here"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, MissingDataFileIsAnErrorNamingIt) {
   config_.data.train_labels = "no-such-labels";
-  const std::string e = error_of([&] { Trainer(config_, log_); });
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()); });
   EXPECT_NE(e.find("no-such-labels"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, LabelsBeyondTheModelsClassesAreAnError) {
   config_.model.num_classes = 3;
-  const std::string e = error_of([&] { Trainer(config_, log_); });
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()); });
   EXPECT_NE(e.find("model.num_classes = 3"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, DivergingLossStopsWithTheStepAndLeavesNoCheckpoint) {
   config_.train.lr_per_256 = 1e12;
   config_.schedule.kind = "constant";
-  const std::string e = error_of([&] { Trainer(config_, log_).train(); });
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).train(); });
   EXPECT_NE(e.find("loss became"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(fs::path(config_.checkpoint.dir) / kCheckpointFile));
 }
 
 TEST_F(TrainerTest, MetricsAndResolvedConfigAreWrittenBesideTheCheckpoint) {
   config_.train.epochs = 1;
-  Trainer(config_, log_).train();
+  Trainer(config_, log_, World::get()).train();
   const fs::path dir = config_.checkpoint.dir;
   EXPECT_EQ(load_config((dir / "config.toml").string()), config_);
   std::ifstream metrics(dir / "metrics.jsonl");
@@ -169,7 +170,7 @@ TEST(TrainerFashionMnist, ThreeHundredStepsLowerTheLoss) {
   c.log.progress = "none";
   c.checkpoint.dir = dir.string();
   std::ostringstream log;
-  const TrainResult r = Trainer(c, log).train();
+  const TrainResult r = Trainer(c, log, World::get()).train();
   fs::remove_all(dir);
   ASSERT_EQ(r.step_losses.size(), 300u);
   double head = 0, tail = 0;

@@ -1,0 +1,86 @@
+#include "dist/grad_reducer.h"
+
+#include "base/check.h"
+
+namespace rt {
+
+GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
+                         std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline)
+    : arena_(grad_arena), params_(std::move(params)), buckets_(std::move(buckets)),
+      collective_(std::move(collective)), overlap_(overlap), timeline_(timeline) {
+  bucket_of_param_.resize(params_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
+  pending_params_.resize(buckets_.size());
+  ready_us_.resize(buckets_.size());
+  thread_ = std::thread([this] { comm_loop(); });
+}
+
+GradReducer::~GradReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void GradReducer::begin_step(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RT_ASSERT(launched_ == done_);
+  step_ = step;
+  launched_ = done_ = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) pending_params_[b] = buckets_[b].end_param - buckets_[b].first_param;
+}
+
+void GradReducer::on_grad_ready(size_t param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t b = bucket_of_param_.at(param);
+  RT_ASSERT(pending_params_[b] > 0);
+  if (--pending_params_[b] == 0) ready_us_[b] = timeline_ ? timeline_->now_us() : 0;
+  if (overlap_) launch_ready_buckets();
+}
+
+void GradReducer::launch_ready_buckets() {
+  const size_t before = launched_;
+  while (launched_ < buckets_.size() && pending_params_[launched_] == 0) ++launched_;
+  if (launched_ != before) cv_.notify_all();
+}
+
+void GradReducer::finish() {
+  std::unique_lock<std::mutex> lock(mu_);
+  launch_ready_buckets();
+  RT_ASSERT(launched_ == buckets_.size());  // every gradient was reported
+  cv_.wait(lock, [&] { return done_ == buckets_.size() || error_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+void GradReducer::comm_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || done_ < launched_; });
+    if (stop_) return;
+    const size_t b = done_;
+    const int64_t step = step_;
+    lock.unlock();
+    try {
+      const Bucket& bucket = buckets_[b];
+      const double start = timeline_ ? timeline_->now_us() : 0;
+      collective_->average(arena_ + bucket.offset, bucket.count, WaitContext{step, static_cast<int>(b), ""});
+      if (timeline_) {
+        timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
+        timeline_->span("allreduce", "bucket", start, timeline_->now_us(), 1, static_cast<int64_t>(b));
+      }
+    } catch (...) {
+      lock.lock();
+      error_ = std::current_exception();
+      cv_.notify_all();
+      return;
+    }
+    lock.lock();
+    ++done_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace rt

@@ -1,0 +1,25 @@
+// Ring-allreduce (average) of a float buffer over a Transport, following Note [Ring schedule].
+// Each step's chunk travels in slices: all of a step's receives and sends are posted at once and
+// each received slice is reduced while the later ones are still in flight.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/transport.h"
+
+namespace rt {
+
+class RingAllreduce {
+ public:
+  explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17);
+  // data[0, count) becomes the average over all ranks, on every rank.
+  void run(float* data, int64_t count, const WaitContext& context);
+
+ private:
+  Transport& t_;
+  int64_t slice_;
+  std::vector<float> staging_;  // one chunk as received, before it is added in
+};
+
+}  // namespace rt

@@ -1,0 +1,34 @@
+#include "dist/ring_schedule.h"
+
+#include "base/check.h"
+
+namespace rt {
+
+namespace {
+int mod(int a, int m) { return ((a % m) + m) % m; }
+}  // namespace
+
+ChunkRange chunk_range(int64_t count, int world, int chunk) {
+  RT_ASSERT(world >= 1 && chunk >= 0 && chunk < world && count >= 0);
+  const int64_t base = count / world, extra = count % world;
+  return {chunk * base + std::min<int64_t>(chunk, extra), base + (chunk < extra ? 1 : 0)};
+}
+
+RingStep ring_step(int rank, int world, int step) {
+  RT_ASSERT(world >= 2 && step >= 0 && step < ring_step_count(world));
+  RingStep s;
+  if (step < world - 1) {  // phase 1: reduce-scatter
+    s.send_chunk = mod(rank - step, world);
+    s.recv_chunk = mod(rank - step - 1, world);
+    s.reduce = true;
+    s.final_reduce = step == world - 2;
+  } else {  // phase 2: all-gather
+    const int t = step - (world - 1);
+    s.send_chunk = mod(rank + 1 - t, world);
+    s.recv_chunk = mod(rank - t, world);
+    s.reduce = false;
+  }
+  return s;
+}
+
+}  // namespace rt

@@ -1,0 +1,42 @@
+// The ring-allreduce schedule, as pure functions: which chunk each rank sends and receives at each
+// step, and whether it reduces or copies what it receives. No communication happens here; the
+// same functions drive the trainer's ring, the tests' simulated ranks and `ring-demo`.
+//
+// Note [Ring schedule]
+// A buffer of `count` elements is cut into `world` chunks (the first count % world chunks one
+// element longer). Rank r sends to r+1 and receives from r-1 (mod world). There are 2(world-1)
+// steps:
+//   Phase 1, reduce-scatter, steps s = 0 .. world-2: rank r sends chunk (r - s) and receives
+//     chunk (r - s - 1), adding it into its own copy. After the phase, rank r holds the complete
+//     sum of chunk (r + 1).
+//   Phase 2, all-gather, steps s = world-1 .. 2(world-1)-1: with t = s - (world-1), rank r sends
+//     chunk (r + 1 - t) and receives chunk (r - t), overwriting its copy with the finished sum.
+// Each rank therefore sends and receives 2(world-1)/world of the buffer, whatever world is.
+// The 1/world average is applied once, by the receiver of the last reduce-scatter step.
+#pragma once
+
+#include <cstdint>
+
+namespace rt {
+
+struct ChunkRange {
+  int64_t begin = 0;  // element offset
+  int64_t count = 0;  // may be 0 when count < world
+};
+
+struct RingStep {
+  int send_chunk = 0;
+  int recv_chunk = 0;
+  bool reduce = true;        // true: add received into own; false: overwrite own with received
+  bool final_reduce = false;  // the last reduce-scatter step: also scale by 1/world
+};
+
+inline int ring_next(int rank, int world) { return (rank + 1) % world; }
+inline int ring_prev(int rank, int world) { return (rank + world - 1) % world; }
+inline int ring_step_count(int world) { return 2 * (world - 1); }
+
+ChunkRange chunk_range(int64_t count, int world, int chunk);
+// step in [0, ring_step_count(world)).
+RingStep ring_step(int rank, int world, int step);
+
+}  // namespace rt

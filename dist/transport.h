@@ -1,0 +1,34 @@
+// Moving bytes between ring neighbours. The ring (ring_allreduce.h) posts non-blocking sends and
+// receives and waits on them; a transport implements that over MPI point-to-point on host memory
+// (mpi_transport.h), and the CUDA backend will add NCCL on device memory behind this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rt {
+
+// What a wait is for, so that a stall can be reported precisely.
+struct WaitContext {
+  int64_t step = 0;
+  int bucket = 0;
+  const char* what = "";  // "reduce-scatter receive", ...
+};
+
+class Transport {
+ public:
+  using Handle = int;
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual Handle post_send(const void* data, size_t bytes, int peer) = 0;
+  virtual Handle post_recv(void* data, size_t bytes, int peer) = 0;
+  // Blocks until the transfer is done. Past the warn time it reports what it waits for; past the
+  // abort time it takes the job down with that report.
+  virtual void wait(Handle handle, const WaitContext& context) = 0;
+  // Forgets completed handles (call when none is pending).
+  virtual void reset() = 0;
+};
+
+}  // namespace rt

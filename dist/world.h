@@ -1,0 +1,53 @@
+// The set of processes training together. Launched by mpirun (or any launcher that sets
+// OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK), it initialises MPI; started on its own it is a
+// world of one and never touches MPI. Callers may rely on: rank 0 exists in every world; every
+// rank sees the same size; local_rank/local_size count the ranks on this host.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace rt {
+
+class World {
+ public:
+  // Initialise once, at the start of main.
+  static World& init(int* argc, char*** argv);
+  static World& get();  // after init; a world of one if init was never called
+  // A world of one that never touches MPI, whatever launched the process (tests use it for
+  // single-rank references inside a multi-rank run).
+  static World single();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const std::string& host() const { return host_; }
+  bool uses_mpi() const { return mpi_; }
+  MPI_Comm comm() const { return comm_; }
+  // "[rank 3] " on ranks other than 0, "" on rank 0: prefixes every log line.
+  std::string tag() const;
+
+  // Takes the whole job down after printing `message` (with rank and host) to stderr.
+  [[noreturn]] void abort(const std::string& message) const;
+  void finalize();
+
+  // Collectives used outside the gradient ring (all ranks must call them, in the same order).
+  void allreduce_sum(double* values, int count) const;
+  void allreduce_sum(float* values, int64_t count) const;
+  void broadcast(float* values, int64_t count, int root) const;
+  void barrier() const;
+
+ private:
+  World() = default;
+  bool mpi_ = false;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::string host_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+// True when this process was started by an MPI launcher.
+bool launched_by_mpi();
+
+}  // namespace rt
