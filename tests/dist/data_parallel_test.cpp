@@ -1,0 +1,134 @@
+// The trainer across ranks: N ranks x batch B end with the same weights as 1 rank x batch N*B on
+// the same samples; sharded evaluation equals single-rank evaluation; a config that differs on
+// one rank is refused naming the key; a run resumes at a different world size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "app/trainer.h"
+#include "base/check.h"
+#include "dist/world.h"
+#include "tests/app/synthetic_idx.h"
+
+namespace rt::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Rank 0 writes the data; every rank reads the same folder (the config must agree everywhere).
+// All ranks are children of one mpirun, so the parent pid names the folder for all of them.
+Config rank_config(const std::string& test, int64_t batch_per_rank) {
+  const World& w = World::get();
+  const fs::path dir = fs::temp_directory_path() / str_cat("ringtrain_dp_", test, "_", ::getppid());
+  if (w.rank() == 0) fs::remove_all(dir);
+  Config c;
+  if (w.rank() == 0) c = synthetic_config(dir);
+  w.barrier();
+  if (w.rank() != 0) {
+    // The same config without writing the files again.
+    const fs::path probe = fs::temp_directory_path() / str_cat("ringtrain_dp_probe_", ::getpid());
+    c = synthetic_config(probe);
+    fs::remove_all(probe);
+    c.data.dir = (dir / "data").string();
+    c.checkpoint.dir = (dir / "run").string();
+  }
+  c.model.name = "lenet";  // no batch norm: the invariant is exact up to float rounding
+  c.model.dropout = 0;
+  c.train.batch_per_rank = batch_per_rank;
+  c.train.epochs = 1;
+  c.train.threads = 1;
+  c.schedule.kind = "constant";
+  return c;
+}
+
+std::vector<float> arena(Graph& g) { return std::vector<float>(g.param_arena(), g.param_arena() + g.arena_floats()); }
+
+TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
+  const World& w = World::get();
+  std::ostringstream log;
+  // 640 samples: world W x B = 8 gives 640 / (8 W) steps; the reference uses batch 8 W.
+  Config c = rank_config("invariant", 8);
+  c.checkpoint.every_epochs = 1;
+  Trainer parallel(c, log, w);
+  parallel.train();
+  const std::vector<float> got = arena(parallel.graph());
+
+  Config single = c;
+  single.train.batch_per_rank = 8 * w.size();
+  single.checkpoint.dir += str_cat("_single", w.rank());
+  World one = World::single();
+  Trainer reference(single, log, one);
+  EXPECT_EQ(reference.steps_per_epoch(), parallel.steps_per_epoch());
+  reference.train();
+  const std::vector<float> want = arena(reference.graph());
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0, scale = 0;
+  size_t where = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    const double err = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (err > worst) worst = err, where = i;
+  }
+  EXPECT_LE(worst, 1e-5 * scale) << "largest difference " << worst << " at arena float " << where << " (scale " << scale
+                                 << ") after " << parallel.steps_per_epoch() << " steps on " << w.size() << " ranks";
+}
+
+TEST(DataParallel, ShardedEvaluationEqualsSingleRankEvaluation) {
+  const World& w = World::get();
+  std::ostringstream log;
+  Config c = rank_config("eval", 8);
+  c.eval.batch = 7;  // shards and chunks of awkward sizes
+  Trainer parallel(c, log, w);
+  const EvalResult sharded = parallel.evaluate();
+  World one = World::single();
+  Trainer alone(c, log, one);  // same seed: same initial weights as rank 0 broadcast
+  const EvalResult whole = alone.evaluate();
+  EXPECT_EQ(sharded.samples, 160);
+  EXPECT_EQ(sharded.samples, whole.samples);
+  EXPECT_NEAR(sharded.top1, whole.top1, 1e-12);
+  EXPECT_NEAR(sharded.top5, whole.top5, 1e-12);
+  EXPECT_NEAR(sharded.loss, whole.loss, 1e-6 * std::abs(whole.loss));
+}
+
+TEST(DataParallel, AConfigThatDiffersOnOneRankIsRefusedNamingTheKey) {
+  const World& w = World::get();
+  std::ostringstream log;
+  Config c = rank_config("mismatch", 8);
+  if (w.rank() == w.size() - 1) c.train.lr_per_256 = 0.123;
+  try {
+    Trainer t(c, log, w);
+    FAIL() << "a differing train.lr_per_256 must be refused";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'train.lr_per_256'"), std::string::npos) << m;
+    EXPECT_NE(m.find(str_cat("rank(s) ", w.size() - 1)), std::string::npos) << m;
+  }
+}
+
+TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
+  const World& w = World::get();
+  std::ostringstream log;
+  Config c = rank_config("resume", 8);
+  c.train.epochs = 2;
+  Trainer first(c, log, w);
+  first.train(1);  // rank 0 writes the checkpoint; train() returns on all ranks after it
+  w.barrier();
+  // Every rank continues alone: world size 1 instead of w.size().
+  World one = World::single();
+  Config alone = c;
+  alone.checkpoint.dir += str_cat("_alone", w.rank());
+  Trainer resumed(alone, log, one);
+  resumed.resume(c.checkpoint.dir);
+  EXPECT_EQ(resumed.position().epochs_done, 1);
+  EXPECT_EQ(resumed.position().images_seen, 640 / (8 * w.size()) * 8 * w.size());
+  EXPECT_EQ(resumed.position().step, resumed.steps_per_epoch());
+  const TrainResult r = resumed.train();
+  EXPECT_EQ(static_cast<int64_t>(r.step_losses.size()), resumed.steps_per_epoch());
+  EXPECT_EQ(resumed.position().epochs_done, 2);
+  w.barrier();
+}
+
+}  // namespace
+}  // namespace rt::testing
