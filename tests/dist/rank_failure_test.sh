@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Failure handling across ranks, with the real binary under mpirun -np 3:
+#   kill:  rank 1 is killed (SIGKILL) mid-training; every other rank must be gone within 30 s and
+#          the job's output must name rank 1.
+#   stall: rank 1 is frozen (SIGSTOP); the others' stall watch must warn, then abort the job
+#          within dist.stall_abort_s, naming the step, the bucket and rank 1.
+# usage: rank_failure_test.sh RINGTRAIN CONFIG kill|stall      (exit 77 = skipped)
+set -u
+ringtrain=$1 config=$2 mode=$3
+data=/usr/share/datasets/fashion-mnist
+[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+work=$(mktemp -d /tmp/ringtrain_failure_XXXXXX)
+trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+mpirun --oversubscribe --mca btl self,vader,tcp -np 3 "$ringtrain" --config "$config" \
+  --set train.epochs=50 --set train.threads=1 --set checkpoint.dir="$work/run" \
+  --set log.progress=lines --set log.every_steps=5 \
+  --set dist.stall_warn_s=2 --set dist.stall_abort_s=6 > "$work/out" 2>&1 &
+launcher=$!
+
+# Wait until training is under way (rank 0 printed a step line).
+for _ in $(seq 240); do grep -q "step 5/" "$work/out" && break; sleep 0.5; done
+grep -q "step 5/" "$work/out" || { echo "FAIL: training did not start"; cat "$work/out"; exit 1; }
+
+victim=""
+for p in $(pgrep -f "$work/run"); do
+  if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then victim=$p; fi
+done
+[[ -n $victim ]] || { echo "FAIL: could not find rank 1"; exit 1; }
+
+if [[ $mode == kill ]]; then kill -KILL "$victim"; limit=30; else kill -STOP "$victim"; limit=40; fi
+start=$(date +%s)
+while kill -0 "$launcher" 2>/dev/null; do
+  if (( $(date +%s) - start > limit )); then
+    echo "FAIL: the job was still running ${limit} s after rank 1 was ${mode}ed"; cat "$work/out"; exit 1
+  fi
+  sleep 0.5
+done
+elapsed=$(( $(date +%s) - start ))
+left=$(pgrep -f "$work/run" | wc -l)
+[[ $left -eq 0 ]] || { echo "FAIL: $left ranks still alive"; exit 1; }
+
+if [[ $mode == kill ]]; then
+  grep -Eq "rank 1 .*(exited on signal 9|Killed)" "$work/out" || { echo "FAIL: the output does not name rank 1"; cat "$work/out"; exit 1; }
+else
+  grep -q "warning: step [0-9]*, bucket [0-9]*: .* rank 1 has waited" "$work/out" || { echo "FAIL: no stall warning naming rank 1"; cat "$work/out"; exit 1; }
+  grep -Eq "rank [02] of 3 .*step [0-9]+, bucket [0-9]+: .* rank 1 has waited [0-9]+ s \(dist.stall_abort_s" "$work/out" \
+    || { echo "FAIL: the abort message does not name step, bucket and rank 1"; cat "$work/out"; exit 1; }
+fi
+echo "PASS: $mode of rank 1 ended the job in ${elapsed} s"
+grep -E "rank 1|stall|waited" "$work/out" | head -5
