@@ -45,8 +45,9 @@ void MpiTransport::wait(Handle h, const WaitContext& ctx) {
     RT_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test failed in step ", ctx.step,
              ", bucket ", ctx.bucket);
     if (done) return;
-    // Spin briefly (most waits end within microseconds), then poll every 50 us.
-    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // Spin for the first ~200 us (most waits end sooner, and sleeping would add latency to every
+    // slice); after that poll every 20 us, so a long wait leaves the core to compute threads.
+    if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
     if ((polls & 1023) != 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     auto report = [&] {

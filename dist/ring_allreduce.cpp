@@ -1,7 +1,6 @@
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "dist/ring_schedule.h"
 
@@ -14,36 +13,45 @@ void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) 
   if (world == 1 || count == 0) return;
   const int next = ring_next(rank, world), prev = ring_prev(rank, world);
   const float scale = 1.0f / static_cast<float>(world);
+  const int steps = ring_step_count(world);
   staging_.resize(static_cast<size_t>(chunk_range(count, world, 0).count));
+  auto slice_bytes = [&](const ChunkRange& c, int64_t at) {
+    return sizeof(float) * static_cast<size_t>(std::min(slice_, c.count - at));
+  };
+  // The chunk a rank receives at step s is the chunk it sends at step s + 1 (Note [Ring
+  // schedule]), so each slice is forwarded as soon as it is final, not after the whole step:
+  // the next step's transfer overlaps this step's reduction.
+  std::vector<Transport::Handle> sends;  // sends of the step about to be waited for
+  const ChunkRange first = chunk_range(count, world, ring_step(rank, world, 0).send_chunk);
+  for (int64_t at = 0; at < first.count; at += slice_) sends.push_back(t_.post_send(data + first.begin + at, slice_bytes(first, at), next));
   WaitContext ctx = context;
-  for (int step = 0; step < ring_step_count(world); ++step) {
+  for (int step = 0; step < steps; ++step) {
     const RingStep s = ring_step(rank, world, step);
-    const ChunkRange out = chunk_range(count, world, s.send_chunk);
     const ChunkRange in = chunk_range(count, world, s.recv_chunk);
-    // All-gather receives go straight into place; reduce-scatter receives are staged and added.
+    // Reduce-scatter receives are staged and added in; all-gather receives land in place.
     float* recv_base = s.reduce ? staging_.data() : data + in.begin;
-    std::vector<Transport::Handle> recvs, sends;
-    for (int64_t at = 0; at < in.count; at += slice_)
-      recvs.push_back(t_.post_recv(recv_base + at, sizeof(float) * static_cast<size_t>(std::min(slice_, in.count - at)), prev));
-    for (int64_t at = 0; at < out.count; at += slice_)
-      sends.push_back(t_.post_send(data + out.begin + at, sizeof(float) * static_cast<size_t>(std::min(slice_, out.count - at)), next));
+    std::vector<Transport::Handle> recvs, next_sends;
+    for (int64_t at = 0; at < in.count; at += slice_) recvs.push_back(t_.post_recv(recv_base + at, slice_bytes(in, at), prev));
     ctx.what = s.reduce ? "reduce-scatter receive" : "all-gather receive";
+    float* dst = data + in.begin;
     for (size_t k = 0; k < recvs.size(); ++k) {
       t_.wait(recvs[k], ctx);
-      if (!s.reduce) continue;
       const int64_t begin = static_cast<int64_t>(k) * slice_, end = std::min(in.count, begin + slice_);
-      float* dst = data + in.begin;
-      const float* src = staging_.data();
-      if (s.final_reduce) {
-        for (int64_t i = begin; i < end; ++i) dst[i] = (dst[i] + src[i]) * scale;
-      } else {
-        for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+      if (s.reduce) {
+        const float* src = staging_.data();
+        if (s.final_reduce) {
+          for (int64_t i = begin; i < end; ++i) dst[i] = (dst[i] + src[i]) * scale;
+        } else {
+          for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
+        }
       }
+      if (step + 1 < steps) next_sends.push_back(t_.post_send(dst + begin, slice_bytes(in, begin), next));
     }
     ctx.what = s.reduce ? "reduce-scatter send" : "all-gather send";
     for (Transport::Handle h : sends) t_.wait(h, ctx);
-    t_.reset();
+    sends.swap(next_sends);
   }
+  t_.reset();
 }
 
 }  // namespace rt
