@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The timeline under mpirun -np 2: after the traced steps the job is killed (a run that dies), and
+# the file must still be valid JSON with both ranks as process rows, compute spans (forward,
+# backward, optimizer) and one allreduce span per bucket per traced step on each rank.
+# usage: timeline_test.sh RINGTRAIN CONFIG      (exit 77 = skipped)
+set -u
+ringtrain=$1 config=$2
+data=/usr/share/datasets/fashion-mnist
+[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+command -v python3 > /dev/null || { echo "SKIP: no python3 to parse the JSON"; exit 77; }
+work=$(mktemp -d /tmp/ringtrain_timeline_XXXXXX)
+trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+mpirun --oversubscribe --mca btl self,vader,tcp -np 2 "$ringtrain" --config "$config" \
+  --set train.threads=1 --set checkpoint.dir="$work/run" --set log.progress=none \
+  --set log.timeline="$work/trace.json" --set log.timeline_first_step=2 --set log.timeline_steps=2 \
+  --set dist.bucket_mb=0.1 --set dist.first_bucket_mb=0.02 > "$work/out" 2>&1 &
+launcher=$!
+for _ in $(seq 240); do
+  [[ -f $work/trace.json ]] && grep -q '"step":3' "$work/trace.json" && break
+  sleep 0.5
+done
+kill -9 "$launcher"; pkill -9 -f "$work/run"; wait "$launcher" 2>/dev/null
+
+python3 - "$work/trace.json" <<'PY'
+import collections, json, sys
+events = json.load(open(sys.argv[1]))  # fails unless the file is valid JSON
+spans = [e for e in events if e.get("ph") == "X"]
+by = collections.Counter((e["pid"], e["name"]) for e in spans)
+names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+assert sorted(n.split(" (")[0] for n in names) == ["rank 0", "rank 1"], names
+for rank in (0, 1):
+    for name in ("data", "forward", "backward", "optimizer"):
+        assert by[(rank, name)] == 2, (rank, name, by[(rank, name)])
+    buckets = {e["args"]["bucket"] for e in spans if e["pid"] == rank and e["name"] == "allreduce"}
+    assert by[(rank, "allreduce")] == 2 * len(buckets) and len(buckets) > 1, (rank, by[(rank, "allreduce")], buckets)
+    steps = {e["args"]["step"] for e in spans if e["pid"] == rank}
+    assert steps == {2, 3}, steps
+print("PASS: %d events, %d spans, ranks 0 and 1, %d buckets per step" % (len(events), len(spans), len(buckets)))
+PY
