@@ -1,6 +1,7 @@
 #include "models/registry.h"
 
 #include "base/check.h"
+#include "models/paper_models.h"
 #include "models/teaching.h"
 
 namespace rt {
@@ -10,6 +11,20 @@ const std::vector<ModelEntry>& model_table() {
       {"lenet", "LeNet-5 with ReLU and max pooling (61k parameters at 28x28)", build_lenet},
       {"simple_cnn", "two conv+BN blocks and a dropout fc layer", build_simple_cnn},
       {"resnet_mini", "residual network with three basic-block stages (16/32/64)", build_resnet_mini},
+      {"resnet18", "ResNet-18 (torchvision; basic blocks 2-2-2-2)", build_resnet18},
+      {"resnet34", "ResNet-34 (torchvision; basic blocks 3-4-6-3)", build_resnet34},
+      {"resnet50", "ResNet-50 v1.5 (torchvision; bottlenecks 3-4-6-3)", build_resnet50},
+      {"resnet101", "ResNet-101 v1.5 (torchvision; bottlenecks 3-4-23-3)", build_resnet101},
+      {"resnet152", "ResNet-152 v1.5 (torchvision; bottlenecks 3-8-36-3)", build_resnet152},
+      {"vgg11", "VGG-11 (torchvision, configuration A)", build_vgg11},
+      {"vgg11_bn", "VGG-11 with batch norm", build_vgg11_bn},
+      {"vgg13", "VGG-13 (torchvision, configuration B)", build_vgg13},
+      {"vgg13_bn", "VGG-13 with batch norm", build_vgg13_bn},
+      {"vgg16", "VGG-16 (torchvision, configuration D)", build_vgg16},
+      {"vgg16_bn", "VGG-16 with batch norm", build_vgg16_bn},
+      {"vgg19", "VGG-19 (torchvision, configuration E)", build_vgg19},
+      {"vgg19_bn", "VGG-19 with batch norm", build_vgg19_bn},
+      {"inception_v3", "Inception-v3 (torchvision, without the aux head; inputs >= 75x75)", build_inception_v3},
   };
   return table;
 }

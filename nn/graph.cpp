@@ -202,14 +202,30 @@ int64_t Graph::parameter_count() const {
   return total;
 }
 
-std::string Graph::summary() const {
-  std::ostringstream os;
+std::vector<LayerRow> Graph::layer_table() const {
+  RT_CHECK(planned_, "layer_table before plan");
+  std::vector<LayerRow> rows;
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    int64_t count = 0;
-    for (const ParamSpec& p : n.layer->param_specs()) count += numel(p.shape);
-    os << "  " << n.name << "  " << n.layer->kind() << "  " << n.y.spec().describe() << "  params " << count << "\n";
+    LayerRow row{n.name, std::string(n.layer->kind()), n.y.shape(), 0, n.layer->multiply_adds()};
+    for (const ParamSpec& p : n.layer->param_specs()) row.params += numel(p.shape);
+    rows.push_back(std::move(row));
   }
+  return rows;
+}
+
+std::string Graph::summary() const {
+  std::ostringstream os;
+  const std::vector<LayerRow> rows = layer_table();
+  int64_t params = 0, macs = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LayerRow& r = rows[i];
+    os << "  " << r.name << "  " << r.kind << "  " << nodes_[i + 1].y.spec().describe() << "  params " << r.params
+       << "  macs " << r.macs << "\n";
+    params += r.params;
+    macs += r.macs;
+  }
+  os << "  total  params " << params << "  macs per image " << macs << "\n";
   return os.str();
 }
 

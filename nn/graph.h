@@ -35,6 +35,14 @@ struct CounterRef {
   int64_t* value = nullptr;
 };
 
+// One row of Graph::layer_table(): a layer node after plan().
+struct LayerRow {
+  std::string name, kind;
+  Shape output;         // logical output shape at the planned batch
+  int64_t params = 0;   // parameters of this layer
+  int64_t macs = 0;     // forward multiply-adds per image (Layer::multiply_adds)
+};
+
 // Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].
 using GradReadyFn = std::function<void(size_t param_index)>;
 
@@ -77,7 +85,9 @@ class Graph {
   int64_t batch() const { return batch_; }
   Device device() const { return device_; }
   const TensorSpec& output_spec() const { return nodes_.back().y.spec(); }
-  // A table of nodes: name, kind, output shape and layout, parameters.
+  // Every layer node in order (the input excluded); needs plan().
+  std::vector<LayerRow> layer_table() const;
+  // layer_table() as text, with each output's layout, and the totals.
   std::string summary() const;
 
  private:

@@ -48,6 +48,9 @@ class Layer {
   virtual std::vector<BufferSpec> buffer_specs() const { return {}; }
   // Counters saved with the buffers (batch norm's num_batches_tracked, int64 in PyTorch).
   virtual std::vector<std::pair<std::string, int64_t*>> counters() { return {}; }
+  // Multiply-adds of one forward pass per image (one sample of the batch), known after plan().
+  // Only convolutions and fully connected layers count, as in torchvision's published figures.
+  virtual int64_t multiply_adds() const { return 0; }
 
   // Plans ops for these input specs; need_dx[i] says whether input i wants a gradient.
   // Returns the output spec. Called once, after bind().

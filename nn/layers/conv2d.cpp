@@ -11,21 +11,29 @@ Conv2d& Conv2d::kaiming_fan_out() {
   return *this;
 }
 
+Conv2d& Conv2d::normal_init(double std) {
+  normal_std_ = std;
+  return *this;
+}
+
 std::vector<ParamSpec> Conv2d::param_specs() const {
   const double fan_in = static_cast<double>(g_.in_channels / g_.groups * g_.kernel_h * g_.kernel_w);
   const double fan_out = static_cast<double>(g_.out_channels * g_.kernel_h * g_.kernel_w);
   const double bound = 1.0 / std::sqrt(fan_in);
-  std::vector<ParamSpec> specs{{"weight", g_.weight_shape(), ParamRole::kWeight,
-                                kaiming_fan_out_ ? Init{Init::Kind::kNormal, std::sqrt(2.0 / fan_out)}
-                                                 : Init{Init::Kind::kUniform, bound}}};
-  if (g_.bias)
-    specs.push_back({"bias", {g_.out_channels}, ParamRole::kBias,
-                     kaiming_fan_out_ ? Init{Init::Kind::kConstant, 0} : Init{Init::Kind::kUniform, bound}});
+  Init w{Init::Kind::kUniform, bound}, b{Init::Kind::kUniform, bound};
+  if (kaiming_fan_out_ || normal_std_ > 0) {
+    w = {Init::Kind::kNormal, normal_std_ > 0 ? normal_std_ : std::sqrt(2.0 / fan_out)};
+    b = {Init::Kind::kConstant, 0};
+  }
+  std::vector<ParamSpec> specs{{"weight", g_.weight_shape(), ParamRole::kWeight, w}};
+  if (g_.bias) specs.push_back({"bias", {g_.out_channels}, ParamRole::kBias, b});
   return specs;
 }
 
 TensorSpec Conv2d::plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) {
   op_ = make_conv2d(g_, x[0], need_dx[0]);
+  const Shape& y = op_->y_spec().shape;  // (N, K, P, Q)
+  macs_ = y[1] * y[2] * y[3] * (g_.in_channels / g_.groups) * g_.kernel_h * g_.kernel_w;
   return op_->y_spec();
 }
 

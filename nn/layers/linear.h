@@ -17,6 +17,7 @@ class Linear final : public Layer {
   std::string_view kind() const override { return "linear"; }
   // torchvision VGG's nn.init.normal_(w, 0, std) with zero bias.
   Linear& normal_init(double std) { normal_std_ = std; return *this; }
+  int64_t multiply_adds() const override { return in_ * out_; }  // per image
 
   std::vector<ParamSpec> param_specs() const override {
     const double bound = 1.0 / std::sqrt(static_cast<double>(in_));

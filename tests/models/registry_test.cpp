@@ -63,8 +63,10 @@ TEST(ModelRegistry, LenetParameterNamesAreTorchvisionStyle) {
   EXPECT_EQ(names, want);
 }
 
-TEST(ModelRegistry, EveryModelHasUniqueParameterAndStateDictNames) {
-  for (const ModelEntry& m : model_table()) {
+// The paper's models (which need larger inputs) get the same check in architecture_test.cpp.
+TEST(ModelRegistry, EveryTeachingModelHasUniqueParameterAndStateDictNames) {
+  for (const char* name : {"lenet", "simple_cnn", "resnet_mini"}) {
+    const ModelEntry m{name, "", nullptr};
     std::unique_ptr<Graph> g = planned(std::string(m.name));
     std::set<std::string> params;
     for (const ParamRef& p : g->params()) EXPECT_TRUE(params.insert(p.name).second) << m.name << ": " << p.name;
