@@ -3,6 +3,7 @@
 // Kaiming-normal fan-out, batch norms (1, 0), fc PyTorch's default nn.Linear initialisation.
 #include "base/check.h"
 #include "models/paper_models.h"
+#include "models/resnet_blocks.h"
 #include "nn/layers/add.h"
 #include "nn/layers/batch_norm2d.h"
 #include "nn/layers/conv2d.h"
@@ -12,9 +13,8 @@
 #include "nn/layers/relu.h"
 
 namespace rt {
-namespace {
 
-Conv2d conv(int64_t c, int64_t k, int64_t r, int64_t stride) {
+Conv2d resnet_conv(int64_t c, int64_t k, int64_t r, int64_t stride) {
   Conv2dGeometry g;
   g.in_channels = c;
   g.out_channels = k;
@@ -26,18 +26,20 @@ Conv2d conv(int64_t c, int64_t k, int64_t r, int64_t stride) {
   return layer;
 }
 
+namespace {
+
 // conv, bn and (unless it ends a residual branch) relu, under torchvision's numbering "conv<i>",
 // "bn<i>"; the relu node is named "relu<i>" (torchvision reuses one parameterless "relu").
 int conv_bn(Graph& g, const std::string& block, int i, int x, int64_t c, int64_t k, int64_t r, int64_t stride,
             bool relu) {
-  x = g.add(str_cat(block, ".conv", i), conv(c, k, r, stride), {x});
+  x = g.add(str_cat(block, ".conv", i), resnet_conv(c, k, r, stride), {x});
   x = g.add(str_cat(block, ".bn", i), BatchNorm2d(k), {x});
   return relu ? g.add(str_cat(block, ".relu", i), Relu(), {x}) : x;
 }
 
-// BasicBlock (expansion 1) or Bottleneck (expansion 4, stride on the 3x3), then the shortcut:
-// identity, or a strided 1x1 conv + bn when the shape changes. Returns the block's output.
-int block(Graph& g, const std::string& name, int x, int64_t in, int64_t planes, int64_t stride, bool bottleneck) {
+}  // namespace
+
+int resnet_block(Graph& g, const std::string& name, int x, int64_t in, int64_t planes, int64_t stride, bool bottleneck) {
   const int64_t out = bottleneck ? planes * 4 : planes;
   int y = x;
   if (bottleneck) {
@@ -50,17 +52,19 @@ int block(Graph& g, const std::string& name, int x, int64_t in, int64_t planes, 
   }
   int shortcut = x;
   if (stride != 1 || in != out) {
-    shortcut = g.add(name + ".downsample.0", conv(in, out, 1, stride), {x});
+    shortcut = g.add(name + ".downsample.0", resnet_conv(in, out, 1, stride), {x});
     shortcut = g.add(name + ".downsample.1", BatchNorm2d(out), {shortcut});
   }
   y = g.add(name + ".add", Add(), {y, shortcut});
   return g.add(name + ".relu", Relu(), {y});
 }
 
+namespace {
+
 std::unique_ptr<Graph> build_resnet(const ModelOptions& o, const int (&blocks)[4], bool bottleneck) {
   RT_CHECK(o.input_shape.size() == 3, "resnet expects (C, H, W) inputs, got ", shape_str(o.input_shape));
   auto g = std::make_unique<Graph>(o.input_shape);
-  int x = g->add("conv1", conv(o.input_shape[0], 64, 7, 2), {g->input()});
+  int x = g->add("conv1", resnet_conv(o.input_shape[0], 64, 7, 2), {g->input()});
   x = g->add("bn1", BatchNorm2d(64), {x});
   x = g->add("relu", Relu(), {x});
   Pool2dGeometry pool;
@@ -72,7 +76,7 @@ std::unique_ptr<Graph> build_resnet(const ModelOptions& o, const int (&blocks)[4
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t planes = int64_t{64} << stage;
     for (int i = 0; i < blocks[stage]; ++i) {
-      x = block(*g, str_cat("layer", stage + 1, ".", i), x, in, planes, i == 0 && stage > 0 ? 2 : 1, bottleneck);
+      x = resnet_block(*g, str_cat("layer", stage + 1, ".", i), x, in, planes, i == 0 && stage > 0 ? 2 : 1, bottleneck);
       in = bottleneck ? planes * 4 : planes;
     }
   }
