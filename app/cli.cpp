@@ -8,9 +8,11 @@ namespace rt {
 
 std::string usage() {
   return "usage: ringtrain [train|eval|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
+         "       ringtrain info --model NAME [--input SIZE]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
-         "  info     build, devices and models; with --config, the planned model layer by layer\n"
+         "  info     build, devices and models; with --config or --model, the model layer by layer\n"
+         "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
          "  --resume continue training (or evaluate) from DIR/checkpoint.safetensors\n";
 }
@@ -43,6 +45,16 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.overrides.push_back(value(arg));
     } else if (arg == "--resume") {
       a.resume_dir = value(arg);
+    } else if (arg == "--model") {
+      a.model = value(arg);
+    } else if (arg == "--input") {
+      const std::string v = value(arg);
+      try {
+        a.input = std::stoll(v);
+      } catch (const std::exception&) {
+        a.input = -1;
+      }
+      RT_CHECK(a.input >= 1, "--input expects a positive image size, got '", v, "'");
     } else if (arg.rfind("--set=", 0) == 0) {
       a.overrides.emplace_back(arg.substr(6));
     } else if (arg.rfind("--config=", 0) == 0) {

@@ -13,6 +13,8 @@ struct CliArgs {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
+  std::string model;   // info --model NAME
+  int64_t input = 0;   // info --input SIZE (square); 0 = the model's usual size
 };
 
 CliArgs parse_cli(int argc, const char* const* argv);

@@ -24,13 +24,26 @@ int run_info(const CliArgs& args) {
             << "  CUDA: " << cuda_report() << (cuda_built() ? "\n  CUDA ops: none yet (CPU only)" : "")
             << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
-  if (!args.config_path.empty()) {
-    const Config c = load_config(args.config_path, args.overrides);
-    ModelOptions mo{{1, 28, 28}, c.model.num_classes, c.model.dropout};
-    auto g = build_model(c.model.name, mo);
-    g->plan(c.train.batch_per_rank, parse_device(c.train.device));
-    std::cout << "  " << c.model.name << " at batch " << c.train.batch_per_rank << ", input " << shape_str(mo.input_shape)
-              << ", " << g->parameter_count() << " parameters:\n"
+  if (!args.model.empty() || !args.config_path.empty()) {
+    // With --config: its model, classes and batch; with --model: the table's usual input and classes.
+    std::string name = args.model;
+    int64_t batch = 1, classes = 0;
+    double dropout = 0;
+    if (!args.config_path.empty()) {
+      const Config c = load_config(args.config_path, args.overrides);
+      if (name.empty()) name = c.model.name;
+      batch = c.train.batch_per_rank;
+      classes = c.model.num_classes;
+      dropout = c.model.dropout;
+    }
+    const ModelEntry& entry = find_model(name);
+    Shape input = entry.default_input;
+    if (args.input > 0) input[1] = input[2] = args.input;
+    ModelOptions mo{input, classes > 0 ? classes : entry.default_classes, dropout};
+    auto g = build_model(name, mo);
+    g->plan(batch, Device::kCpu);
+    std::cout << "  " << name << " at batch " << batch << ", input " << shape_str(input) << ", "
+              << mo.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
               << g->summary();
   }
   return 0;

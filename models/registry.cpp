@@ -8,9 +8,9 @@ namespace rt {
 
 const std::vector<ModelEntry>& model_table() {
   static const std::vector<ModelEntry> table{
-      {"lenet", "LeNet-5 with ReLU and max pooling (61k parameters at 28x28)", build_lenet},
-      {"simple_cnn", "two conv+BN blocks and a dropout fc layer", build_simple_cnn},
-      {"resnet_mini", "residual network with three basic-block stages (16/32/64)", build_resnet_mini},
+      {"lenet", "LeNet-5 with ReLU and max pooling (61k parameters at 28x28)", build_lenet, {1, 28, 28}, 10},
+      {"simple_cnn", "two conv+BN blocks and a dropout fc layer", build_simple_cnn, {1, 28, 28}, 10},
+      {"resnet_mini", "residual network with three basic-block stages (16/32/64)", build_resnet_mini, {1, 28, 28}, 10},
       {"resnet18", "ResNet-18 (torchvision; basic blocks 2-2-2-2)", build_resnet18},
       {"resnet34", "ResNet-34 (torchvision; basic blocks 3-4-6-3)", build_resnet34},
       {"resnet50", "ResNet-50 v1.5 (torchvision; bottlenecks 3-4-6-3)", build_resnet50},
@@ -24,19 +24,23 @@ const std::vector<ModelEntry>& model_table() {
       {"vgg16_bn", "VGG-16 with batch norm", build_vgg16_bn},
       {"vgg19", "VGG-19 (torchvision, configuration E)", build_vgg19},
       {"vgg19_bn", "VGG-19 with batch norm", build_vgg19_bn},
-      {"inception_v3", "Inception-v3 (torchvision, without the aux head; inputs >= 75x75)", build_inception_v3},
+      {"inception_v3", "Inception-v3 (torchvision, without the aux head; inputs >= 75x75)", build_inception_v3, {3, 299, 299}},
   };
   return table;
 }
 
-std::unique_ptr<Graph> build_model(const std::string& name, const ModelOptions& options) {
+const ModelEntry& find_model(const std::string& name) {
   std::string names;
   for (const ModelEntry& e : model_table()) {
-    if (e.name == name) return e.build(options);
+    if (e.name == name) return e;
     names += str_cat(names.empty() ? "" : ", ", e.name);
   }
   RT_CHECK(false, "unknown model '", name, "': valid models are ", names);
-  return nullptr;
+  return model_table().front();
+}
+
+std::unique_ptr<Graph> build_model(const std::string& name, const ModelOptions& options) {
+  return find_model(name).build(options);
 }
 
 }  // namespace rt

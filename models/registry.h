@@ -21,7 +21,12 @@ struct ModelEntry {
   std::string_view name;
   std::string_view description;
   std::unique_ptr<Graph> (*build)(const ModelOptions&);
+  Shape default_input = {3, 224, 224};  // (C, H, W) the model is usually trained at
+  int64_t default_classes = 1000;
 };
+
+// The table's entry for `name`; rt::Error listing the valid names if there is none.
+const ModelEntry& find_model(const std::string& name);
 
 const std::vector<ModelEntry>& model_table();
 // rt::Error naming the unknown model and listing the table's names.

@@ -111,5 +111,21 @@ TEST(RingtrainBinary, InfoListsTheModelsAndExitsZero) {
   EXPECT_NE(r.output.find("oneDNN 2."), std::string::npos) << r.output;
 }
 
+TEST(RingtrainBinary, InfoModelPrintsTheLayerTableWithReferenceTotals) {
+  const ProcessResult r = ringtrain("info --model resnet101");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("layer4.2.conv3  conv2d  (1, 2048, 7, 7)"), std::string::npos) << r.output;
+  const size_t at = r.output.find("total  params 44549160  macs per image ");  // REFERENCE.md: 44,549,160
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double macs = std::stod(r.output.substr(at + std::string("total  params 44549160  macs per image ").size()));
+  EXPECT_NEAR(macs / 7.80e9, 1.0, 0.01);  // REFERENCE.md: 7.80 GMACs at 224x224
+}
+
+TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
+  const ProcessResult r = ringtrain("info --model vgg16 --input -3");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("--input expects a positive image size, got '-3'"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace rt::testing
