@@ -32,16 +32,6 @@ std::vector<float> random_values(int64_t n, uint64_t stream, float lo = -1, floa
   return v;
 }
 
-// A tensor of `spec` holding the plain row-major `values`.
-Tensor make_tensor(const TensorSpec& spec, const std::vector<float>& values) {
-  Tensor plain(plain_spec(spec.shape));
-  std::copy(values.begin(), values.end(), plain.data());
-  if (spec.is_plain()) return plain;
-  Tensor t(spec);
-  reorder(plain, t);
-  return t;
-}
-
 std::string index_str(int64_t flat, const Shape& shape) {
   std::vector<int64_t> idx(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
@@ -124,8 +114,8 @@ void check_conv(const Conv2dGeometry& g, const TensorSpec& x_spec) {
   const std::vector<float> w = random_values(numel(g.weight_shape()), 2);
   const std::vector<float> b = random_values(g.out_channels, 3);
   auto op = make_conv2d(g, x_spec, false);
-  Tensor xt = make_tensor(x_spec, x), wt = make_tensor(plain_spec(g.weight_shape()), w);
-  Tensor bt = make_tensor(plain_spec({g.out_channels}), b);
+  Tensor xt = tensor_from_plain(x_spec, x), wt = tensor_from_plain(plain_spec(g.weight_shape()), w);
+  Tensor bt = tensor_from_plain(plain_spec({g.out_channels}), b);
   Tensor y(op->y_spec());
   op->forward(xt, wt, g.bias ? &bt : nullptr, y);
   expect_matches("conv2d", y, g.output_shape(x_spec.shape), naive_conv2d(g, x_spec.shape, x, w, b));
@@ -209,7 +199,7 @@ Pool2dGeometry pool_geometry(PoolKind kind, int64_t kh, int64_t kw, int64_t sh, 
 void check_pool(const Pool2dGeometry& g, const TensorSpec& x_spec) {
   const std::vector<float> x = random_values(numel(x_spec.shape), 4);
   auto op = make_pool2d(g, x_spec);
-  Tensor xt = make_tensor(x_spec, x), y(op->y_spec());
+  Tensor xt = tensor_from_plain(x_spec, x), y(op->y_spec());
   op->forward(xt, y, true);
   const std::string what = str_cat(g.kind == PoolKind::kMax ? "max" : "avg", "_pool2d ", g.kernel_h, "x", g.kernel_w,
                                    " stride ", g.stride_h, "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w,
@@ -258,7 +248,7 @@ std::vector<double> naive_adaptive_avg_pool2d(const Shape& xs, int64_t OH, int64
 void check_adaptive(const TensorSpec& x_spec, int64_t out_h, int64_t out_w) {
   const std::vector<float> x = random_values(numel(x_spec.shape), 5);
   auto op = make_adaptive_avg_pool2d(out_h, out_w, x_spec);
-  Tensor xt = make_tensor(x_spec, x), y(op->y_spec());
+  Tensor xt = tensor_from_plain(x_spec, x), y(op->y_spec());
   op->forward(xt, y, true);
   const Shape& s = x_spec.shape;
   expect_matches(str_cat("adaptive_avg_pool2d ", shape_str(s), " -> ", out_h, "x", out_w), y,
@@ -285,8 +275,8 @@ TEST(LinearForward, MatchesNaiveLoopsWithAndWithoutBias) {
   const std::vector<float> x = random_values(N * I, 6), w = random_values(O * I, 7), b = random_values(O, 8);
   for (bool bias : {true, false}) {
     auto op = make_linear(N, I, O, bias, false, Device::kCpu);
-    Tensor xt = make_tensor(plain_spec({N, I}), x), wt = make_tensor(plain_spec({O, I}), w);
-    Tensor bt = make_tensor(plain_spec({O}), b), y(plain_spec({N, O}));
+    Tensor xt = tensor_from_plain(plain_spec({N, I}), x), wt = tensor_from_plain(plain_spec({O, I}), w);
+    Tensor bt = tensor_from_plain(plain_spec({O}), b), y(plain_spec({N, O}));
     op->forward(xt, wt, bias ? &bt : nullptr, y);
     std::vector<double> want(N * O);
     for (int64_t n = 0; n < N; ++n)
@@ -327,9 +317,9 @@ void check_batch_norm(const TensorSpec& x_spec, bool training) {
   const BnCase c = bn_case(s);
   const BatchNormOptions o;
   auto op = make_batch_norm(o, x_spec);
-  Tensor xt = make_tensor(x_spec, c.x), y(x_spec);
-  Tensor gamma = make_tensor(plain_spec({C}), c.gamma), beta = make_tensor(plain_spec({C}), c.beta);
-  Tensor rmean = make_tensor(plain_spec({C}), c.mean), rvar = make_tensor(plain_spec({C}), c.var);
+  Tensor xt = tensor_from_plain(x_spec, c.x), y(x_spec);
+  Tensor gamma = tensor_from_plain(plain_spec({C}), c.gamma), beta = tensor_from_plain(plain_spec({C}), c.beta);
+  Tensor rmean = tensor_from_plain(plain_spec({C}), c.mean), rvar = tensor_from_plain(plain_spec({C}), c.var);
   if (training)
     op->forward_training(xt, gamma, beta, y, rmean, rvar);
   else
@@ -387,7 +377,7 @@ void check_concat(const std::vector<TensorSpec>& specs) {
   int64_t K = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     xs.push_back(random_values(numel(specs[i].shape), 20 + i));
-    ts.push_back(make_tensor(specs[i], xs.back()));
+    ts.push_back(tensor_from_plain(specs[i], xs.back()));
     K += specs[i].shape[1];
   }
   for (const Tensor& t : ts) ptrs.push_back(&t);
@@ -424,7 +414,7 @@ TEST(Reorder, PlainToBlockedToPlainIsBitExact) {
     const Shape s{2, C, 5, 7};
     const TensorSpec blocked = blocked_spec(s);
     const std::vector<float> x = random_values(numel(s), 30 + C, -1e3f, 1e3f);
-    Tensor plain = make_tensor(plain_spec(s), x), mid(blocked);
+    Tensor plain = tensor_from_plain(plain_spec(s), x), mid(blocked);
     reorder(plain, mid);
     const Tensor back = to_plain(mid);
     ASSERT_EQ(back.shape(), s);

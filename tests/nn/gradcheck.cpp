@@ -8,9 +8,8 @@
 #include "nn/ops/reorder.h"
 
 namespace rt::testing {
-namespace {
 
-Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) {
+Tensor tensor_from_plain(const TensorSpec& spec, const std::vector<float>& values) {
   Tensor plain(plain_spec(spec.shape));
   std::copy(values.begin(), values.end(), plain.data());
   if (spec.is_plain()) return plain;
@@ -18,6 +17,8 @@ Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) {
   reorder(plain, t);
   return t;
 }
+
+namespace {
 
 std::vector<float> plain_values(const Tensor& t) {
   Tensor p = to_plain(t);
@@ -68,7 +69,7 @@ GradcheckReport gradcheck(Layer& layer, const std::vector<TensorSpec>& x_specs, 
       const float u = 2 * rng.uniform() - 1;
       x_values[i].push_back(o.input_value ? o.input_value(i, k, u) : u);
     }
-    xs.push_back(from_plain(x_values[i], x_specs[i]));
+    xs.push_back(tensor_from_plain(x_specs[i], x_values[i]));
   }
   std::vector<float> r(static_cast<size_t>(numel(y_spec.shape)));
   for (float& v : r) v = 2 * rng.uniform() - 1;
@@ -94,7 +95,7 @@ GradcheckReport gradcheck(Layer& layer, const std::vector<TensorSpec>& x_specs, 
     xp.push_back(&xs[i]);
   }
   for (Tensor& d : dxs) dxp.push_back(&d);
-  const Tensor dy = from_plain(r, y_spec);
+  const Tensor dy = tensor_from_plain(y_spec, r);
   layer.backward(xp, y, dy, dxp, ctx);
 
   GradcheckReport rep;
@@ -120,13 +121,13 @@ GradcheckReport gradcheck(Layer& layer, const std::vector<TensorSpec>& x_specs, 
     for (int64_t k : probes(static_cast<int64_t>(x_values[i].size()), o.max_probes)) {
       const float saved = x_values[i][k];
       x_values[i][k] = saved + static_cast<float>(o.step);
-      xs[i] = from_plain(x_values[i], x_specs[i]);
+      xs[i] = tensor_from_plain(x_specs[i], x_values[i]);
       const double lp = loss();
       x_values[i][k] = saved - static_cast<float>(o.step);
-      xs[i] = from_plain(x_values[i], x_specs[i]);
+      xs[i] = tensor_from_plain(x_specs[i], x_values[i]);
       const double lm = loss();
       x_values[i][k] = saved;
-      xs[i] = from_plain(x_values[i], x_specs[i]);
+      xs[i] = tensor_from_plain(x_specs[i], x_values[i]);
       compare(dx[k], (lp - lm) / (2 * o.step), "dx" + std::to_string(i) + "[" + std::to_string(k) + "]");
     }
   }

@@ -30,6 +30,9 @@ struct GradcheckReport {
 
 GradcheckReport gradcheck(Layer& layer, const std::vector<TensorSpec>& x_specs, const GradcheckOptions& options = {});
 
+// A tensor of `spec` holding the plain row-major `values` (reordered in when spec is blocked).
+Tensor tensor_from_plain(const TensorSpec& spec, const std::vector<float>& values);
+
 // A blocked activation layout for `shape`, as a oneDNN convolution would produce it.
 TensorSpec blocked_spec(const Shape& shape);
 
