@@ -31,13 +31,8 @@ constexpr Kernel k1x1{1, 1, 1, 0, 0}, k3x3{3, 3, 1, 1, 1}, k3x3_valid{3, 3, 1, 0
 
 // torchvision's BasicConv2d: conv (no bias), batch norm (eps 0.001), ReLU.
 int basic_conv(Graph& g, const std::string& name, int x, int64_t c, int64_t k, Kernel kernel) {
-  Conv2dGeometry geometry;
-  geometry.in_channels = c;
-  geometry.out_channels = k;
-  geometry.kernel_h = kernel.r;
+  Conv2dGeometry geometry = Conv2dGeometry::square(c, k, kernel.r, kernel.stride, kernel.pad_h);
   geometry.kernel_w = kernel.s;
-  geometry.stride_h = geometry.stride_w = kernel.stride;
-  geometry.pad_h = kernel.pad_h;
   geometry.pad_w = kernel.pad_w;
   Conv2d conv(geometry);
   conv.normal_init(kInitStd);

@@ -13,11 +13,7 @@ namespace rt {
 namespace {
 
 Conv2dGeometry conv(int64_t c, int64_t k, int64_t r, int64_t pad) {
-  Conv2dGeometry g;
-  g.in_channels = c;
-  g.out_channels = k;
-  g.kernel_h = g.kernel_w = r;
-  g.pad_h = g.pad_w = pad;
+  Conv2dGeometry g = Conv2dGeometry::square(c, k, r, 1, pad);
   g.bias = true;
   return g;
 }

@@ -15,13 +15,7 @@
 namespace rt {
 
 Conv2d resnet_conv(int64_t c, int64_t k, int64_t r, int64_t stride) {
-  Conv2dGeometry g;
-  g.in_channels = c;
-  g.out_channels = k;
-  g.kernel_h = g.kernel_w = r;
-  g.stride_h = g.stride_w = stride;
-  g.pad_h = g.pad_w = r / 2;
-  Conv2d layer(g);
+  Conv2d layer(Conv2dGeometry::square(c, k, r, stride, r / 2));
   layer.kaiming_fan_out();
   return layer;
 }

@@ -42,11 +42,7 @@ std::unique_ptr<Graph> build_vgg(const ModelOptions& o, const std::vector<int>& 
       feature(Pool2d(pool));
       continue;
     }
-    Conv2dGeometry c;
-    c.in_channels = channels;
-    c.out_channels = v;
-    c.kernel_h = c.kernel_w = 3;
-    c.pad_h = c.pad_w = 1;
+    Conv2dGeometry c = Conv2dGeometry::square(channels, v, 3, 1, 1);
     c.bias = true;
     Conv2d conv(c);
     conv.kaiming_fan_out();

@@ -21,6 +21,19 @@ std::string shape_str(const Shape& shape) {
   return os.str();
 }
 
+std::string index_str(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::ostringstream os;
+  os << "[";
+  for (size_t d = 0; d < idx.size(); ++d) os << (d ? ", " : "") << idx[d];
+  os << "]";
+  return os.str();
+}
+
 size_t TensorSpec::bytes() const {
   return layout ? layout->bytes() : static_cast<size_t>(numel(shape)) * sizeof(float);
 }

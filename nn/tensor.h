@@ -18,6 +18,8 @@ using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "(8, 64, 56, 56)"
+// The multi-index of row-major position `flat` in `shape`: "[0, 3, 1, 2]" (for error messages).
+std::string index_str(int64_t flat, const Shape& shape);
 
 // A backend's physical layout. Two layouts are interchangeable only when same_as() says so.
 class Layout {

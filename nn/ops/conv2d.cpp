@@ -8,6 +8,16 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
 }
 
+Conv2dGeometry Conv2dGeometry::square(int64_t c, int64_t k, int64_t r, int64_t stride, int64_t pad) {
+  Conv2dGeometry g;
+  g.in_channels = c;
+  g.out_channels = k;
+  g.kernel_h = g.kernel_w = r;
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = pad;
+  return g;
+}
+
 Shape Conv2dGeometry::output_shape(const Shape& x) const {
   return {x[0], out_channels, conv_out(x[2], kernel_h, stride_h, pad_h, dilation_h),
           conv_out(x[3], kernel_w, stride_w, pad_w, dilation_w)};

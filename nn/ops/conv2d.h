@@ -18,6 +18,8 @@ struct Conv2dGeometry {
   int64_t groups = 1;
   bool bias = false;
 
+  // An r x r kernel with the same stride and padding on both axes; other fields at their defaults.
+  static Conv2dGeometry square(int64_t c, int64_t k, int64_t r, int64_t stride = 1, int64_t pad = 0);
   Shape weight_shape() const { return {out_channels, in_channels / groups, kernel_h, kernel_w}; }  // (K, C/g, R, S)
   Shape output_shape(const Shape& x) const;  // floor mode, as PyTorch
   void validate(const Shape& x) const;       // rt::Error naming the mismatch

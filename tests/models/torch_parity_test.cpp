@@ -41,19 +41,6 @@ std::vector<double> f64_values(const StTensor& t) {
   return v;
 }
 
-std::string index_str(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::ostringstream s;
-  s << "[";
-  for (size_t d = 0; d < idx.size(); ++d) s << (d ? ", " : "") << idx[d];
-  s << "]";
-  return s.str();
-}
-
 // Compares `got` (float32, ringtrain) with the float64 reference `name` in `ref`:
 // max |got - want| <= rel_tol * max |want| + abs_floor. Also checks the shape.
 void expect_close(const std::string& name, const float* got, const Shape& shape, const StFile& ref, double rel_tol,

@@ -32,19 +32,6 @@ std::vector<float> random_values(int64_t n, uint64_t stream, float lo = -1, floa
   return v;
 }
 
-std::string index_str(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::ostringstream s;
-  s << "[";
-  for (size_t d = 0; d < idx.size(); ++d) s << (d ? ", " : "") << idx[d];
-  s << "]";
-  return s.str();
-}
-
 // max |got - want| <= rel_tol * max |want| (plus a tiny floor for all-zero references).
 void expect_matches(const std::string& what, const Tensor& got, const Shape& want_shape, const std::vector<double>& want,
                     double rel_tol = 1e-5) {
@@ -69,13 +56,8 @@ void expect_matches(const std::string& what, const Tensor& got, const Shape& wan
 
 Conv2dGeometry conv_geometry(int64_t c, int64_t k, int64_t r, int64_t s, int64_t stride, int64_t pad, int64_t dil,
                              int64_t groups, bool bias) {
-  Conv2dGeometry g;
-  g.in_channels = c;
-  g.out_channels = k;
-  g.kernel_h = r;
+  Conv2dGeometry g = Conv2dGeometry::square(c, k, r, stride, pad);
   g.kernel_w = s;
-  g.stride_h = g.stride_w = stride;
-  g.pad_h = g.pad_w = pad;
   g.dilation_h = g.dilation_w = dil;
   g.groups = groups;
   g.bias = bias;

@@ -39,10 +39,7 @@ std::vector<int64_t> probes(int64_t n, int max_probes) {
 }  // namespace
 
 TensorSpec blocked_spec(const Shape& shape) {
-  Conv2dGeometry g;
-  g.in_channels = shape[1];
-  g.out_channels = shape[1];
-  auto op = make_conv2d(g, plain_spec(shape), false);
+  auto op = make_conv2d(Conv2dGeometry::square(shape[1], shape[1], 1), plain_spec(shape), false);
   return op->y_spec();
 }
 

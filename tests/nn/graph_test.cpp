@@ -18,11 +18,7 @@ namespace rt::testing {
 namespace {
 
 Conv2dGeometry conv3x3(int64_t c, int64_t k) {
-  Conv2dGeometry g;
-  g.in_channels = c;
-  g.out_channels = k;
-  g.kernel_h = g.kernel_w = 3;
-  g.pad_h = g.pad_w = 1;
+  Conv2dGeometry g = Conv2dGeometry::square(c, k, 3, 1, 1);
   g.bias = true;
   return g;
 }

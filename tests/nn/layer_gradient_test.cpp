@@ -23,12 +23,7 @@ void expect_ok(const GradcheckReport& r) {
 
 Conv2dGeometry conv_geometry(int64_t c, int64_t k, int64_t r, int64_t stride, int64_t pad, int64_t dil, int64_t groups,
                              bool bias) {
-  Conv2dGeometry g;
-  g.in_channels = c;
-  g.out_channels = k;
-  g.kernel_h = g.kernel_w = r;
-  g.stride_h = g.stride_w = stride;
-  g.pad_h = g.pad_w = pad;
+  Conv2dGeometry g = Conv2dGeometry::square(c, k, r, stride, pad);
   g.dilation_h = g.dilation_w = dil;
   g.groups = groups;
   g.bias = bias;

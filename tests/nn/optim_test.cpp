@@ -29,9 +29,7 @@ struct TorchSgdScalar {
 
 void check_sgd(bool nesterov) {
   Graph g(Shape{2, 3, 3});
-  Conv2dGeometry c;
-  c.in_channels = 2;
-  c.out_channels = 2;
+  Conv2dGeometry c = Conv2dGeometry::square(2, 2, 1);
   c.bias = true;
   g.add("conv", Conv2d(c), {g.input()});
   g.add("bn", BatchNorm2d(2), {1});
