@@ -56,30 +56,42 @@ StFile model_state(const Graph& graph) {
 }
 
 void load_model_state(Graph& graph, const StFile& file, const std::string& source) {
+  // Every mismatch is collected first, so one message shows what kind of file this is (another
+  // model, another num_classes, a non-torchvision naming) rather than only its first symptom.
+  std::vector<std::string> problems;
   std::set<std::string> expected;
-  for (ParamRef& p : graph.params()) {
-    expected.insert(p.name);
-    const StTensor* t = file.find(p.name);
-    RT_CHECK(t, source, ": tensor '", p.name, "' ", shape_str(p.value.shape()), " is missing");
-    copy_into(p.value, *t, p.name, source);
+  const auto want = [&](const std::string& name, const Shape& shape, bool optional) {
+    expected.insert(name);
+    const StTensor* t = file.find(name);
+    if (!t && !optional) problems.push_back(str_cat("missing '", name, "' ", shape_str(shape)));
+    if (t && t->shape != shape)
+      problems.push_back(str_cat("'", name, "' is ", shape_str(t->shape), ", the model expects ", shape_str(shape)));
+  };
+  for (const ParamRef& p : graph.params()) want(p.name, p.value.shape(), false);
+  for (const BufferRef& b : graph.buffers()) want(b.name, b.value.shape(), false);
+  // Counters are optional, as in PyTorch's own loader for old checkpoints.
+  for (const CounterRef& c : graph.counters()) want(c.name, {}, true);
+  for (const auto& [name, t] : file.tensors)
+    if (!expected.count(name) && name.rfind("optimizer.", 0) != 0)
+      problems.push_back(str_cat("unexpected '", name, "' ", shape_str(t.shape), " (the model has no such tensor)"));
+  if (!problems.empty()) {
+    constexpr size_t kShown = 6;
+    std::string list;
+    for (size_t i = 0; i < std::min(kShown, problems.size()); ++i) list += "\n  " + problems[i];
+    if (problems.size() > kShown) list += str_cat("\n  ... and ", problems.size() - kShown, " more");
+    RT_CHECK(false, source, ": ", problems.size(), " tensor(s) do not match the model:", list);
   }
+  for (ParamRef& p : graph.params()) copy_into(p.value, *file.find(p.name), p.name, source);
   for (const BufferRef& b : graph.buffers()) {
-    expected.insert(b.name);
-    const StTensor* t = file.find(b.name);
-    RT_CHECK(t, source, ": buffer '", b.name, "' ", shape_str(b.value.shape()), " is missing");
     Tensor view = b.value;
-    copy_into(view, *t, b.name, source);
+    copy_into(view, *file.find(b.name), b.name, source);
   }
   for (const CounterRef& c : graph.counters()) {
-    expected.insert(c.name);
     const StTensor* t = file.find(c.name);
-    if (!t) continue;  // optional, as in PyTorch's own loader for old checkpoints
+    if (!t) continue;
     RT_CHECK(t->dtype == DType::kI64 && t->bytes.size() == 8, source, ": counter '", c.name, "' must be one int64");
     std::memcpy(c.value, t->bytes.data(), 8);
   }
-  for (const auto& [name, t] : file.tensors)
-    RT_CHECK(expected.count(name) || name.rfind("optimizer.", 0) == 0, source, ": unexpected tensor '", name, "' ",
-             shape_str(t.shape), ": the model has no such parameter or buffer");
 }
 
 void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& pos,

@@ -7,10 +7,16 @@
 namespace rt {
 
 std::string usage() {
-  return "usage: ringtrain [train|eval|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
+  return "usage: ringtrain [train|eval|bench|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
          "       ringtrain info --model NAME [--input SIZE]\n"
+         "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
+         "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
+         "           (the [bench] table); under mpirun the total is all images / the slowest rank's time\n"
+         "  forward  one pass of a model on weights W and a batch B (safetensors: \"input\" (N, C, H, W),\n"
+         "           \"target\" (N)); writes logits, loss, buffers and, with --backward, every gradient to O;\n"
+         "           --eval uses running batch-norm statistics\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -22,7 +28,7 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   int i = 1;
   if (i < argc) {
     const std::string_view first = argv[i];
-    if (first == "train" || first == "eval" || first == "info") {
+    if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "info") {
       a.command = first;
       ++i;
     } else if (first == "help" || first == "--help" || first == "-h") {
@@ -47,6 +53,16 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.resume_dir = value(arg);
     } else if (arg == "--model") {
       a.model = value(arg);
+    } else if (arg == "--weights") {
+      a.weights = value(arg);
+    } else if (arg == "--batch") {
+      a.batch = value(arg);
+    } else if (arg == "--out") {
+      a.out = value(arg);
+    } else if (arg == "--backward") {
+      a.backward = true;
+    } else if (arg == "--eval") {
+      a.eval_mode = true;
     } else if (arg == "--input") {
       const std::string v = value(arg);
       try {
@@ -65,7 +81,15 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       RT_CHECK(false, "unknown argument '", arg, "'\n", usage());
     }
   }
-  RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n", usage());
+  if (a.command == "forward") {
+    RT_CHECK(!a.model.empty() || !a.config_path.empty(), "ringtrain forward needs --model NAME or --config FILE\n",
+             usage());
+    for (const auto& [flag, v] : {std::pair{"--weights", &a.weights}, {"--batch", &a.batch}, {"--out", &a.out}})
+      RT_CHECK(!v->empty(), "ringtrain forward needs ", flag, " FILE\n", usage());
+  } else {
+    RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n",
+             usage());
+  }
   return a;
 }
 

@@ -1,5 +1,5 @@
-// Command-line parsing: `ringtrain [train|eval|info] --config FILE [--set table.key=value ...]
-// [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
+// Command-line parsing: `ringtrain [train|eval|bench|forward|info] --config FILE
+// [--set table.key=value ...] [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
 // trains. Bad arguments are rt::Error with the usage hint.
 #pragma once
 
@@ -9,12 +9,15 @@
 namespace rt {
 
 struct CliArgs {
-  std::string command = "train";  // train | eval | info | help | version
+  std::string command = "train";  // train | eval | bench | forward | info | help | version
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
-  std::string model;   // info --model NAME
+  std::string model;   // info, forward: --model NAME
   int64_t input = 0;   // info --input SIZE (square); 0 = the model's usual size
+  std::string weights, batch, out;  // forward --weights FILE --batch FILE --out FILE
+  bool backward = false;            // forward --backward
+  bool eval_mode = false;           // forward --eval
 };
 
 CliArgs parse_cli(int argc, const char* const* argv);

@@ -13,11 +13,13 @@ struct ModelConfig {
   std::string name = "lenet";  // a name from the model table (models/registry.h)
   int64_t num_classes = 10;    // >= 2
   double dropout = 0.0;        // [0, 1): probability of zeroing, where the model has dropout
+  bool aux_logits = true;      // Inception-v3's auxiliary classifier (loss weight 0.4); others ignore it
   bool operator==(const ModelConfig&) const = default;
 };
 
 struct DataConfig {
-  std::string source = "idx";                            // "idx" (MNIST-format files)
+  std::string source = "idx";  // "idx" (MNIST-format files) | "synthetic" (one random batch; bench only)
+  int64_t image_size = 0;      // synthetic: square input side; 0 = the model's usual size
   std::string dir = "/usr/share/datasets/fashion-mnist";  // folder of the four files below
   std::string train_images = "train-images-idx3-ubyte.gz";
   std::string train_labels = "train-labels-idx1-ubyte.gz";
@@ -63,6 +65,13 @@ struct DistConfig {
   bool operator==(const DistConfig&) const = default;
 };
 
+struct BenchConfig {
+  int64_t warmup_steps = 10;      // >= 0: untimed steps first
+  int64_t windows = 10;           // >= 2: timed windows, one images/s figure each
+  int64_t steps_per_window = 10;  // >= 1
+  bool operator==(const BenchConfig&) const = default;
+};
+
 struct EvalConfig {
   int64_t batch = 500;       // >= 1
   int64_t every_epochs = 1;  // >= 1
@@ -92,6 +101,7 @@ struct Config {
   TrainConfig train;
   ScheduleConfig schedule;
   DistConfig dist;
+  BenchConfig bench;
   EvalConfig eval;
   LogConfig log;
   CheckpointConfig checkpoint;

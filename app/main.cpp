@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/bench.h"
 #include "app/cli.h"
 #include "app/config.h"
+#include "app/forward.h"
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "base/check.h"
@@ -16,6 +18,18 @@
 namespace rt {
 namespace {
 
+// The config of info and forward: --config FILE, or the defaults with --model's name and the
+// model table's usual class count; --model renames either way, and --set overrides come last.
+Config config_of(const CliArgs& args) {
+  std::vector<std::string> overrides;
+  if (!args.model.empty()) overrides.push_back("model.name=" + args.model);
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  if (!args.config_path.empty()) return load_config(args.config_path, overrides);
+  const ModelEntry& entry = find_model(args.model);
+  return parse_config(str_cat("[model]\nname = \"", entry.name, "\"\nnum_classes = ", entry.default_classes, "\n"),
+                      "(defaults for --model " + args.model + ")", overrides);
+}
+
 int run_info(const CliArgs& args) {
   const dnnl_version_t* v = dnnl_version();
   std::cout << "ringtrain 0.1.0\n"
@@ -24,28 +38,21 @@ int run_info(const CliArgs& args) {
             << "  CUDA: " << cuda_report() << (cuda_built() ? "\n  CUDA ops: none yet (CPU only)" : "")
             << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
-  if (!args.model.empty() || !args.config_path.empty()) {
-    // With --config: its model, classes and batch; with --model: the table's usual input and classes.
-    std::string name = args.model;
-    int64_t batch = 1, classes = 0;
-    double dropout = 0;
-    if (!args.config_path.empty()) {
-      const Config c = load_config(args.config_path, args.overrides);
-      if (name.empty()) name = c.model.name;
-      batch = c.train.batch_per_rank;
-      classes = c.model.num_classes;
-      dropout = c.model.dropout;
-    }
-    const ModelEntry& entry = find_model(name);
-    Shape input = entry.default_input;
-    if (args.input > 0) input[1] = input[2] = args.input;
-    ModelOptions mo{input, classes > 0 ? classes : entry.default_classes, dropout};
-    auto g = build_model(name, mo);
-    g->plan(batch, Device::kCpu);
-    std::cout << "  " << name << " at batch " << batch << ", input " << shape_str(input) << ", "
-              << mo.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
-              << g->summary();
-  }
+  if (args.model.empty() && args.config_path.empty()) return 0;
+  // With --config: its batch and, for synthetic data, its image size; with --model: one image at
+  // the table's usual input.
+  const Config c = config_of(args);
+  const ModelEntry& entry = find_model(c.model.name);
+  Shape input = entry.default_input;
+  if (c.data.image_size > 0) input[1] = input[2] = c.data.image_size;
+  if (args.input > 0) input[1] = input[2] = args.input;
+  const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
+  const ModelOptions mo{input, c.model.num_classes, c.model.dropout, c.model.aux_logits};
+  auto g = build_model(c.model.name, mo);
+  g->plan(batch, Device::kCpu);
+  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
+            << mo.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
+            << g->summary();
   return 0;
 }
 
@@ -59,6 +66,11 @@ int run(const CliArgs& args) {
     return 0;
   }
   if (args.command == "info") return run_info(args);
+  if (args.command == "forward") {
+    const ForwardRequest request{config_of(args), args.weights, args.batch, args.out, !args.eval_mode, args.backward};
+    std::cout << run_forward(request) << std::endl;
+    return 0;
+  }
 
   const World& world = World::get();
   const Config config = load_config(args.config_path, args.overrides);
@@ -69,6 +81,11 @@ int run(const CliArgs& args) {
     if (world.rank() == 0)
       std::printf("test: %lld images, loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", static_cast<long long>(r.samples), r.loss,
                 100 * r.top1, 100 * r.top5);
+    return 0;
+  }
+  if (args.command == "bench") {
+    Trainer trainer(config, std::cout, world);
+    run_bench(trainer, std::cout);
     return 0;
   }
   if (world.rank() == 0)

@@ -75,18 +75,28 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const Device device = parse_device(config.train.device);
 
   const DataConfig& d = config.data;
-  train_ = load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std);
-  test_ = load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std);
-  const int64_t classes = std::max(train_.num_classes, test_.num_classes);
-  RT_CHECK(classes <= config.model.num_classes, "the data in '", d.dir, "' has labels up to ", classes - 1,
-           " but model.num_classes = ", config.model.num_classes);
+  synthetic_ = d.source == "synthetic";
+  if (synthetic_) {
+    input_shape_ = find_model(config.model.name).default_input;
+    if (d.image_size > 0) input_shape_[1] = input_shape_[2] = d.image_size;
+  } else {
+    train_ = load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std);
+    test_ = load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std);
+    const int64_t classes = std::max(train_.num_classes, test_.num_classes);
+    RT_CHECK(classes <= config.model.num_classes, "the data in '", d.dir, "' has labels up to ", classes - 1,
+             " but model.num_classes = ", config.model.num_classes);
+    input_shape_ = {train_.channels, train_.height, train_.width};
+  }
 
-  ModelOptions mo{{train_.channels, train_.height, train_.width}, config.model.num_classes, config.model.dropout};
+  const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   graph_ = build_model(config.model.name, mo);
   graph_->plan(config.train.batch_per_rank, device);
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
-  eval_graph_ = build_model(config.model.name, mo);
-  eval_graph_->plan(config.eval.batch, device);
+  dy_ = std::make_unique<OutputGradients>(*graph_);
+  if (!synthetic_) {
+    eval_graph_ = build_model(config.model.name, mo);
+    eval_graph_->plan(config.eval.batch, device);
+  }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});
 
@@ -95,9 +105,16 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   broadcast_model_state(*graph_, world);
 
   const int64_t global_batch = config.train.batch_per_rank * world.size();
-  const EpochSampler sampler(train_.count, config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed),
-                             world.rank(), world.size(), config.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
-  steps_per_epoch_ = sampler.steps_per_epoch();
+  if (synthetic_) {
+    // The schedule spans the benchmark's steps as if they were one epoch.
+    const BenchConfig& b = config.bench;
+    steps_per_epoch_ = b.warmup_steps + b.windows * b.steps_per_window;
+  } else {
+    const EpochSampler sampler(train_.count, config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed),
+                               world.rank(), world.size(),
+                               config.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
+    steps_per_epoch_ = sampler.steps_per_epoch();
+  }
   const ScheduleConfig& s = config.schedule;
   schedule_.kind = parse_schedule_kind(s.kind);
   schedule_.base = scaled_lr(config.train.lr_per_256, global_batch);
@@ -129,9 +146,12 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   }
 
   if (world.rank() == 0) {
-    out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), "
-         << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape) << ", "
-         << device_name(device) << "\n"
+    out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), ";
+    if (synthetic_)
+      out_ << "synthetic images of " << shape_str(mo.input_shape);
+    else
+      out_ << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape);
+    out_ << ", " << device_name(device) << "\n"
          << "ringtrain: world " << world.size() << " rank(s)" << (world.uses_mpi() ? " over MPI" : "") << ", "
          << threads << " compute threads per rank, global batch " << global_batch << " (" << config.train.batch_per_rank
          << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
@@ -181,7 +201,41 @@ void Trainer::average_buffers() {
   }
 }
 
+LossResult Trainer::train_step(const float* images, const int32_t* labels) {
+  Timeline* tl = timeline_.get();
+  g_step = position_.step;
+  const TrainConfig& t = config_.train;
+  const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
+  if (reducer_) reducer_->begin_step(position_.step);
+  LossResult loss;
+  {
+    Span span(tl, "forward");
+    graph_->forward(images, ctx);
+    loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get());
+  }
+  const double lr = schedule_.at(position_.step);
+  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
+           lr, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
+  {
+    Span span(tl, "backward");
+    graph_->backward(dy_->views(), ctx);
+  }
+  if (reducer_) {
+    Span span(tl, "wait for allreduce");
+    reducer_->finish();
+  }
+  {
+    Span span(tl, "optimizer");
+    sgd_->step(lr);
+  }
+  ++position_.step;
+  position_.images_seen += t.batch_per_rank * world_.size();
+  return loss;
+}
+
 TrainResult Trainer::train(int64_t stop_after_epochs) {
+  RT_CHECK(!synthetic_, "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
+                        "real data set (data.source = \"idx\")");
   prepare_run_folder();
   const TrainConfig& t = config_.train;
   const EpochSampler sampler(train_.count, t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
@@ -191,7 +245,6 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
   const int64_t sample = train_.channels * train_.height * train_.width;
   std::vector<float> images(static_cast<size_t>(B * sample));
   std::vector<int32_t> labels(static_cast<size_t>(B));
-  Tensor dlogits(graph_->output_spec());
   Progress progress(world_.rank() == 0 ? Progress::resolve(config_.log.progress) : Progress::Mode::kNone,
                     config_.log.every_steps, out_);
   TrainResult result;
@@ -215,33 +268,9 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
         gather_batch(train_, std::span<const int64_t>(order).subspan(static_cast<size_t>(s * B), static_cast<size_t>(B)),
                      images.data(), labels.data());
       }
-      const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
-      if (reducer_) reducer_->begin_step(position_.step);
-      LossResult loss;
-      {
-        Span span(tl, "forward");
-        const Tensor& logits = graph_->forward(images.data(), ctx);
-        loss = softmax_cross_entropy(logits, labels.data(), t.label_smoothing, &dlogits);
-      }
-      RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at epoch ", epoch + 1, " step ", s + 1,
-               " (learning rate ", schedule_.at(position_.step),
-               "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
-      {
-        Span span(tl, "backward");
-        graph_->backward(dlogits, ctx);
-      }
-      if (reducer_) {
-        Span span(tl, "wait for allreduce");
-        reducer_->finish();
-      }
       const double lr = schedule_.at(position_.step);
-      {
-        Span span(tl, "optimizer");
-        sgd_->step(lr);
-      }
+      const LossResult loss = train_step(images.data(), labels.data());
       if (tl) tl->flush(run_step);
-      ++position_.step;
-      position_.images_seen += global_batch;
       const double dt = seconds_since(step_start);
       result.train_seconds += dt;
       epoch_train_seconds += dt;
@@ -293,6 +322,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
 }
 
 EvalResult Trainer::evaluate() {
+  RT_CHECK(!synthetic_, "data.source = \"synthetic\" has no test set to evaluate");
   average_buffers();
   copy_state(*graph_, *eval_graph_);
   const EpochSampler sampler(test_.count, config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad, false);

@@ -14,6 +14,7 @@
 #include "dist/grad_reducer.h"
 #include "dist/timeline.h"
 #include "dist/world.h"
+#include "nn/graph_loss.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
@@ -48,8 +49,17 @@ class Trainer {
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
+  // One optimizer step on this rank's batch (B images, plain NCHW, and B labels): forward, the
+  // loss of every output, backward with buckets allreduced as they fill, then SGD at the
+  // schedule's rate. Every rank calls it the same number of times.
+  LossResult train_step(const float* images, const int32_t* labels);
 
   const TrainingPosition& position() const { return position_; }
+  const Config& config() const { return config_; }
+  const World& world() const { return world_; }
+  Timeline* timeline() { return timeline_.get(); }
+  GradReducer* reducer() { return reducer_.get(); }
+  Shape input_shape() const { return input_shape_; }  // one sample: (C, H, W)
   Graph& graph() { return *graph_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
@@ -62,8 +72,11 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
+  bool synthetic_ = false;  // data.source = "synthetic": no data sets, only train_step (bench)
   LabeledImages train_, test_;
+  Shape input_shape_;
   std::unique_ptr<Graph> graph_, eval_graph_;
+  std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;

@@ -88,6 +88,16 @@ void World::allreduce_sum(double* values, int count) const {
   if (size_ > 1) check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
 }
 
+void World::allreduce_max(double* values, int count) const {
+  if (size_ > 1) check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
+}
+
+std::vector<double> World::allgather(double value) const {
+  std::vector<double> all(static_cast<size_t>(size_), value);
+  if (size_ > 1) check_mpi(MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_), "MPI_Allgather");
+  return all;
+}
+
 void World::allreduce_sum(float* values, int64_t count) const {
   constexpr int64_t kMaxCount = int64_t{1} << 30;  // MPI counts are int
   for (int64_t at = 0; size_ > 1 && at < count; at += kMaxCount)

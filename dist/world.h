@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace rt {
 
@@ -36,6 +37,9 @@ class World {
   // Collectives used outside the gradient ring (all ranks must call them, in the same order).
   void allreduce_sum(double* values, int count) const;
   void allreduce_sum(float* values, int64_t count) const;
+  void allreduce_max(double* values, int count) const;
+  // Every rank's `value`, indexed by rank, on every rank.
+  std::vector<double> allgather(double value) const;
   void broadcast(float* values, int64_t count, int root) const;
   void barrier() const;
 

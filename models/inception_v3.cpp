@@ -1,7 +1,8 @@
 // Inception-v3 as torchvision 0.14's Inception3 with transform_input=False: BasicConv2d units
 // (conv without bias, batch norm eps 0.001, ReLU) named "<module>.<unit>.conv/.bn", modules
-// Mixed_5b ... Mixed_7c of types A to E, adaptive 1x1 average pooling, dropout, fc.
-// The auxiliary head (AuxLogits) is not built yet: it needs a graph with two outputs.
+// Mixed_5b ... Mixed_7c of types A to E, adaptive 1x1 average pooling, dropout, fc; optionally the
+// auxiliary classifier AuxLogits on Mixed_6e, a second graph output whose loss weighs 0.4 (the
+// weight of torchvision's reference training recipe).
 #include <initializer_list>
 
 #include "base/check.h"
@@ -132,12 +133,45 @@ int inception_e(Graph& g, const std::string& m, int x, int64_t in) {
   return g.add(m + ".cat", Concat(), {b1, b3a, b3b, bda, bdb, bp});
 }
 
+// torchvision's InceptionAux: avg_pool2d(5, stride 3), BasicConv2d 1x1 to 128, BasicConv2d 5x5 to
+// 768, adaptive average pooling to 1x1, fc. Its fc is drawn with std 0.001; conv1's stddev = 0.01
+// in torchvision sits on the BasicConv2d, which its init loop never reads, so conv1 gets 0.1.
+int inception_aux(Graph& g, int x, int64_t classes) {
+  Pool2dGeometry p;
+  p.kind = PoolKind::kAvg;
+  p.kernel_h = p.kernel_w = 5;
+  p.stride_h = p.stride_w = 3;
+  x = g.add("AuxLogits.avg_pool", Pool2d(p), {x});
+  x = basic_conv(g, "AuxLogits.conv0", x, 768, 128, k1x1);
+  x = basic_conv(g, "AuxLogits.conv1", x, 128, 768, {5, 5, 1, 0, 0});
+  x = g.add("AuxLogits.avgpool", AdaptiveAvgPool2d(1, 1), {x});
+  x = g.add("AuxLogits.flatten", Flatten(), {x});
+  Linear fc(768, classes);
+  fc.normal_init(0.001);
+  return g.add("AuxLogits.fc", std::move(fc), {x});
+}
+
+// Side of the 17x17 grid (Mixed_6e) for an input side, following the stem's valid convolutions
+// and poolings; the aux head's 5x5 pooling and 5x5 convolution need at least 17.
+int64_t grid17_side(int64_t in) {
+  const auto valid = [](int64_t x, int64_t k, int64_t s) { return (x - k) / s + 1; };
+  int64_t x = valid(in, 3, 2);  // Conv2d_1a_3x3
+  x = valid(x, 3, 1);           // Conv2d_2a_3x3
+  x = valid(x, 3, 2);           // maxpool1
+  x = valid(x, 3, 1);           // Conv2d_4a_3x3
+  x = valid(x, 3, 2);           // maxpool2
+  return valid(x, 3, 2);        // Mixed_6a
+}
+
 }  // namespace
 
 std::unique_ptr<Graph> build_inception_v3(const ModelOptions& o) {
   RT_CHECK(o.input_shape.size() == 3, "inception_v3 expects (C, H, W) inputs, got ", shape_str(o.input_shape));
   RT_CHECK(o.input_shape[1] >= 75 && o.input_shape[2] >= 75, "inception_v3 needs inputs of at least 75x75, got ",
            shape_str(o.input_shape));
+  RT_CHECK(!o.aux_logits || (grid17_side(o.input_shape[1]) >= 17 && grid17_side(o.input_shape[2]) >= 17),
+           "inception_v3 with its aux head (model.aux_logits = true) needs inputs of at least 299x299, got ",
+           shape_str(o.input_shape), "; set model.aux_logits = false for smaller inputs");
   auto g = std::make_unique<Graph>(o.input_shape);
   int x = basic_conv(*g, "Conv2d_1a_3x3", g->input(), o.input_shape[0], 32, k3x3_s2);
   x = basic_conv(*g, "Conv2d_2a_3x3", x, 32, 32, k3x3_valid);
@@ -154,6 +188,7 @@ std::unique_ptr<Graph> build_inception_v3(const ModelOptions& o) {
   x = inception_c(*g, "Mixed_6c", x, 768, 160);
   x = inception_c(*g, "Mixed_6d", x, 768, 160);
   x = inception_c(*g, "Mixed_6e", x, 768, 192);
+  const int aux = o.aux_logits ? inception_aux(*g, x, o.num_classes) : -1;
   x = inception_d(*g, "Mixed_7a", x, 768);
   x = inception_e(*g, "Mixed_7b", x, 1280);
   x = inception_e(*g, "Mixed_7c", x, 2048);
@@ -165,6 +200,7 @@ std::unique_ptr<Graph> build_inception_v3(const ModelOptions& o) {
   Linear fc(2048, o.num_classes);
   fc.normal_init(kInitStd);
   g->add("fc", std::move(fc), {x});
+  if (aux >= 0) g->add_output(aux, 0.4);
   return g;
 }
 

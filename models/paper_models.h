@@ -26,8 +26,8 @@ std::unique_ptr<Graph> build_vgg16_bn(const ModelOptions& options);
 std::unique_ptr<Graph> build_vgg19(const ModelOptions& options);
 std::unique_ptr<Graph> build_vgg19_bn(const ModelOptions& options);
 
-// Inception-v3 without the auxiliary head and without transform_input; inputs of at least 75x75
-// (299x299 as published).
+// Inception-v3 without transform_input; inputs of at least 75x75 (299x299 as published), and of
+// at least 299x299 with the auxiliary head (options.aux_logits), which is a second graph output.
 std::unique_ptr<Graph> build_inception_v3(const ModelOptions& options);
 
 }  // namespace rt

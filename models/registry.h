@@ -15,6 +15,7 @@ struct ModelOptions {
   Shape input_shape = {1, 28, 28};  // one sample: (C, H, W)
   int64_t num_classes = 10;
   double dropout = 0.0;
+  bool aux_logits = true;  // Inception-v3's auxiliary classifier (torchvision's default); others have none
 };
 
 struct ModelEntry {

@@ -49,10 +49,21 @@ int Graph::add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> 
   return static_cast<int>(nodes_.size()) - 1;
 }
 
+void Graph::add_output(int node, double loss_weight) {
+  RT_CHECK(!planned_, "cannot add an output to a graph that is already planned");
+  RT_CHECK(node > input() && node < static_cast<int>(nodes_.size()), "output node ", node, " does not exist");
+  RT_CHECK(loss_weight >= 0, "output '", nodes_[node].name, "' has negative loss weight ", loss_weight);
+  for (const ExtraOutput& o : outputs_) RT_CHECK(o.node != node, "'", nodes_[node].name, "' is an output twice");
+  outputs_.push_back({node, loss_weight});
+}
+
 void Graph::plan(int64_t batch, Device device) {
   RT_CHECK(!planned_, "graph planned twice");
   RT_CHECK(nodes_.size() > 1, "graph has no layers");
   RT_CHECK(batch >= 1, "batch must be >= 1, got ", batch);
+  for (const ExtraOutput& o : outputs_)
+    RT_CHECK(nodes_[o.node].consumers == 0 && o.node != static_cast<int>(nodes_.size()) - 1, "output '",
+             nodes_[o.node].name, "' must be a node that no layer reads and not the main output");
   batch_ = batch;
   device_ = device;
 
@@ -158,16 +169,29 @@ const Tensor& Graph::forward(const float* images, const RunContext& ctx) {
 }
 
 void Graph::backward(const Tensor& dout, const RunContext& ctx) {
+  RT_CHECK(outputs_.empty(), "this graph has ", output_count(), " outputs: backward needs a gradient for each");
+  const Tensor* douts[1] = {&dout};
+  backward(douts, ctx);
+}
+
+void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx) {
   RT_CHECK(planned_, "backward before plan");
-  RT_CHECK(dout.spec().same_as(output_spec()), "output gradient ", dout.spec().describe(), " does not match output ",
-           output_spec().describe());
+  RT_CHECK(douts.size() == output_count(), "backward got ", douts.size(), " output gradients for ", output_count(),
+           " outputs");
+  // Which gradient, if any, an output node starts from (outputs have no consumers).
+  std::vector<const Tensor*> given(nodes_.size(), nullptr);
+  for (size_t k = 0; k < douts.size(); ++k) {
+    RT_CHECK(douts[k]->spec().same_as(output_spec(k)), "gradient of output ", k, " ", douts[k]->spec().describe(),
+             " does not match the output ", output_spec(k).describe());
+    given[output_node(k)] = douts[k];
+  }
   for (Node& n : nodes_) n.dy_written = false;
   size_t param_index = 0;
   for (size_t i = nodes_.size(); i-- > 1;) {
     Node& n = nodes_[i];
     const Tensor* dy = &n.dy;
-    if (i == nodes_.size() - 1) {
-      dy = &dout;
+    if (given[i]) {
+      dy = given[i];
     } else if (!n.dy_written) {
       // An output nobody consumed: its parameters get zero gradients.
       n.dy.zero();

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,12 +56,16 @@ class Graph {
 
   int input() const { return 0; }
   // Adds a layer reading the outputs of `inputs`; returns its node id. The last node added is the
-  // graph's output. Names are torchvision's module paths ("layer1.0.conv1").
+  // graph's main output (output 0). Names are torchvision's module paths ("layer1.0.conv1").
   int add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
   template <typename L>
   int add(std::string name, L layer, std::vector<int> inputs) {
     return add(std::move(name), std::unique_ptr<Layer>(new L(std::move(layer))), std::move(inputs));
   }
+
+  // Declares `node` a further output (Inception-v3's auxiliary classifier): it must have no
+  // consumers, and its loss enters a training step's total weighted by `loss_weight`.
+  void add_output(int node, double loss_weight);
 
   // Infers shapes, plans every op, and allocates arenas, activations and gradients.
   void plan(int64_t batch, Device device);
@@ -68,9 +73,12 @@ class Graph {
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);
 
-  // images: plain (N, ...) floats. Returns the output (the last node).
+  // images: plain (N, ...) floats. Computes every output; returns the main one.
   const Tensor& forward(const float* images, const RunContext& ctx);
-  // dout: gradient of the loss with respect to the output. Writes every parameter gradient.
+  // douts[k]: gradient of the loss with respect to output k, one per output. Writes every
+  // parameter gradient.
+  void backward(std::span<const Tensor* const> douts, const RunContext& ctx);
+  // For a graph with one output.
   void backward(const Tensor& dout, const RunContext& ctx);
   void on_grad_ready(GradReadyFn fn) { grad_ready_ = std::move(fn); }
 
@@ -84,7 +92,11 @@ class Graph {
   int64_t parameter_count() const;  // real parameters, without alignment padding
   int64_t batch() const { return batch_; }
   Device device() const { return device_; }
-  const TensorSpec& output_spec() const { return nodes_.back().y.spec(); }
+  size_t output_count() const { return outputs_.size() + 1; }
+  // Output k (0: the main one, the last node) after forward(), and its loss weight (1 for k = 0).
+  const Tensor& output(size_t k = 0) const { return nodes_[output_node(k)].y; }
+  const TensorSpec& output_spec(size_t k = 0) const { return output(k).spec(); }
+  double output_loss_weight(size_t k) const { return k == 0 ? 1.0 : outputs_.at(k - 1).loss_weight; }
   // Every layer node in order (the input excluded); needs plan().
   std::vector<LayerRow> layer_table() const;
   // layer_table() as text, with each output's layout, and the totals.
@@ -100,7 +112,16 @@ class Graph {
     bool dy_written = false;
   };
 
+  struct ExtraOutput {
+    int node;
+    double loss_weight;
+  };
+  size_t output_node(size_t k) const {
+    return k == 0 ? nodes_.size() - 1 : static_cast<size_t>(outputs_.at(k - 1).node);
+  }
+
   std::vector<Node> nodes_;
+  std::vector<ExtraOutput> outputs_;  // beyond the main output
   std::vector<ParamRef> params_;
   std::vector<BufferRef> buffers_;
   std::vector<CounterRef> counters_;

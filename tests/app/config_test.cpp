@@ -156,7 +156,7 @@ TEST(ConfigLoad, UnknownTableSuggestsTheNearOne) {
   EXPECT_EQ(error_of("[trian]\nepochs = 3\n"),
             "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
   EXPECT_CONTAINS(error_of("[optimizer]\nlr = 3\n"),
-                  "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, eval, log, "
+                  "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, bench, eval, log, "
                   "checkpoint)");
 }
 
@@ -164,7 +164,7 @@ TEST(ConfigLoad, KeyOutsideAnyTableIsAnError) {
   EXPECT_EQ(
       error_of("epochs = 3\n[train]\nseed = 2\n"),
       "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
-      "train, schedule, dist, eval, log, checkpoint (did you mean 'train.epochs'?)");
+      "train, schedule, dist, bench, eval, log, checkpoint (did you mean 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, TableNameHoldingAPlainValueIsAnError) {
@@ -246,7 +246,7 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
       {"[checkpoint]\nevery_epochs = 0",
        "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
-      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx"},
+      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, synthetic"},
       {"[data]\ntail = \"keep\"", "'data.tail' = \"keep\" is not one of: drop, pad"},
       {"[log]\nprogress = \"fancy\"",
        "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
@@ -395,13 +395,14 @@ TEST(ConfigOverride, UnparsableValueThatIsNotAWordIsAnError) {
 
 Config every_key_changed() {
   Config c;
-  c.model = {"resnet8", 100, 0.25};
+  c.model = {"resnet8", 100, 0.25, false};
   c.data = {
-      "idx", "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3}, {0.3, 1e-7, 2.5},
+      "synthetic", 96, "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3}, {0.3, 1e-7, 2.5},
       "pad"};
   c.train = {7, 128, 0.1 + 0.2, 0.95, true, 1e-5, true, 0.1, 42, 3, "cuda"};
   c.schedule = {"step", 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
   c.dist = {"mpi", 0.0, 0.5, false, 5.5, 30.0};
+  c.bench = {3, 4, 5};
   c.eval = {250, 2};
   c.log = {10, "", "lines", "trace.json", 2, 7, 1.5};
   c.checkpoint = {"runs/x", 3};
@@ -423,6 +424,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   EXPECT_NE(c.train, defaults.train);
   EXPECT_NE(c.schedule, defaults.schedule);
   EXPECT_NE(c.dist, defaults.dist);
+  EXPECT_NE(c.bench, defaults.bench);
   EXPECT_NE(c.eval, defaults.eval);
   EXPECT_NE(c.log, defaults.log);
   EXPECT_NE(c.checkpoint, defaults.checkpoint);

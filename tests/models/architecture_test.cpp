@@ -1,7 +1,8 @@
 // The paper's architectures: ResNet-50/101, VGG-16 and Inception-v3 have the parameter counts and
 // forward multiply-adds torchvision publishes (shared/REFERENCE.md); every ResNet, VGG and
-// Inception-v3 in the table has exactly torchvision 0.14's parameter count and state_dict keys,
-// asked of /usr/bin/python3's torchvision where it imports (skipped otherwise).
+// Inception-v3 (with and without its aux head) in the table has exactly torchvision 0.14's
+// parameter count and state_dict keys, asked of /usr/bin/python3's torchvision where it imports
+// (skipped otherwise).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,8 +21,10 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-std::unique_ptr<Graph> planned(const std::string& name, int64_t size) {
+// "inception_v3_noaux" in these tests is inception_v3 with model.aux_logits = false.
+std::unique_ptr<Graph> planned(std::string name, int64_t size) {
   ModelOptions o;
+  if (name == "inception_v3_noaux") name = "inception_v3", o.aux_logits = false;
   o.input_shape = {3, size, size};
   o.num_classes = 1000;
   o.dropout = 0.5;
@@ -30,7 +33,7 @@ std::unique_ptr<Graph> planned(const std::string& name, int64_t size) {
   return g;
 }
 
-int64_t input_size(const std::string& name) { return name == "inception_v3" ? 299 : 224; }
+int64_t input_size(const std::string& name) { return name.rfind("inception_v3", 0) == 0 ? 299 : 224; }
 
 int64_t total_macs(const Graph& g) {
   int64_t macs = 0;
@@ -61,7 +64,8 @@ TEST_P(PublishedFigures, ParameterCountIsExactAndMultiplyAddsAreWithinOnePercent
 
 INSTANTIATE_TEST_SUITE_P(ReferenceTable, PublishedFigures,
                          ::testing::Values(Published{"resnet101", 44549160, 7.80}, Published{"vgg16", 138357544, 15.47},
-                                           Published{"inception_v3", 23834568, 5.71},
+                                           Published{"inception_v3", 27161264, 5.71},
+                                           Published{"inception_v3_noaux", 23834568, 5.71},
                                            Published{"resnet50", 25557032, 4.09}),
                          [](const auto& info) { return std::string(info.param.model); });
 
@@ -107,6 +111,15 @@ TEST(PaperModels, SmallInputsAreAClearErrorNamingTheMinimum) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("75x75"), std::string::npos) << e.what();
   }
+  o.input_shape = {3, 298, 298};
+  try {
+    build_model("inception_v3", o);
+    FAIL() << "inception_v3 with its aux head accepted a 298x298 input";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("299x299"), std::string::npos) << e.what();
+  }
+  o.aux_logits = false;
+  EXPECT_NO_THROW(build_model("inception_v3", o));
   o.input_shape = {3, 31, 31};
   EXPECT_THROW(build_model("vgg11", o), Error);
 }
@@ -123,8 +136,10 @@ std::string torchvision_answer(const std::string& model, std::string* why_not) {
       // Initialisation plays no part in counts and names; skipping it saves seconds per VGG.
       "for f in (\"kaiming_normal_\", \"kaiming_uniform_\", \"normal_\", \"uniform_\", \"constant_\", \"trunc_normal_\"):\n"
       "    setattr(torch.nn.init, f, lambda t, *a, **k: t)\n"
-      "name = sys.argv[1]\n"
-      "kw = dict(aux_logits=False, init_weights=False) if name == \"inception_v3\" else {}\n"
+      "name, kw = sys.argv[1], {}\n"
+      "if name.startswith(\"inception_v3\"):\n"
+      "    kw = dict(aux_logits=not name.endswith(\"_noaux\"), init_weights=False)\n"
+      "    name = \"inception_v3\"\n"
       "m = getattr(torchvision.models, name)(weights=None, **kw)\n"
       "print(sum(p.numel() for p in m.parameters()))\n"
       "print(\"\\n\".join(sorted(m.state_dict())))' ")
@@ -173,7 +188,7 @@ TEST_P(AgainstTorchvision, ParameterCountAndStateDictKeysAreTorchvisions) {
 INSTANTIATE_TEST_SUITE_P(PaperModels, AgainstTorchvision,
                          ::testing::Values("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg11",
                                            "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn",
-                                           "inception_v3"),
+                                           "inception_v3", "inception_v3_noaux"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

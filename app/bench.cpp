@@ -1,0 +1,134 @@
+#include "app/bench.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "app/json.h"
+#include "base/rng.h"
+
+namespace rt {
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+std::string json_array(const std::vector<double>& v) {
+  std::string s = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.4f", i ? "," : "", v[i]);
+    s += buf;
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+BenchResult run_bench(Trainer& trainer, std::ostream& out) {
+  const Config& c = trainer.config();
+  const World& world = trainer.world();
+  const BenchConfig& b = c.bench;
+  const int64_t B = c.train.batch_per_rank;
+  const Shape in = trainer.input_shape();
+
+  // One fixed batch: standard-normal pixels (already "normalised") and uniform labels.
+  Rng rng(static_cast<uint64_t>(c.train.seed), 0xbe7c4 + static_cast<uint64_t>(world.rank()));
+  std::vector<float> images(static_cast<size_t>(B * in[0] * in[1] * in[2]));
+  for (float& v : images) v = static_cast<float>(rng.normal());
+  std::vector<int32_t> labels(static_cast<size_t>(B));
+  for (int32_t& l : labels) l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.model.num_classes)));
+
+  const bool talk = world.rank() == 0;
+  const int threads = omp_get_max_threads();
+  double hosts = world.local_rank() == 0 ? 1 : 0;
+  world.allreduce_sum(&hosts, 1);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
+                "%s, buckets %g MiB (first %g), overlap %s\n"
+                "bench: %lld warm-up steps, then %lld windows of %lld steps\n",
+                c.model.name.c_str(), world.size(), static_cast<int>(hosts), threads, static_cast<long long>(B),
+                static_cast<long long>(B * world.size()), shape_str(in).c_str(),
+                world.size() > 1 ? (c.dist.allreduce == "ring" ? "ring allreduce" : "MPI_Allreduce") : "no allreduce",
+                c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
+                static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
+                static_cast<long long>(b.steps_per_window));
+  if (talk) out << line << std::flush;
+
+  using Clock = std::chrono::steady_clock;
+  Timeline* tl = trainer.timeline();
+  int64_t run_step = 0;
+  const auto step = [&] {
+    if (tl) tl->set_step(run_step);
+    trainer.train_step(images.data(), labels.data());
+    if (tl) tl->flush(run_step);
+    ++run_step;
+  };
+  for (int64_t s = 0; s < b.warmup_steps; ++s) step();
+
+  BenchResult r;
+  const double window_images = static_cast<double>(B * b.steps_per_window);
+  double own_seconds = 0;
+  for (int64_t w = 0; w < b.windows; ++w) {
+    const auto t0 = Clock::now();
+    for (int64_t s = 0; s < b.steps_per_window; ++s) step();
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    own_seconds += seconds;
+    world.allreduce_max(&seconds, 1);
+    r.window_images_per_s.push_back(window_images * world.size() / seconds);
+    std::snprintf(line, sizeof line, "bench: window %lld: %.3f img/s\n", static_cast<long long>(w + 1),
+                  r.window_images_per_s.back());
+    if (talk) out << line << std::flush;
+  }
+  r.rank_images_per_s = world.allgather(window_images * static_cast<double>(b.windows) / own_seconds);
+
+  const std::vector<double>& v = r.window_images_per_s;
+  for (double x : v) r.mean += x / static_cast<double>(v.size());
+  for (double x : v) r.sd += (x - r.mean) * (x - r.mean) / static_cast<double>(v.size() - 1);
+  r.sd = std::sqrt(r.sd);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  r.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  r.peak_rss_mb = peak_rss_mb();
+  world.allreduce_max(&r.peak_rss_mb, 1);
+
+  std::snprintf(line, sizeof line,
+                "bench: total %.3f img/s (mean of %zu windows; 95%% interval %.3f-%.3f as mean +- 1.96 sd; median "
+                "%.3f); per rank %.3f img/s; peak resident memory %.0f MiB per rank (largest)\n",
+                r.mean, n, r.mean - 1.96 * r.sd, r.mean + 1.96 * r.sd, r.median, r.mean / world.size(),
+                r.peak_rss_mb);
+  if (talk) {
+    out << line;
+    out << "bench: each rank's own img/s:";
+    for (double x : r.rank_images_per_s) {
+      std::snprintf(line, sizeof line, " %.3f", x);
+      out << line;
+    }
+    out << "\n";
+  }
+  JsonLine j;
+  j.add("kind", "bench").add("model", c.model.name).add("ranks", world.size()).add("hosts", static_cast<int64_t>(hosts))
+      .add("threads_per_rank", threads).add("device", c.train.device).add("batch_per_rank", B)
+      .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
+      .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)
+      .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
+      .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
+      .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);
+  r.json = j.str();
+  // Arrays go in by hand: JsonLine writes scalars only.
+  r.json.insert(r.json.size() - 1, ",\"windows\":" + json_array(v) + ",\"per_rank\":" + json_array(r.rank_images_per_s));
+  if (talk) out << r.json << "\n" << std::flush;
+  return r;
+}
+
+}  // namespace rt

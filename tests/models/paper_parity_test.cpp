@@ -1,0 +1,135 @@
+// The paper's models against torchvision itself: tests/models/torchvision_oracle.py builds each
+// model in torchvision, saves its weights and a batch, and computes one training-mode step in
+// float64; `ringtrain forward --backward` runs the same step from those files. ringtrain's error
+// against float64 must be no larger than 5x float32 PyTorch's own (the larger of its NCHW and
+// channels_last errors), per tensor, plus a floor of 1e-6 x the largest gradient norm for
+// gradients (some are exactly zero in exact arithmetic) or 1e-6 x the tensor's largest value for
+// the rest. Skips where /usr/bin/python3 lacks torch or torchvision.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "app/safetensors.h"
+#include "nn/tensor.h"
+
+namespace rt {
+namespace {
+
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr double kBudgetFactor = 5.0, kFloor = 1e-6;
+
+const std::string& torchvision_unavailable() {
+  static const std::string reason = [] {
+    if (access(kPython, X_OK) != 0) return std::string(kPython) + " is not available";
+    const std::string cmd = std::string(kPython) + " -c 'import torch, torchvision' > /dev/null 2>&1";
+    if (std::system(cmd.c_str()) != 0) return std::string("`import torch, torchvision` fails in ") + kPython;
+    return std::string();
+  }();
+  return reason;
+}
+
+std::vector<double> as_f64(const StTensor& t) {
+  std::vector<double> v;
+  if (t.dtype == DType::kF64) {
+    v.resize(t.bytes.size() / 8);
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+  } else if (t.dtype == DType::kI64) {
+    for (size_t i = 0; i < t.bytes.size() / 8; ++i) {
+      int64_t x;
+      std::memcpy(&x, t.bytes.data() + 8 * i, 8);
+      v.push_back(static_cast<double>(x));
+    }
+  } else {
+    for (float f : as_f32(t, "ringtrain output")) v.push_back(f);
+  }
+  return v;
+}
+
+struct Case {
+  const char* model;
+  int64_t batch, res;
+};
+
+class PaperParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PaperParity, LogitsLossGradientsAndRunningStatsAreWithinFiveTimesTorchFloat32Error) {
+  if (!torchvision_unavailable().empty()) GTEST_SKIP() << "no torchvision oracle: " << torchvision_unavailable();
+  const Case c = GetParam();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rt_paper_parity_" + std::to_string(getpid()) + "_" + c.model);
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string();
+  const std::string oracle = std::string(kPython) + " " + RT_SOURCE_DIR + "/tests/models/torchvision_oracle.py " +
+                             c.model + " " + std::to_string(c.batch) + " " + std::to_string(c.res) + " " + d;
+  ASSERT_EQ(std::system(oracle.c_str()), 0) << "oracle failed: " << oracle;
+  const std::string forward = std::string(RT_BINARY_DIR) + "/ringtrain forward --model " + c.model + " --weights " + d +
+                              "/weights.safetensors --batch " + d + "/batch.safetensors --out " + d +
+                              "/out.safetensors --backward";
+  ASSERT_EQ(std::system(forward.c_str()), 0) << "ringtrain failed: " << forward;
+  const StFile ref = read_safetensors(d + "/reference.safetensors");
+  const StFile got = read_safetensors(d + "/out.safetensors");
+  std::filesystem::remove_all(dir);
+
+  double max_grad_norm = 0;
+  for (const auto& [name, t] : ref.tensors) {
+    if (name.rfind("grad.", 0) != 0) continue;
+    double sq = 0;
+    for (double v : as_f64(t)) sq += v * v;
+    max_grad_norm = std::max(max_grad_norm, std::sqrt(sq));
+  }
+  ASSERT_GT(max_grad_norm, 0) << "the reference holds no gradients";
+
+  int64_t compared = 0;
+  double worst_ratio = 0, worst_rel = 0;
+  std::string worst_name, worst_rel_name;
+  for (const auto& [name, want_t] : ref.tensors) {
+    if (name.rfind("budget.", 0) == 0) continue;
+    const StTensor* budget_t = ref.find("budget." + name);
+    ASSERT_NE(budget_t, nullptr) << "the reference has no budget for " << name;
+    const StTensor* got_t = got.find(name);
+    ASSERT_NE(got_t, nullptr) << "ringtrain wrote no '" << name << "'";
+    ASSERT_EQ(got_t->shape, want_t.shape) << name;
+    const std::vector<double> want = as_f64(want_t), have = as_f64(*got_t);
+    double max_ref = 0, max_err = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_ref = std::max(max_ref, std::abs(want[i]));
+      const double err = std::abs(have[i] - want[i]);
+      if (err > max_err) max_err = err, at = i;
+    }
+    const double budget = as_f64(*budget_t)[0];
+    const bool is_grad = name.rfind("grad.", 0) == 0;
+    const double tol = kBudgetFactor * budget + kFloor * (is_grad ? max_grad_norm : max_ref);
+    EXPECT_LE(max_err, tol) << c.model << " " << name << " " << shape_str(want_t.shape) << ": largest error "
+                            << max_err << " at " << index_str(static_cast<int64_t>(at), want_t.shape) << " (ringtrain "
+                            << have[at] << ", float64 torch " << want[at] << "); float32 torch's error " << budget
+                            << ", tolerance " << tol;
+    const double ratio = max_err / tol;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst_name = name;
+    // Relative error only where the tensor is not zero in exact arithmetic (bias before batch norm).
+    const double rel = max_err / std::max(max_ref, 1e-300);
+    if (rel > worst_rel && max_ref > 1e3 * kFloor * (is_grad ? max_grad_norm : max_ref))
+      worst_rel = rel, worst_rel_name = name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 3);
+  // The figures the issue asks for: how close the worst tensor came to its tolerance, and the
+  // largest error relative to the tensor's own scale.
+  std::printf("%s: %lld tensors compared; worst error / tolerance %.3f (%s); worst error / max|ref| %.2e (%s)\n",
+              c.model, static_cast<long long>(compared), worst_ratio, worst_name.c_str(), worst_rel,
+              worst_rel_name.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, PaperParity,
+                         ::testing::Values(Case{"resnet101", 4, 112}, Case{"vgg16", 2, 64}, Case{"vgg16_bn", 2, 64},
+                                           Case{"inception_v3", 2, 299}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+}  // namespace
+}  // namespace rt

@@ -1,0 +1,79 @@
+# The PyTorch side of tests/models/paper_parity_test.cpp. Usage: MODEL BATCH RES DIR.
+# Builds torchvision's MODEL (resnet101, vgg16, vgg16_bn, inception_v3 with its aux head) with a
+# fixed seed, dropout 0 and perturbed batch-norm parameters and statistics, and writes to DIR:
+#   weights.safetensors    the state dict (F32; num_batches_tracked I64), what ringtrain loads
+#   batch.safetensors      "input" (F32) and "target" (I64)
+#   reference.safetensors  one training-mode step computed in float64 (model.double()): logits,
+#                          aux_logits, loss (main + 0.4 aux), grad.<param>, every buffer after it;
+#                          and budget.<name>: the larger of float32 PyTorch's two errors against
+#                          that reference (NCHW and channels_last), max |f32 - f64| per tensor.
+import copy, json, struct, sys
+import torch, torchvision
+from torch import nn
+
+def write_safetensors(path, tensors):
+    dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        blob = t.numpy().tobytes() if t.dim() else t.reshape(1).numpy().tobytes()
+        header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for b in blobs:
+            f.write(b)
+
+def build(name):
+    if name == "inception_v3":
+        return torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=True)
+    return getattr(torchvision.models, name)(weights=None)
+
+def step(model, x, target):
+    """One training-mode forward and backward; returns every output the test compares."""
+    model.train()
+    out = model(x)
+    logits, aux = (out.logits, out.aux_logits) if hasattr(out, "aux_logits") else (out, None)
+    ce = nn.CrossEntropyLoss()
+    loss = ce(logits, target) + (0.4 * ce(aux, target) if aux is not None else 0)
+    loss.backward()
+    result = {"logits": logits, "loss": loss}
+    if aux is not None:
+        result["aux_logits"] = aux
+    result.update({"grad." + n: p.grad for n, p in model.named_parameters()})
+    result.update(dict(model.named_buffers()))
+    return {k: v.detach().double().contiguous() for k, v in result.items()}
+
+def main(name, batch, res, out_dir):
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    model = build(name)
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0  # ringtrain's dropout stream cannot match torch's
+        if isinstance(m, nn.BatchNorm2d):  # off their (1, 0, 0, 1) starting values, so each is seen
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(batch, 3, res, res)
+    target = torch.randint(0, 1000, (batch,))
+    write_safetensors(out_dir + "/weights.safetensors", model.state_dict())
+    write_safetensors(out_dir + "/batch.safetensors", {"input": x, "target": target})
+
+    ref = step(copy.deepcopy(model).double(), x.double(), target)
+    nchw = step(copy.deepcopy(model), x, target)
+    cl = step(copy.deepcopy(model).to(memory_format=torch.channels_last),
+              x.contiguous(memory_format=torch.channels_last), target)
+    out = dict(ref)
+    for k, want in ref.items():
+        err = max((nchw[k] - want).abs().max().item(), (cl[k] - want).abs().max().item())
+        out["budget." + k] = torch.tensor(err, dtype=torch.float64)
+    write_safetensors(out_dir + "/reference.safetensors", out)
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
