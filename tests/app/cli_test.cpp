@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/checkpoint.h"
 #include "app/cli.h"
+#include "app/safetensors.h"
 #include "base/check.h"
+#include "models/registry.h"
 
 namespace rt::testing {
 namespace {
@@ -125,6 +128,100 @@ TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
   const ProcessResult r = ringtrain("info --model vgg16 --input -3");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("--input expects a positive image size, got '-3'"), std::string::npos) << r.output;
+}
+
+// ---- forward and bench ----
+
+// A temporary folder with lenet's initial weights and a batch of `n` 1x`side`x`side` images.
+struct ForwardFiles {
+  fs::path dir, weights, batch, out;
+  ForwardFiles(const std::string& tag, int64_t side, bool with_target) {
+    dir = fs::temp_directory_path() / ("ringtrain_cli_forward_" + std::to_string(::getpid()) + "_" + tag);
+    fs::create_directories(dir);
+    weights = dir / "w.safetensors", batch = dir / "b.safetensors", out = dir / "o.safetensors";
+    ModelOptions o;
+    o.num_classes = 10;
+    auto g = build_model("lenet", o);
+    g->plan(1, Device::kCpu);
+    g->init_parameters(1);
+    write_safetensors(weights.string(), model_state(*g));
+    StFile b;
+    const std::vector<float> pixels(static_cast<size_t>(2 * side * side), 0.5f);
+    b.tensors.push_back({"input", make_f32_tensor({2, 1, side, side}, pixels.data())});
+    if (with_target) {
+      StTensor t;
+      t.dtype = DType::kI64;
+      t.shape = {2};
+      t.bytes.assign(16, 0);
+      t.bytes[8] = 3;  // targets 0 and 3
+      b.tensors.push_back({"target", t});
+    }
+    write_safetensors(batch.string(), b);
+  }
+  ~ForwardFiles() { fs::remove_all(dir); }
+  std::string args(const std::string& model) const {
+    return "forward --model " + model + " --set model.num_classes=10 --weights " + weights.string() + " --batch " +
+           batch.string() + " --out " + out.string();
+  }
+};
+
+TEST(RingtrainBinary, ForwardWritesLogitsLossAndEveryGradient) {
+  const ForwardFiles f("ok", 28, true);
+  const ProcessResult r = ringtrain(f.args("lenet") + " --backward");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const StFile out = read_safetensors(f.out.string());
+  ASSERT_NE(out.find("logits"), nullptr);
+  EXPECT_EQ(out.find("logits")->shape, (std::vector<int64_t>{2, 10}));
+  ASSERT_NE(out.find("loss"), nullptr);
+  EXPECT_NE(out.find("grad.features.0.weight"), nullptr);
+  EXPECT_NE(out.find("grad.classifier.4.bias"), nullptr);
+}
+
+TEST(RingtrainBinary, ForwardWithAnotherModelsWeightsListsTheMismatchesWithShapes) {
+  const ForwardFiles f("mismatch", 28, true);
+  const ProcessResult r = ringtrain(f.args("simple_cnn"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("do not match the model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing 'classifier.3.weight' (10, 128)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("more"), std::string::npos) << r.output;
+}
+
+TEST(RingtrainBinary, ForwardOnATruncatedWeightsFileNamesIt) {
+  const ForwardFiles f("truncated", 28, true);
+  fs::resize_file(f.weights, fs::file_size(f.weights) - 100);
+  const ProcessResult r = ringtrain(f.args("lenet"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find(f.weights.string()), std::string::npos) << r.output;
+}
+
+TEST(RingtrainBinary, ForwardBackwardWithoutTargetsIsAnError) {
+  const ForwardFiles f("notarget", 28, false);
+  const ProcessResult r = ringtrain(f.args("lenet") + " --backward");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("--backward needs a tensor 'target'"), std::string::npos) << r.output;
+}
+
+TEST(RingtrainBinary, ForwardRefusesAnInputBelowTheModelsMinimum) {
+  const ForwardFiles f("small", 74, false);
+  const ProcessResult r = ringtrain(f.args("inception_v3") + " --set model.aux_logits=false");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("at least 75x75"), std::string::npos) << r.output;
+}
+
+TEST(RingtrainBinary, BenchPrintsWindowsAndAJsonRecordWhileTrainRefusesSyntheticData) {
+  const fs::path p = write_config("bench.toml",
+                                  "[model]\nname = \"lenet\"\n[data]\nsource = \"synthetic\"\n"
+                                  "[train]\nbatch_per_rank = 4\n[bench]\nwarmup_steps = 1\nwindows = 3\n"
+                                  "steps_per_window = 2\n");
+  const ProcessResult bench = ringtrain("bench --config " + p.string());
+  const ProcessResult train = ringtrain("--config " + p.string());
+  fs::remove(p);
+  EXPECT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("bench: window 3: "), std::string::npos) << bench.output;
+  EXPECT_NE(bench.output.find("{\"kind\":\"bench\",\"model\":\"lenet\",\"ranks\":1,"), std::string::npos)
+      << bench.output;
+  EXPECT_EQ(train.status, 1);
+  EXPECT_NE(train.output.find("ringtrain bench"), std::string::npos) << train.output;
 }
 
 }  // namespace
