@@ -95,7 +95,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   dy_ = std::make_unique<OutputGradients>(*graph_);
   if (!synthetic_) {
     eval_graph_ = build_model(config.model.name, mo);
-    eval_graph_->plan(config.eval.batch, device);
+    eval_graph_->plan(config.eval.batch, device, /*training=*/false);
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/rng.h"
+#include "nn/memory_plan.h"
 #include "nn/ops/add.h"
 
 namespace rt {
@@ -57,7 +58,7 @@ void Graph::add_output(int node, double loss_weight) {
   outputs_.push_back({node, loss_weight});
 }
 
-void Graph::plan(int64_t batch, Device device) {
+void Graph::plan(int64_t batch, Device device, bool training) {
   RT_CHECK(!planned_, "graph planned twice");
   RT_CHECK(nodes_.size() > 1, "graph has no layers");
   RT_CHECK(batch >= 1, "batch must be >= 1, got ", batch);
@@ -66,6 +67,7 @@ void Graph::plan(int64_t batch, Device device) {
              nodes_[o.node].name, "' must be a node that no layer reads and not the main output");
   batch_ = batch;
   device_ = device;
+  training_ = training;
 
   // Parameters in backward order (Note [Gradient arena]): last node's first.
   struct Pending {
@@ -88,7 +90,8 @@ void Graph::plan(int64_t batch, Device device) {
   }
   arena_floats_ = floats;
   param_arena_ = Tensor(plain_spec({std::max<int64_t>(floats, 1)}, device));
-  grad_arena_ = Tensor(plain_spec({std::max<int64_t>(floats, 1)}, device));
+  // A graph planned for inference has no gradients (its views stay empty).
+  if (training) grad_arena_ = Tensor(plain_spec({std::max<int64_t>(floats, 1)}, device));
 
   // Bind views, then plan each node in topological order.
   size_t next_param = 0;
@@ -97,7 +100,7 @@ void Graph::plan(int64_t batch, Device device) {
     for (const ParamSpec& p : per_node[i].specs) {
       ParamRef& ref = params_[next_param++];
       ref.value = Tensor(plain_spec(p.shape, device), param_arena_.data() + ref.offset, nullptr);
-      ref.grad = Tensor(plain_spec(p.shape, device), grad_arena_.data() + ref.offset, nullptr);
+      if (training) ref.grad = Tensor(plain_spec(p.shape, device), grad_arena_.data() + ref.offset, nullptr);
       values[i].push_back(ref.value);
       grads[i].push_back(ref.grad);
     }
@@ -105,6 +108,8 @@ void Graph::plan(int64_t batch, Device device) {
   Shape in_shape = nodes_[0].y.shape();
   in_shape[0] = batch;
   nodes_[0].y = Tensor(plain_spec(in_shape, device));
+  std::vector<TensorSpec> y_specs(nodes_.size());
+  y_specs[0] = nodes_[0].y.spec();
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     std::vector<Tensor> bufs;
@@ -117,21 +122,91 @@ void Graph::plan(int64_t batch, Device device) {
     std::vector<TensorSpec> x;
     std::vector<bool> need_dx;
     for (int j : n.inputs) {
-      x.push_back(nodes_[j].y.spec());
-      need_dx.push_back(j != input());
+      x.push_back(y_specs[j]);
+      need_dx.push_back(training && j != input());
     }
     try {
-      n.y = Tensor(n.layer->plan(x, need_dx));
+      y_specs[i] = n.layer->plan(x, need_dx);
     } catch (const Error& e) {
       throw Error(str_cat("layer '", n.name, "' (", n.layer->kind(), "): ", e.what()));
     }
   }
-  for (size_t i = 1; i < nodes_.size(); ++i) {
-    Node& n = nodes_[i];
-    n.dy = Tensor(n.y.spec());
-    if (n.consumers > 1) n.dy_extra = Tensor(n.y.spec());
-  }
+  allocate_activations(y_specs);
   planned_ = true;
+}
+
+// Note [Activation memory]: every output, gradient and second gradient lives in one arena, placed
+// by plan_memory from its lifetime in steps (forward of node i is step i; backward of node i is
+// step 2N - i, so backward runs from step N + 1 down the graph):
+// - an output y lives from its forward to its last forward reader, and to the end of the step
+//   when backward reads it (its own layer's backward_reads_output, or a reader's
+//   backward_reads_inputs) or it is a graph output; an in-place layer (ReLU) that is its input's
+//   only reader writes over that input, whose buffer then lives as long as either needs;
+// - training only: a gradient dy is written by its last consumer's backward and read by its own
+//   node's backward; dy_extra is live across its consumers' backward steps.
+void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
+  const size_t count = nodes_.size();
+  const int64_t n = static_cast<int64_t>(count), end = 2 * n;
+  const auto backward_step = [&](int64_t i) { return 2 * n - i; };
+  std::vector<int64_t> first_reader(count, n), last_reader(count, 0);
+  std::vector<bool> keep(count, false);  // read in backward, or a graph output
+  for (size_t k = 0; k < output_count(); ++k) keep[output_node(k)] = true;
+  for (size_t i = 1; i < count; ++i) {
+    keep[i] = keep[i] || (training_ && nodes_[i].layer->backward_reads_output());
+    for (int j : nodes_[i].inputs) {
+      first_reader[j] = std::min<int64_t>(first_reader[j], static_cast<int64_t>(i));
+      last_reader[j] = std::max<int64_t>(last_reader[j], static_cast<int64_t>(i));
+      keep[j] = keep[j] || (training_ && nodes_[i].layer->backward_reads_inputs());
+    }
+  }
+  std::vector<int64_t> y_last(count);
+  for (size_t i = 1; i < count; ++i) y_last[i] = keep[i] ? end : std::max<int64_t>(static_cast<int64_t>(i), last_reader[i]);
+  std::vector<size_t> owner(count);  // the node whose buffer y lives in: itself, or what it overwrote
+  for (size_t i = 1; i < count; ++i) {
+    owner[i] = i;
+    const Node& node = nodes_[i];
+    if (!node.layer->runs_in_place() || node.inputs.size() != 1) continue;
+    const int j = node.inputs[0];
+    if (j != input() && nodes_[j].consumers == 1 && !nodes_[j].layer->backward_reads_output() &&
+        y_specs[j].same_as(y_specs[i])) {
+      owner[i] = owner[j];
+      y_last[owner[i]] = std::max(y_last[owner[i]], y_last[i]);
+    }
+  }
+
+  enum class Kind { kY, kDy, kDyExtra };
+  struct Request {
+    size_t node;
+    Kind kind;
+  };
+  std::vector<Request> requests;
+  std::vector<BufferLifetime> lifetimes;
+  const auto add = [&](size_t node, Kind kind, int64_t first, int64_t last) {
+    requests.push_back({node, kind});
+    lifetimes.push_back({y_specs[node].bytes(), first, last});
+  };
+  for (size_t i = 1; i < count; ++i) {
+    const int64_t at = static_cast<int64_t>(i);
+    if (owner[i] == i) add(i, Kind::kY, at, y_last[i]);
+    if (!training_) continue;
+    const Node& node = nodes_[i];
+    add(i, Kind::kDy, node.consumers > 0 ? backward_step(last_reader[i]) : backward_step(at), backward_step(at));
+    if (node.consumers > 1) add(i, Kind::kDyExtra, backward_step(last_reader[i]), backward_step(first_reader[i]));
+  }
+  const MemoryPlan plan = plan_memory(lifetimes);
+  activation_arena_ = Tensor(plain_spec({static_cast<int64_t>((plan.total_bytes + 3) / 4) + 1}, device_));
+  char* base = reinterpret_cast<char*>(activation_arena_.data());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    Node& node = nodes_[requests[r].node];
+    Tensor view(y_specs[requests[r].node], reinterpret_cast<float*>(base + plan.offsets[r]), nullptr);
+    switch (requests[r].kind) {
+      case Kind::kY: node.y = view; break;
+      case Kind::kDy: node.dy = view; break;
+      case Kind::kDyExtra: node.dy_extra = view; break;
+    }
+  }
+  for (size_t i = 1; i < count; ++i)
+    if (owner[i] != i) nodes_[i].y = Tensor(y_specs[i], nodes_[owner[i]].y.data(), nullptr);
 }
 
 void Graph::init_parameters(uint64_t seed) {
@@ -158,6 +233,7 @@ void Graph::init_parameters(uint64_t seed) {
 
 const Tensor& Graph::forward(const float* images, const RunContext& ctx) {
   RT_CHECK(planned_, "forward before plan");
+  RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
   std::memcpy(nodes_[0].y.data(), images, nodes_[0].y.bytes());
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
@@ -176,6 +252,7 @@ void Graph::backward(const Tensor& dout, const RunContext& ctx) {
 
 void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx) {
   RT_CHECK(planned_, "backward before plan");
+  RT_CHECK(training_, "backward on a graph planned for inference");
   RT_CHECK(douts.size() == output_count(), "backward got ", douts.size(), " output gradients for ", output_count(),
            " outputs");
   // Which gradient, if any, an output node starts from (outputs have no consumers).

@@ -67,8 +67,10 @@ class Graph {
   // consumers, and its loss enters a training step's total weighted by `loss_weight`.
   void add_output(int node, double loss_weight);
 
-  // Infers shapes, plans every op, and allocates arenas, activations and gradients.
-  void plan(int64_t batch, Device device);
+  // Infers shapes, plans every op, and allocates arenas, activations and gradients (see
+  // Note [Activation memory]). A graph planned with training = false runs eval-mode forward
+  // only: no gradients, and activations share memory as soon as their readers are done.
+  void plan(int64_t batch, Device device, bool training = true);
   // Deterministic initialisation: parameter p draws from (seed, hash of p's name), so adding a
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);
@@ -91,6 +93,7 @@ class Graph {
   int64_t arena_floats() const { return arena_floats_; }
   int64_t parameter_count() const;  // real parameters, without alignment padding
   int64_t batch() const { return batch_; }
+  size_t activation_bytes() const { return activation_arena_.bytes(); }  // outputs and their gradients
   Device device() const { return device_; }
   size_t output_count() const { return outputs_.size() + 1; }
   // Output k (0: the main one, the last node) after forward(), and its loss weight (1 for k = 0).
@@ -120,16 +123,19 @@ class Graph {
     return k == 0 ? nodes_.size() - 1 : static_cast<size_t>(outputs_.at(k - 1).node);
   }
 
+  void allocate_activations(const std::vector<TensorSpec>& y_specs);
+
   std::vector<Node> nodes_;
   std::vector<ExtraOutput> outputs_;  // beyond the main output
   std::vector<ParamRef> params_;
   std::vector<BufferRef> buffers_;
   std::vector<CounterRef> counters_;
-  Tensor param_arena_, grad_arena_;
+  Tensor param_arena_, grad_arena_, activation_arena_;
   int64_t arena_floats_ = 0;
   int64_t batch_ = 0;
   Device device_ = Device::kCpu;
   bool planned_ = false;
+  bool training_ = true;
   GradReadyFn grad_ready_;
 };
 

@@ -52,6 +52,16 @@ class Layer {
   // Only convolutions and fully connected layers count, as in torchvision's published figures.
   virtual int64_t multiply_adds() const { return 0; }
 
+  // True when forward may write its output over its single input and backward reads only the
+  // output and its gradient (ReLU); the graph then gives both one buffer where nothing else
+  // reads that input. See Note [Activation memory] in nn/graph.cpp.
+  virtual bool runs_in_place() const { return false; }
+  // True when backward reads this layer's own output y; an in-place reader may then not overwrite it.
+  virtual bool backward_reads_output() const { return false; }
+  // False when backward needs none of the inputs' values (add, concat, pooling with its own
+  // workspace): the graph may then reuse an input's memory once its forward readers are done.
+  virtual bool backward_reads_inputs() const { return true; }
+
   // Plans ops for these input specs; need_dx[i] says whether input i wants a gradient.
   // Returns the output spec. Called once, after bind().
   TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx);

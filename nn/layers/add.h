@@ -11,6 +11,7 @@ namespace rt {
 class Add final : public Layer {
  public:
   std::string_view kind() const override { return "add"; }
+  bool backward_reads_inputs() const override { return false; }
 
  protected:
   size_t arity() const override { return 2; }

@@ -11,6 +11,7 @@ namespace rt {
 class Concat final : public Layer {
  public:
   std::string_view kind() const override { return "concat"; }
+  bool backward_reads_inputs() const override { return false; }
 
  protected:
   size_t arity() const override { return 0; }

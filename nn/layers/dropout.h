@@ -12,6 +12,7 @@ class Dropout final : public Layer {
  public:
   explicit Dropout(double p) : p_(p) {}
   std::string_view kind() const override { return "dropout"; }
+  bool backward_reads_inputs() const override { return false; }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {

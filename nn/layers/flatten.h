@@ -11,6 +11,7 @@ namespace rt {
 class Flatten final : public Layer {
  public:
   std::string_view kind() const override { return "flatten"; }
+  bool backward_reads_inputs() const override { return false; }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {

@@ -13,6 +13,7 @@ class Pool2d final : public Layer {
  public:
   explicit Pool2d(const Pool2dGeometry& g) : g_(g) {}
   std::string_view kind() const override { return g_.kind == PoolKind::kMax ? "max_pool2d" : "avg_pool2d"; }
+  bool backward_reads_inputs() const override { return false; }  // max pooling keeps its workspace
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {
@@ -36,6 +37,7 @@ class AdaptiveAvgPool2d final : public Layer {
  public:
   AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
   std::string_view kind() const override { return "adaptive_avg_pool2d"; }
+  bool backward_reads_inputs() const override { return false; }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {

@@ -11,6 +11,9 @@ namespace rt {
 class Relu final : public Layer {
  public:
   std::string_view kind() const override { return "relu"; }
+  bool backward_reads_inputs() const override { return false; }
+  bool runs_in_place() const override { return true; }
+  bool backward_reads_output() const override { return true; }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>&) override {
@@ -18,9 +21,9 @@ class Relu final : public Layer {
     return x[0];
   }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
-  void backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor& y, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext&) override {
-    if (dx[0]) op_->backward(*x[0], dy, *dx[0]);
+    if (dx[0]) op_->backward(y, dy, *dx[0]);
   }
 
  private:

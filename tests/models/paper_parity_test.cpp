@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 
 #include "app/safetensors.h"
 #include "nn/tensor.h"
@@ -55,6 +56,7 @@ struct Case {
   const char* model;
   int64_t batch, res;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " at batch " << c.batch << ", " << c.res << "x" << c.res; }
 
 class PaperParity : public ::testing::TestWithParam<Case> {};
 

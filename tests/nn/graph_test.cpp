@@ -113,6 +113,88 @@ TEST(Graph, FanOutGradientsAreSummedAsFiniteDifferencesSay) {
   EXPECT_LT(worst, 1e-2);
 }
 
+// input -> c1 -> act1 -> c2 -> act2 -> flatten -> fc1 (main output), with a second output fc2
+// reading act1 through its own flatten. act is ReLU (in place over the conv output), or, where
+// finite differences must not meet ReLU kinks, the identity (dropout with p = 0).
+std::unique_ptr<Graph> two_output_graph(bool training, bool relu = true) {
+  const auto act = [&](Graph& g, const std::string& name, int x) {
+    return relu ? g.add(name, Relu(), {x}) : g.add(name, Dropout(0.0), {x});
+  };
+  auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+  int x = g->add("c1", Conv2d(conv3x3(3, 16)), {g->input()});
+  const int r1 = act(*g, "act1", x);
+  x = g->add("c2", Conv2d(conv3x3(16, 16)), {r1});
+  x = act(*g, "act2", x);
+  const int side = g->add("side_flatten", Flatten(), {r1});
+  const int aux = g->add("fc2", Linear(16 * 25, 3), {side});
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc1", Linear(16 * 25, 4), {x});
+  g->add_output(aux, 0.25);
+  g->plan(2, Device::kCpu, training);
+  g->init_parameters(9);
+  return g;
+}
+
+TEST(Graph, InferencePlanGivesTheSameOutputsInLessMemory) {
+  auto train = two_output_graph(true), infer = two_output_graph(false);
+  Rng rng(5, 1);
+  std::vector<float> x(2 * 3 * 5 * 5);
+  for (float& v : x) v = 2 * rng.uniform() - 1;
+  const RunContext eval{false, 0, 0};
+  train->forward(x.data(), eval);
+  infer->forward(x.data(), eval);
+  for (size_t k = 0; k < 2; ++k)
+    for (int64_t i = 0; i < train->output(k).numel(); ++i)
+      ASSERT_EQ(train->output(k).data()[i], infer->output(k).data()[i]) << "output " << k << " element " << i;
+  EXPECT_LT(infer->activation_bytes(), train->activation_bytes());
+  EXPECT_THROW(infer->backward(std::span<const Tensor* const>(), eval), Error);
+}
+
+TEST(Graph, TwoOutputsGiveTheGradientOfTheirWeightedSumAsFiniteDifferencesSay) {
+  auto g = two_output_graph(true, /*relu=*/false);
+  ASSERT_EQ(g->output_count(), 2u);
+  Rng rng(6, 2);
+  std::vector<float> x(2 * 3 * 5 * 5);
+  for (float& v : x) v = 2 * rng.uniform() - 1;
+  std::vector<float> r0(2 * 4), r1(2 * 3);
+  for (float& v : r0) v = 2 * rng.uniform() - 1;
+  for (float& v : r1) v = 2 * rng.uniform() - 1;
+  const double w1 = g->output_loss_weight(1);
+  EXPECT_EQ(w1, 0.25);
+  auto loss = [&] {
+    g->forward(x.data(), {});
+    double l = 0;
+    for (int64_t i = 0; i < g->output(0).numel(); ++i) l += static_cast<double>(r0[i]) * g->output(0).data()[i];
+    for (int64_t i = 0; i < g->output(1).numel(); ++i) l += w1 * r1[i] * g->output(1).data()[i];
+    return l;
+  };
+  loss();
+  Tensor d0(g->output_spec(0)), d1(g->output_spec(1));
+  std::copy(r0.begin(), r0.end(), d0.data());
+  for (size_t i = 0; i < r1.size(); ++i) d1.data()[i] = static_cast<float>(w1 * r1[i]);
+  const Tensor* douts[2] = {&d0, &d1};
+  g->backward(douts, {});
+  // c1 feeds both outputs: its gradient must carry both paths.
+  ParamRef* c1 = nullptr;
+  for (ParamRef& p : g->params())
+    if (p.name == "c1.weight") c1 = &p;
+  ASSERT_NE(c1, nullptr);
+  const std::vector<float> analytic(c1->grad.data(), c1->grad.data() + c1->grad.numel());
+  double worst = 0;
+  for (int64_t k = 0; k < c1->value.numel(); k += 13) {
+    float& w = c1->value.data()[k];
+    const float saved = w;
+    w = saved + 1e-3f;
+    const double lp = loss();
+    w = saved - 1e-3f;
+    const double lm = loss();
+    w = saved;
+    const double numeric = (lp - lm) / 2e-3;
+    worst = std::max(worst, std::abs(numeric - analytic[k]) / (1e-2 + std::abs(numeric)));
+  }
+  EXPECT_LT(worst, 2e-2);
+}
+
 TEST(Graph, InitialisationDependsOnlyOnSeedAndName) {
   auto a = residual_graph();
   auto b = residual_graph();

@@ -10,7 +10,7 @@ namespace {
 
 class CpuAdd final : public AddOp {
  public:
-  CpuAdd(const TensorSpec& a, const TensorSpec& b) : a_md_(md_of(a)), b_stage_(md_of(b), md_of(a)) {
+  CpuAdd(const TensorSpec& a, const TensorSpec& b) : a_md_(md_of(a)), b_stage_(md_of(b), md_of(a), 0) {
     dnnl::binary::desc d(dnnl::algorithm::binary_add, a_md_, a_md_, a_md_);
     fwd_ = dnnl::binary(dnnl::binary::primitive_desc(d, engine()));
   }

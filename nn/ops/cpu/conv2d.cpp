@@ -35,25 +35,25 @@ class CpuConv2d final : public Conv2dOp {
     fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::convolution_forward(fwd_pd_);
     y_spec_ = spec_of(y_shape, fwd_pd_.dst_desc());
-    x_fwd_ = Staging(x_md, fwd_pd_.src_desc());
-    w_fwd_ = Staging(w_plain_, fwd_pd_.weights_desc());
+    x_fwd_ = Staging(x_md, fwd_pd_.src_desc(), 0);
+    w_fwd_ = Staging(w_plain_, fwd_pd_.weights_desc(), 1);
 
     dnnl::convolution_backward_weights::desc wd(dnnl::algorithm::convolution_direct, any_md(x.shape), w_any, b_md,
                                                 any_md(y_shape), strides, dil, pad_l, pad_r);
     bww_pd_ = dnnl::convolution_backward_weights::primitive_desc(wd, engine(), fwd_pd_);
     bww_ = dnnl::convolution_backward_weights(bww_pd_);
-    x_bww_ = Staging(x_md, bww_pd_.src_desc());
-    dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc());
-    dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc());
+    x_bww_ = Staging(x_md, bww_pd_.src_desc(), 0);
+    dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc(), 1);
+    dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc(), 2);
 
     if (need_dx_) {
       dnnl::convolution_backward_data::desc dd(dnnl::algorithm::convolution_direct, any_md(x.shape), w_any,
                                                any_md(y_shape), strides, dil, pad_l, pad_r);
       bwd_pd_ = dnnl::convolution_backward_data::primitive_desc(dd, engine(), fwd_pd_);
       bwd_ = dnnl::convolution_backward_data(bwd_pd_);
-      w_bwd_ = Staging(w_plain_, bwd_pd_.weights_desc());
-      dy_bwd_ = Staging(fwd_pd_.dst_desc(), bwd_pd_.diff_dst_desc());
-      dx_out_ = Staging(x_md, bwd_pd_.diff_src_desc());
+      w_bwd_ = Staging(w_plain_, bwd_pd_.weights_desc(), 0);
+      dy_bwd_ = Staging(fwd_pd_.dst_desc(), bwd_pd_.diff_dst_desc(), 1);
+      dx_out_ = Staging(x_md, bwd_pd_.diff_src_desc(), 2);
     }
   }
 

@@ -70,24 +70,37 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
   stream().wait();
 }
 
-Staging::Staging(const md& have, const md& want) : needed_(have != want), want_(want) {
-  if (needed_) {
-    // Describe the buffer by its byte size only: it is addressed through `want_`.
-    buffer_ = Tensor(plain_spec({static_cast<int64_t>((want.get_size() + 3) / 4)}));
-  }
+namespace {
+
+// The shared staging buffers, one per slot; they only grow, at plan time.
+Tensor& staging_slot(int slot) {
+  static Tensor slots[kStagingSlots];
+  RT_ASSERT(slot >= 0 && slot < kStagingSlots);
+  return slots[slot];
 }
+
+}  // namespace
+
+Staging::Staging(const md& have, const md& want, int slot) : needed_(have != want), slot_(slot), want_(want) {
+  Tensor& buffer = staging_slot(slot);
+  if (needed_ && buffer.bytes() < want.get_size())
+    // Described by its byte size only: it is addressed through `want_`.
+    buffer = Tensor(plain_spec({static_cast<int64_t>((want.get_size() + 3) / 4)}));
+}
+
+float* Staging::buffer() const { return staging_slot(slot_).data(); }
 
 dnnl::memory Staging::in(const dnnl::memory& src) {
   if (!needed_) return src;
-  dnnl::memory staged = mem(want_, buffer_.data());
+  dnnl::memory staged = mem(want_, buffer());
   reorder(src, staged);
   return staged;
 }
 
-dnnl::memory Staging::target(const dnnl::memory& dst) { return needed_ ? mem(want_, buffer_.data()) : dst; }
+dnnl::memory Staging::target(const dnnl::memory& dst) { return needed_ ? mem(want_, buffer()) : dst; }
 
 void Staging::out(const dnnl::memory& dst) {
-  if (needed_) reorder(mem(want_, buffer_.data()), dst);
+  if (needed_) reorder(mem(want_, buffer()), dst);
 }
 
 int64_t right_pad(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad_left, int64_t dilation) {

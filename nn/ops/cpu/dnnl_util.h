@@ -44,12 +44,15 @@ md any_md(const Shape& shape);
 dnnl::memory mem(const md& desc, const float* data);
 dnnl::memory mem(const Tensor& t);
 
-// A buffer a primitive needs in a layout its caller does not provide: allocated once at plan
-// time, only when the two layouts differ.
+// A buffer a primitive needs in a layout its caller does not provide, only when the two layouts
+// differ. Its contents live only inside one op call, so every Staging of the same `slot` shares
+// one process-wide buffer sized at plan time for the largest of them; an op gives the Stagings
+// it uses within one call distinct slots (0 to kStagingSlots - 1).
+inline constexpr int kStagingSlots = 3;
 class Staging {
  public:
   Staging() = default;
-  Staging(const md& have, const md& want);
+  Staging(const md& have, const md& want, int slot);
   bool needed() const { return needed_; }
   const md& want() const { return want_; }
   // Returns memory in `want`: `src` itself, or a reordered copy of it.
@@ -59,9 +62,11 @@ class Staging {
   void out(const dnnl::memory& dst);
 
  private:
+  float* buffer() const;
+
   bool needed_ = false;
+  int slot_ = 0;
   md want_;
-  Tensor buffer_;
 };
 
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);
