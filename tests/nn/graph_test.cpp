@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "base/rng.h"
 #include "nn/graph.h"
@@ -21,6 +22,25 @@ Conv2dGeometry conv3x3(int64_t c, int64_t k) {
   Conv2dGeometry g = Conv2dGeometry::square(c, k, 3, 1, 1);
   g.bias = true;
   return g;
+}
+
+// Largest |numeric - analytic| / (floor + |numeric|) over every `stride`-th weight of p, where
+// numeric is the central difference of loss() with step h and analytic is p.grad as it is now.
+double worst_relative_error(ParamRef& p, const std::function<double()>& loss, float h, int64_t stride, double floor) {
+  const std::vector<float> analytic(p.grad.data(), p.grad.data() + p.grad.numel());
+  double worst = 0;
+  for (int64_t k = 0; k < p.value.numel(); k += stride) {
+    float& w = p.value.data()[k];
+    const float saved = w;
+    w = saved + h;
+    const double lp = loss();
+    w = saved - h;
+    const double lm = loss();
+    w = saved;
+    const double numeric = (lp - lm) / (2.0 * h);
+    worst = std::max(worst, std::abs(numeric - analytic[k]) / (floor + std::abs(numeric)));
+  }
+  return worst;
 }
 
 // input -> a -> id -> b -> add(b, id) -> flatten -> fc: id's output has two consumers. The identity
@@ -97,20 +117,7 @@ TEST(Graph, FanOutGradientsAreSummedAsFiniteDifferencesSay) {
   // Conv "a" sits before the fan-out: its gradient is the sum over both paths.
   ParamRef& a = g->params()[4];
   ASSERT_EQ(a.name, "a.weight");
-  const std::vector<float> analytic(a.grad.data(), a.grad.data() + a.grad.numel());
-  double worst = 0;
-  for (int64_t k = 0; k < a.value.numel(); k += 17) {
-    float& w = a.value.data()[k];
-    const float saved = w;
-    w = saved + 1e-2f;
-    const double lp = loss();
-    w = saved - 1e-2f;
-    const double lm = loss();
-    w = saved;
-    const double numeric = (lp - lm) / 2e-2;
-    worst = std::max(worst, std::abs(numeric - analytic[k]) / (1e-3 + std::abs(numeric)));
-  }
-  EXPECT_LT(worst, 1e-2);
+  EXPECT_LT(worst_relative_error(a, loss, 1e-2f, 17, 1e-3), 1e-2);
 }
 
 // input -> c1 -> act1 -> c2 -> act2 -> flatten -> fc1 (main output), with a second output fc2
@@ -179,20 +186,7 @@ TEST(Graph, TwoOutputsGiveTheGradientOfTheirWeightedSumAsFiniteDifferencesSay) {
   for (ParamRef& p : g->params())
     if (p.name == "c1.weight") c1 = &p;
   ASSERT_NE(c1, nullptr);
-  const std::vector<float> analytic(c1->grad.data(), c1->grad.data() + c1->grad.numel());
-  double worst = 0;
-  for (int64_t k = 0; k < c1->value.numel(); k += 13) {
-    float& w = c1->value.data()[k];
-    const float saved = w;
-    w = saved + 1e-3f;
-    const double lp = loss();
-    w = saved - 1e-3f;
-    const double lm = loss();
-    w = saved;
-    const double numeric = (lp - lm) / 2e-3;
-    worst = std::max(worst, std::abs(numeric - analytic[k]) / (1e-2 + std::abs(numeric)));
-  }
-  EXPECT_LT(worst, 2e-2);
+  EXPECT_LT(worst_relative_error(*c1, loss, 1e-3f, 13, 1e-2), 2e-2);
 }
 
 TEST(Graph, InitialisationDependsOnlyOnSeedAndName) {
