@@ -51,15 +51,22 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   const int threads = omp_get_max_threads();
   double hosts = world.local_rank() == 0 ? 1 : 0;
   world.allreduce_sum(&hosts, 1);
-  char line[512];
+  int convolutions = 0, winograd = 0;
+  for (const LayerRow& row : trainer.graph().layer_table()) {
+    convolutions += row.kind == "conv2d";
+    winograd += row.algorithm == "winograd";
+  }
+  char line[640];
   std::snprintf(line, sizeof line,
                 "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
                 "%s, buckets %g MiB (first %g), overlap %s\n"
+                "bench: convolutions: %s asked, Winograd on %d of %d\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps\n",
                 c.model.name.c_str(), world.size(), static_cast<int>(hosts), threads, static_cast<long long>(B),
                 static_cast<long long>(B * world.size()), shape_str(in).c_str(),
                 world.size() > 1 ? (c.dist.allreduce == "ring" ? "ring allreduce" : "MPI_Allreduce") : "no allreduce",
                 c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
+                c.train.conv_algorithm.c_str(), winograd, convolutions,
                 static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
                 static_cast<long long>(b.steps_per_window));
   if (talk) out << line << std::flush;
@@ -121,6 +128,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
       .add("threads_per_rank", threads).add("device", c.train.device).add("batch_per_rank", B)
       .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
       .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)
+      .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
       .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);

@@ -43,6 +43,7 @@ struct TrainConfig {
   int64_t seed = 1;                // >= 0: weights, shuffling and dropout all derive from it
   int64_t threads = 0;             // compute threads per process; 0 = cores of this host / ranks on it
   std::string device = "cpu";      // "cpu" | "cuda"
+  std::string conv_algorithm = "direct";  // "direct" (exact) | "winograd" (3x3 stride 1: faster, rounds more)
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -141,6 +141,11 @@ inline const std::vector<KeySpec>& config_schema() {
       {.table = "train", .key = "device",
        .field = &member<&C::train, &TrainConfig::device>,
        .doc = "where the model runs", .choices = {"cpu", "cuda"}, .also = {"gpu"}},
+      {.table = "train", .key = "conv_algorithm",
+       .field = &member<&C::train, &TrainConfig::conv_algorithm>,
+       .doc = "direct: exact, matches PyTorch; winograd: 3x3 stride-1 convolutions by Winograd "
+              "F(4x4, 3x3), faster, with more rounding error",
+       .choices = {"direct", "winograd"}, .also = {"conv_algo", "algorithm"}},
 
       {.table = "schedule", .key = "kind",
        .field = &member<&C::schedule, &ScheduleConfig::kind>,

@@ -19,6 +19,7 @@
 #include "data/batch.h"
 #include "data/sampler.h"
 #include "models/registry.h"
+#include "nn/conv_algorithm.h"
 #include "nn/ops/softmax_cross_entropy.h"
 
 namespace rt {
@@ -90,12 +91,13 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 
   const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   graph_ = build_model(config.model.name, mo);
-  graph_->plan(config.train.batch_per_rank, device);
+  const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
+  graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
   dy_ = std::make_unique<OutputGradients>(*graph_);
   if (!synthetic_) {
     eval_graph_ = build_model(config.model.name, mo);
-    eval_graph_->plan(config.eval.batch, device, /*training=*/false);
+    eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});

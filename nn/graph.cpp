@@ -58,7 +58,7 @@ void Graph::add_output(int node, double loss_weight) {
   outputs_.push_back({node, loss_weight});
 }
 
-void Graph::plan(int64_t batch, Device device, bool training) {
+void Graph::plan(int64_t batch, Device device, bool training, const PlanContext& context) {
   RT_CHECK(!planned_, "graph planned twice");
   RT_CHECK(nodes_.size() > 1, "graph has no layers");
   RT_CHECK(batch >= 1, "batch must be >= 1, got ", batch);
@@ -126,7 +126,7 @@ void Graph::plan(int64_t batch, Device device, bool training) {
       need_dx.push_back(training && j != input());
     }
     try {
-      y_specs[i] = n.layer->plan(x, need_dx);
+      y_specs[i] = n.layer->plan(x, need_dx, context);
     } catch (const Error& e) {
       throw Error(str_cat("layer '", n.name, "' (", n.layer->kind(), "): ", e.what()));
     }
@@ -308,7 +308,8 @@ std::vector<LayerRow> Graph::layer_table() const {
   std::vector<LayerRow> rows;
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    LayerRow row{n.name, std::string(n.layer->kind()), n.y.shape(), 0, n.layer->multiply_adds()};
+    LayerRow row{n.name, std::string(n.layer->kind()), n.y.shape(), 0, n.layer->multiply_adds(),
+                 std::string(n.layer->algorithm())};
     for (const ParamSpec& p : n.layer->param_specs()) row.params += numel(p.shape);
     rows.push_back(std::move(row));
   }
@@ -322,7 +323,7 @@ std::string Graph::summary() const {
   for (size_t i = 0; i < rows.size(); ++i) {
     const LayerRow& r = rows[i];
     os << "  " << r.name << "  " << r.kind << "  " << nodes_[i + 1].y.spec().describe() << "  params " << r.params
-       << "  macs " << r.macs << "\n";
+       << "  macs " << r.macs << (r.algorithm.empty() ? "" : "  " + r.algorithm) << "\n";
     params += r.params;
     macs += r.macs;
   }

@@ -42,6 +42,7 @@ struct LayerRow {
   Shape output;         // logical output shape at the planned batch
   int64_t params = 0;   // parameters of this layer
   int64_t macs = 0;     // forward multiply-adds per image (Layer::multiply_adds)
+  std::string algorithm;  // Layer::algorithm(): "direct" / "winograd" for convolutions
 };
 
 // Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].
@@ -70,7 +71,8 @@ class Graph {
   // Infers shapes, plans every op, and allocates arenas, activations and gradients (see
   // Note [Activation memory]). A graph planned with training = false runs eval-mode forward
   // only: no gradients, and activations share memory as soon as their readers are done.
-  void plan(int64_t batch, Device device, bool training = true);
+  // context carries run-wide choices to every layer (the convolution algorithm).
+  void plan(int64_t batch, Device device, bool training = true, const PlanContext& context = {});
   // Deterministic initialisation: parameter p draws from (seed, hash of p's name), so adding a
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);

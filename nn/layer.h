@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nn/conv_algorithm.h"
 #include "nn/tensor.h"
 
 namespace rt {
@@ -40,6 +41,11 @@ struct RunContext {
   uint64_t step = 0;
 };
 
+// Run-wide choices a layer may consult when it plans its ops.
+struct PlanContext {
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::kDirect;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -51,6 +57,9 @@ class Layer {
   // Multiply-adds of one forward pass per image (one sample of the batch), known after plan().
   // Only convolutions and fully connected layers count, as in torchvision's published figures.
   virtual int64_t multiply_adds() const { return 0; }
+  // How the layer computes where it has a choice (convolutions: "direct" or "winograd", known
+  // after plan()); empty elsewhere.
+  virtual std::string_view algorithm() const { return {}; }
 
   // True when forward may write its output over its single input and backward reads only the
   // output and its gradient (ReLU); the graph then gives both one buffer where nothing else
@@ -64,7 +73,8 @@ class Layer {
 
   // Plans ops for these input specs; need_dx[i] says whether input i wants a gradient.
   // Returns the output spec. Called once, after bind().
-  TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx);
+  TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx,
+                  const PlanContext& context = {});
 
   // writes y.
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
@@ -80,12 +90,14 @@ class Layer {
   virtual void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                              const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;
   virtual size_t arity() const { return 1; }  // number of inputs; 0 = any number >= 1
+  const PlanContext& plan_context() const { return context_; }  // valid inside plan_impl
 
   std::vector<Tensor> params_;   // in param_specs() order
   std::vector<Tensor> grads_;    // same order and shapes
   std::vector<Tensor> buffers_;  // in buffer_specs() order
 
  private:
+  PlanContext context_;
   std::vector<TensorSpec> x_specs_;
   TensorSpec y_spec_;
 };

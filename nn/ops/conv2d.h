@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "nn/conv_algorithm.h"
 #include "nn/tensor.h"
 
 namespace rt {
@@ -29,6 +30,8 @@ class Conv2dOp {
  public:
   virtual ~Conv2dOp() = default;
   virtual const TensorSpec& y_spec() const = 0;
+  // What the op runs: kWinograd only where it was asked for and the backend has it for this shape.
+  virtual ConvAlgorithm algorithm() const = 0;
   // writes y.
   virtual void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) = 0;
   // writes dx.
@@ -37,7 +40,9 @@ class Conv2dOp {
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) = 0;
 };
 
-// need_dx = false skips planning backward-data (the first layer never needs it).
-std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx);
+// need_dx = false skips planning backward-data (the first layer never needs it). kWinograd falls
+// back to direct where the backend has no Winograd kernel for this geometry (see algorithm()).
+std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
+                                      ConvAlgorithm algorithm = ConvAlgorithm::kDirect);
 
 }  // namespace rt

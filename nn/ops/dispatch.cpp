@@ -16,10 +16,11 @@ void require_cpu(Device device, const char* op) {
 
 }  // namespace
 
-std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx) {
+std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
+                                      ConvAlgorithm algorithm) {
   g.validate(x.shape);
   require_cpu(x.device, "conv2d");
-  return cpu::make_conv2d(g, x, need_dx);
+  return cpu::make_conv2d(g, x, need_dx, algorithm);
 }
 
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x) {

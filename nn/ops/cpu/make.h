@@ -19,7 +19,8 @@
 
 namespace rt::cpu {
 
-std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx);
+std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
+                                      ConvAlgorithm algorithm);
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x);
 std::unique_ptr<ReluOp> make_relu(const TensorSpec& x);
 std::unique_ptr<Pool2dOp> make_pool2d(const Pool2dGeometry& g, const TensorSpec& x);

@@ -1,0 +1,17 @@
+// How convolutions compute, chosen per run (train.conv_algorithm). "direct" is the exact
+// reference: its results match PyTorch's float32 convolutions. "winograd" uses Winograd's
+// minimal filtering (F(4x4, 3x3): about 4x fewer multiplications) for 3x3 stride-1 convolutions
+// where the backend has it, and direct everywhere else; it is faster but its rounding error
+// grows with the inputs' mean, which batch norm then amplifies (see README, "Convolution algorithm").
+#pragma once
+
+#include <string_view>
+
+namespace rt {
+
+enum class ConvAlgorithm { kDirect, kWinograd };
+
+std::string_view conv_algorithm_name(ConvAlgorithm algorithm);
+ConvAlgorithm parse_conv_algorithm(std::string_view name);  // "direct" | "winograd", else rt::Error
+
+}  // namespace rt
