@@ -51,6 +51,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   const int threads = omp_get_max_threads();
   double hosts = world.local_rank() == 0 ? 1 : 0;
   world.allreduce_sum(&hosts, 1);
+  const std::string collective = trainer.reducer() ? trainer.reducer()->collective().describe() : "no allreduce";
   int convolutions = 0, winograd = 0;
   for (const LayerRow& row : trainer.graph().layer_table()) {
     convolutions += row.kind == "conv2d";
@@ -64,7 +65,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
                 "bench: %lld warm-up steps, then %lld windows of %lld steps\n",
                 c.model.name.c_str(), world.size(), static_cast<int>(hosts), threads, static_cast<long long>(B),
                 static_cast<long long>(B * world.size()), shape_str(in).c_str(),
-                world.size() > 1 ? (c.dist.allreduce == "ring" ? "ring allreduce" : "MPI_Allreduce") : "no allreduce",
+                collective.c_str(),
                 c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
                 c.train.conv_algorithm.c_str(), winograd, convolutions,
                 static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
@@ -127,6 +128,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   j.add("kind", "bench").add("model", c.model.name).add("ranks", world.size()).add("hosts", static_cast<int64_t>(hosts))
       .add("threads_per_rank", threads).add("device", c.train.device).add("batch_per_rank", B)
       .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
+      .add("collective", collective)
       .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)
       .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)

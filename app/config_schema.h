@@ -172,6 +172,11 @@ inline const std::vector<KeySpec>& config_schema() {
        .field = &member<&C::dist, &DistConfig::allreduce>,
        .doc = "ring: ringtrain's own ring; mpi: MPI_Allreduce, for comparison", .choices = {"ring", "mpi"},
        .also = {"algorithm", "backend"}},
+      {.table = "dist", .key = "transport",
+       .field = &member<&C::dist, &DistConfig::transport>,
+       .doc = "how the ring moves bytes: shm (shared memory, all ranks on one host), mpi (point-to-point), "
+              "auto (shm where possible)",
+       .choices = {"auto", "shm", "mpi"}},
       {.table = "dist", .key = "bucket_mb",
        .field = &member<&C::dist, &DistConfig::bucket_mb>,
        .doc = "gradient bucket cap in MiB; 0 = one collective per tensor", .bound = at_least(0),

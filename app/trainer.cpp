@@ -142,7 +142,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                       [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
                       [this](const std::string& m) { world_.abort(m); }};
     reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
-                                             make_collective(dc.allreduce, world.comm(), stall), dc.overlap,
+                                             make_collective(dc.allreduce, world.comm(), stall, dc.transport), dc.overlap,
                                              timeline_.get());
     graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
   }
@@ -159,7 +159,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
          << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
          << steps_per_epoch_ << " steps per epoch\n";
     if (reducer_)
-      out_ << "ringtrain: gradients averaged by " << (config.dist.allreduce == "ring" ? "ringtrain's ring" : "MPI_Allreduce")
+      out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe()
            << " in " << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
            << " backward\n";
   }

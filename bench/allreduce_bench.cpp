@@ -1,6 +1,8 @@
-// Allreduce bandwidth, ringtrain's ring against MPI_Allreduce, in one run, alternating the two at
-// every size so that machine noise hits both alike. Reports the median time of the repetitions
-// and bus bandwidth in the nccl-tests convention: busbw = bytes / time x 2 (p - 1) / p.
+// Allreduce bandwidth, ringtrain's ring (over shared memory where every rank is on one host, and
+// over MPI point-to-point) against MPI_Allreduce, in one run, alternating them at every size so
+// that machine noise hits all alike. Reports the median time of the repetitions and bus bandwidth
+// in the nccl-tests convention: busbw = bytes / time x 2 (p - 1) / p; ratios are against
+// MPI_Allreduce's time.
 // usage: mpirun -np P allreduce_bench [--min-bytes 4096] [--max-bytes 268435456] [--reps 9]
 #include <algorithm>
 #include <chrono>
@@ -38,8 +40,16 @@ int main(int argc, char** argv) {
   }
   rt::StallPolicy stall{60, 300, [](const std::string& m) { std::cerr << m << "\n"; },
                         [&](const std::string& m) { w.abort(m); }};
-  auto ring = rt::make_collective("ring", w.comm(), stall);
-  auto mpi = rt::make_collective("mpi", w.comm(), stall);
+  struct Contender {
+    std::string name;
+    std::unique_ptr<rt::Collective> collective;
+    std::vector<double> times;
+  };
+  std::vector<Contender> contenders;
+  if (rt::ShmTransport::available(w.comm()))
+    contenders.push_back({"ring_shm", rt::make_collective("ring", w.comm(), stall, "shm"), {}});
+  contenders.push_back({"ring_mpi", rt::make_collective("ring", w.comm(), stall, "mpi"), {}});
+  contenders.push_back({"mpi", rt::make_collective("mpi", w.comm(), stall), {}});
   const double bus = 2.0 * (w.size() - 1) / w.size();
   {
     // What the path between neighbours carries: each rank streams 64 MiB to the next while
@@ -69,31 +79,40 @@ int main(int argc, char** argv) {
       std::printf("# link: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at once)\n",
                   n * 4.0 / best / 1e9);
   }
-  if (w.rank() == 0)
-    std::printf("# ranks=%d host=%s reps=%d (median)\n# %12s %12s %12s %12s %12s %8s\n", w.size(), w.host().c_str(), reps,
-                "bytes", "ring_ms", "mpi_ms", "ring_busbw", "mpi_busbw", "ratio");
+  if (w.rank() == 0) {
+    std::printf("# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours\n# %12s",
+                w.size(), w.host().c_str(), reps, "bytes");
+    for (const Contender& c : contenders) std::printf(" %10s_ms %10s_bw", c.name.c_str(), c.name.c_str());
+    for (size_t i = 0; i + 1 < contenders.size(); ++i) std::printf(" %14s", (contenders[i].name + "_ratio").c_str());
+    std::printf("\n");
+  }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const int64_t n = bytes / 4;
     std::vector<float> data(static_cast<size_t>(n), 1.0f + static_cast<float>(w.rank()));
-    std::vector<double> t_ring, t_mpi;
     const int r = bytes >= (int64_t{64} << 20) ? std::max(3, reps / 2) : reps;
+    for (Contender& c : contenders) c.times.clear();
     for (int k = 0; k < r + 1; ++k)  // the first of each is a warm-up
-      for (rt::Collective* c : {ring.get(), mpi.get()}) {
+      for (Contender& c : contenders) {
         w.barrier();
         const auto t0 = std::chrono::steady_clock::now();
-        c->average(data.data(), n, {});
+        c.collective->average(data.data(), n, {});
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // The slowest rank's time is the collective's time.
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, w.comm());
-        if (k > 0) (c == ring.get() ? t_ring : t_mpi).push_back(dt);
+        if (k > 0) c.times.push_back(dt);
       }
-    const double tr = median(t_ring), tm = median(t_mpi);
-    if (w.rank() == 0)
-      std::printf("  %12lld %12.3f %12.3f %10.2f GB/s %8.2f GB/s %7.2fx\n", static_cast<long long>(bytes), tr * 1e3,
-                  tm * 1e3, bytes / tr * bus / 1e9, bytes / tm * bus / 1e9, tm / tr);
+    if (w.rank() == 0) {
+      std::printf("  %12lld", static_cast<long long>(bytes));
+      for (const Contender& c : contenders) {
+        const double t = median(c.times);
+        std::printf(" %13.3f %13.2f", t * 1e3, bytes / t * bus / 1e9);
+      }
+      const double t_mpi = median(contenders.back().times);
+      for (size_t i = 0; i + 1 < contenders.size(); ++i) std::printf(" %13.2fx", t_mpi / median(contenders[i].times));
+      std::printf("\n");
+    }
   }
-  ring.reset();
-  mpi.reset();
+  contenders.clear();
   w.finalize();
   return 0;
 }

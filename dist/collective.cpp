@@ -7,12 +7,18 @@ namespace {
 
 class RingCollective final : public Collective {
  public:
-  RingCollective(MPI_Comm comm, const StallPolicy& stall) : transport_(comm, stall), ring_(transport_) {}
+  RingCollective(std::unique_ptr<Transport> transport, std::string transport_name)
+      : transport_(std::move(transport)), ring_(*transport_), transport_name_(std::move(transport_name)) {}
+  std::string describe() const override { return "ringtrain's ring over " + transport_name_; }
+  std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
+    return ring_.last_phase_switch();
+  }
   void average(float* data, int64_t count, const WaitContext& context) override { ring_.run(data, count, context); }
 
  private:
-  MpiTransport transport_;
+  std::unique_ptr<Transport> transport_;
   RingAllreduce ring_;
+  std::string transport_name_;
 };
 
 class MpiCollective final : public Collective {
@@ -22,6 +28,7 @@ class MpiCollective final : public Collective {
     MPI_Comm_size(comm_, &world_);
   }
   ~MpiCollective() override { MPI_Comm_free(&comm_); }
+  std::string describe() const override { return "MPI_Allreduce"; }
   void average(float* data, int64_t count, const WaitContext& context) override {
     constexpr int64_t kMaxCount = int64_t{1} << 30;
     for (int64_t at = 0; at < count; at += kMaxCount)
@@ -39,8 +46,20 @@ class MpiCollective final : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall) {
-  if (algorithm == "ring") return std::make_unique<RingCollective>(comm, stall);
+std::string resolve_transport(const std::string& transport, MPI_Comm comm) {
+  RT_CHECK(transport == "auto" || transport == "shm" || transport == "mpi", "unknown transport '", transport,
+           "': expected auto, shm or mpi");
+  if (transport != "auto") return transport;
+  return ShmTransport::available(comm) ? "shm" : "mpi";
+}
+
+std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
+                                            const std::string& transport) {
+  if (algorithm == "ring") {
+    if (resolve_transport(transport, comm) == "shm")
+      return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory");
+    return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point");
+  }
   if (algorithm == "mpi") return std::make_unique<MpiCollective>(comm);
   RT_CHECK(false, "unknown allreduce algorithm '", algorithm, "': expected ring or mpi");
   return nullptr;

@@ -1,12 +1,17 @@
 // An averaging allreduce over all ranks: ringtrain's own ring, or the library's MPI_Allreduce
-// for comparison (dist.allreduce = "ring" | "mpi").
+// for comparison (dist.allreduce = "ring" | "mpi"). The ring moves its bytes over shared memory
+// or MPI point-to-point (dist.transport = "auto" | "shm" | "mpi"; auto: shared memory when every
+// rank is on one host).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dist/mpi_transport.h"
 #include "dist/ring_allreduce.h"
+#include "dist/shm_transport.h"
 
 namespace rt {
 
@@ -15,8 +20,16 @@ class Collective {
   virtual ~Collective() = default;
   // data[0, count) becomes the average over ranks, on every rank.
   virtual void average(float* data, int64_t count, const WaitContext& context) = 0;
+  // "ringtrain's ring over shared memory", "MPI_Allreduce": for logs and benchmark records.
+  virtual std::string describe() const = 0;
+  // Where the last average() switched from reduce-scatter to all-gather, if it has such phases.
+  virtual std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return std::nullopt; }
 };
 
-std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall);
+// Collective over comm.
+std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
+                                            const std::string& transport = "auto");
+// The transport make_collective picks for the ring: "shm" or "mpi". Collective over comm.
+std::string resolve_transport(const std::string& transport, MPI_Comm comm);
 
 }  // namespace rt

@@ -1,5 +1,7 @@
 #include "dist/grad_reducer.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 
 namespace rt {
@@ -69,7 +71,13 @@ void GradReducer::comm_loop() {
       collective_->average(arena_ + bucket.offset, bucket.count, WaitContext{step, static_cast<int>(b), ""});
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
-        timeline_->span("allreduce", "bucket", start, timeline_->now_us(), 1, static_cast<int64_t>(b));
+        const double end = timeline_->now_us();
+        timeline_->span("allreduce", "bucket", start, end, 1, static_cast<int64_t>(b));
+        if (const auto at = collective_->last_phase_switch()) {  // nested under "allreduce"
+          const double split = std::clamp(timeline_->us_at(*at), start, end);
+          timeline_->span("reduce-scatter", "ring", start, split, 1, static_cast<int64_t>(b));
+          timeline_->span("all-gather", "ring", split, end, 1, static_cast<int64_t>(b));
+        }
       }
     } catch (...) {
       lock.lock();

@@ -35,6 +35,7 @@ class GradReducer {
   void finish();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  const Collective& collective() const { return *collective_; }
 
  private:
   void launch_ready_buckets();  // under mu_

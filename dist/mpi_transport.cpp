@@ -1,8 +1,5 @@
 #include "dist/mpi_transport.h"
 
-#include <chrono>
-#include <thread>
-
 #include "base/check.h"
 
 namespace rt {
@@ -36,32 +33,16 @@ Transport::Handle MpiTransport::post_recv(void* data, size_t bytes, int peer) {
 }
 
 void MpiTransport::wait(Handle h, const WaitContext& ctx) {
-  using Clock = std::chrono::steady_clock;
   MPI_Request& req = requests_.at(static_cast<size_t>(h));
-  const auto start = Clock::now();
-  bool warned = false;
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    RT_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test failed in step ", ctx.step,
-             ", bucket ", ctx.bucket);
-    if (done) return;
-    // Spin for the first ~200 us (most waits end sooner, and sleeping would add latency to every
-    // slice); after that poll every 20 us, so a long wait leaves the core to compute threads.
-    if (polls > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    if ((polls & 1023) != 0) continue;
-    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    auto report = [&] {
-      return str_cat("step ", ctx.step, ", bucket ", ctx.bucket, ": ", ctx.what, (is_send_[h] ? " to" : " from"),
-                     " rank ", peers_[h], " has waited ", static_cast<int>(waited), " s");
-    };
-    if (waited > policy_.abort_s) {
-      policy_.abort(report() + str_cat(" (dist.stall_abort_s = ", policy_.abort_s, "); rank ", peers_[h],
-                                       " is stuck, dead or running a different schedule"));
-    } else if (!warned && waited > policy_.warn_s) {
-      warned = true;
-      policy_.warn(report() + str_cat(" (dist.stall_warn_s = ", policy_.warn_s, ")"));
-    }
-  }
+  wait_until(
+      [&] {
+        int done = 0;
+        RT_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test failed in step ", ctx.step,
+                 ", bucket ", ctx.bucket);
+        return done != 0 ? PollResult::kDone : PollResult::kIdle;
+      },
+      policy_, [&](double waited) { return stall_report(ctx, is_send_[h], peers_[h], waited); },
+      [&] { return blame_rank(peers_[h]); });
 }
 
 void MpiTransport::reset() {

@@ -1,23 +1,15 @@
 // Transport over MPI point-to-point (Isend/Irecv) on a communicator of its own, so the ring's
-// messages never match anyone else's. Waiting polls MPI_Test, sleeping briefly between polls so a
-// waiting communication thread does not take a core from the compute threads.
+// messages never match anyone else's. Waiting polls MPI_Test (see stall_wait.h).
 #pragma once
 
 #include <mpi.h>
 
-#include <functional>
 #include <vector>
 
+#include "dist/stall_wait.h"
 #include "dist/transport.h"
 
 namespace rt {
-
-struct StallPolicy {
-  double warn_s = 60;
-  double abort_s = 300;
-  std::function<void(const std::string&)> warn;   // prints a warning
-  std::function<void(const std::string&)> abort;  // must not return
-};
 
 class MpiTransport final : public Transport {
  public:

@@ -10,6 +10,7 @@ RingAllreduce::RingAllreduce(Transport& transport, int64_t slice_floats) : t_(tr
 
 void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) {
   const int world = t_.world(), rank = t_.rank();
+  phase_switch_.reset();
   if (world == 1 || count == 0) return;
   const int next = ring_next(rank, world), prev = ring_prev(rank, world);
   const float scale = 1.0f / static_cast<float>(world);
@@ -50,6 +51,7 @@ void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) 
     ctx.what = s.reduce ? "reduce-scatter send" : "all-gather send";
     for (Transport::Handle h : sends) t_.wait(h, ctx);
     sends.swap(next_sends);
+    if (s.final_reduce) phase_switch_ = std::chrono::steady_clock::now();
   }
   t_.reset();
 }

@@ -24,8 +24,10 @@ Timeline::~Timeline() {
   if (file_) std::fclose(file_);
 }
 
-double Timeline::now_us() const {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
+double Timeline::now_us() const { return us_at(std::chrono::steady_clock::now()); }
+
+double Timeline::us_at(std::chrono::steady_clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t - origin_).count();
 }
 
 void Timeline::set_step(int64_t step) {

@@ -23,6 +23,7 @@ class Timeline {
   ~Timeline();
 
   double now_us() const;
+  double us_at(std::chrono::steady_clock::time_point t) const;  // on the now_us() clock
   bool tracing(int64_t step) const { return step >= first_ && step < first_ + steps_ && !full_; }
   // Records a span; tid 0 = compute, 1 = communication; bucket >= 0 adds it as an argument.
   // Thread-safe. Ignored outside the traced window.

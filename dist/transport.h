@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/check.h"
+
 namespace rt {
 
 // What a wait is for, so that a stall can be reported precisely.
@@ -15,6 +17,12 @@ struct WaitContext {
   int bucket = 0;
   const char* what = "";  // "reduce-scatter receive", ...
 };
+
+// "step 12, bucket 3: reduce-scatter receive from rank 1 has waited 61 s": what a stalled wait reports.
+inline std::string stall_report(const WaitContext& ctx, bool is_send, int peer, double waited_s) {
+  return str_cat("step ", ctx.step, ", bucket ", ctx.bucket, ": ", ctx.what, is_send ? " to" : " from", " rank ", peer,
+                 " has waited ", static_cast<int>(waited_s), " s");
+}
 
 class Transport {
  public:

@@ -32,7 +32,10 @@ case "${1:-}" in
       for h in a b; do ip netns exec rt-$h tc qdisc add dev rt-veth-$h root tbf rate "$2" burst 256kb latency 50ms; done
     fi
     printf '10.213.0.1 rt-a %s\n10.213.0.2 rt-b %s\n' "$hosts_tag" "$hosts_tag" >> /etc/hosts
-    printf '#!/bin/sh\n# rsh agent for mpirun: run the command inside the namespace named like the host\nhost=$1\nshift\nexec ip netns exec "$host" sh -c "$*"\n' > "$agent"
+    # The agent runs the command inside the namespace named like the host, with a UTS namespace
+    # of its own whose host name is that name: Open MPI names its shared-memory segments after
+    # the host name, so two "hosts" both called like this machine would overwrite each other's.
+    printf '#!/bin/sh\n# rsh agent for mpirun (scripts/netns_hosts.sh)\nhost=$1\nshift\nexec ip netns exec "$host" unshare --uts sh -c "hostname $host && $*"\n' > "$agent"
     chmod +x "$agent"
     ip -n rt-a route get 10.213.0.2 > /dev/null
     echo "netns_hosts: rt-a (10.213.0.1) and rt-b (10.213.0.2) are up${2:+, link shaped to $2}"

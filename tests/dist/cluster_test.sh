@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Several hosts: 2 "hosts" x 1 rank in network namespaces joined by veth (real TCP between the
-# hosts), training LeNet for one epoch on a Fashion-MNIST subset; the checkpoint must equal the
-# one from 2 ranks on one host, tensor by tensor. Creates and removes its own namespaces.
-# (2 hosts x 2 ranks is the goal: there Open MPI 4.1 hangs in TCP between the two ranks of one
-# namespace and crashes in its shared-memory transport; see the issue's notes.)
+# Several hosts: 2 "hosts" x 2 ranks in network namespaces joined by veth (real TCP between the
+# hosts, shared memory within each), training LeNet for one epoch on a Fashion-MNIST subset; the
+# checkpoint must equal the one from 4 ranks on one host, tensor by tensor, and the log must show
+# that the ring ran over MPI point-to-point (shared memory cannot span hosts). Creates and
+# removes its own namespaces.
 # usage: cluster_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
@@ -37,13 +37,16 @@ common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set 
         --set train.batch_per_rank=32 --set log.progress=none --set data.dir="$work/data"
         --set data.train_images=train-images-idx3-ubyte --set data.train_labels=train-labels-idx1-ubyte
         --set data.test_images=t10k-images-idx3-ubyte --set data.test_labels=t10k-labels-idx1-ubyte)
-mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader,tcp "$ringtrain" "${common[@]}" \
+mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader,tcp "$ringtrain" "${common[@]}" \
   --set checkpoint.dir="$work/one_host" > "$work/one.out" 2>&1 || { echo "FAIL: single-host run"; cat "$work/one.out"; exit 1; }
-timeout 240 ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:1,rt-b:1 -np 2 \
-  --mca plm_rsh_agent "$("$src/scripts/netns_hosts.sh" agent)" --mca btl tcp,self \
+timeout 240 ip netns exec rt-a mpirun --allow-run-as-root --oversubscribe -H rt-a:2,rt-b:2 -np 4 \
+  --mca plm_rsh_agent "$("$src/scripts/netns_hosts.sh" agent)" --mca btl self,vader,tcp \
   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
   "$ringtrain" "${common[@]}" --set checkpoint.dir="$work/two_hosts" > "$work/two.out" 2>&1 \
   || { echo "FAIL: two-host run"; cat "$work/two.out"; exit 1; }
+grep -q "world 4 rank(s)" "$work/two.out" && grep -q "ring over shared memory" "$work/one.out" \
+  && grep -q "ring over MPI point-to-point" "$work/two.out" \
+  || { echo "FAIL: expected 4 ranks, shared memory on one host and MPI point-to-point across hosts"; cat "$work/one.out" "$work/two.out"; exit 1; }
 
 python3 - "$work/one_host/checkpoint.safetensors" "$work/two_hosts/checkpoint.safetensors" <<'PY'
 import json, struct, sys
@@ -64,5 +67,5 @@ for k in a:
     scale = 1e-6 + max(abs(t) for t in a[k])
     worst = max(worst, max(abs(x - y) for x, y in zip(a[k], b[k])) / scale)
 assert worst <= 1e-6, worst
-print("PASS: %d tensors equal across 1 host x 2 ranks and 2 hosts x 1 rank (worst relative difference %.2g)" % (len(a), worst))
+print("PASS: %d tensors equal across 1 host x 4 ranks and 2 hosts x 2 ranks (worst relative difference %.2g)" % (len(a), worst))
 PY

@@ -1,9 +1,12 @@
-// Real collectives under mpirun -np 2/3/4: the ring and MPI_Allreduce against closed-form
-// averages for awkward sizes, and the bucketed, overlapped GradReducer for several bucket caps.
+// Real collectives under mpirun -np 2/3/4: the ring (over shared memory and over MPI
+// point-to-point) and MPI_Allreduce against closed-form averages for awkward sizes, and the
+// bucketed, overlapped GradReducer for several bucket caps.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <iostream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/collective.h"
@@ -33,16 +36,20 @@ void expect_average(const std::vector<float>& v, int world, const std::string& w
                      << (v.empty() ? 0.0f : v[first]);
 }
 
+// (algorithm, transport): the ring over both transports, and MPI_Allreduce.
+const std::vector<std::pair<std::string, std::string>> kCollectives = {{"ring", "shm"}, {"ring", "mpi"}, {"mpi", "auto"}};
+
 TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {
   const World& w = World::get();
-  for (const char* algorithm : {"ring", "mpi"}) {
-    auto c = make_collective(algorithm, w.comm(), test_stall());
+  ASSERT_TRUE(ShmTransport::available(w.comm())) << "the tests run every rank on one host";
+  for (const auto& [algorithm, transport] : kCollectives) {
+    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{w.size() - 1}, int64_t{1000}, int64_t{131071 * 3 + 5},
                           int64_t{(1 << 22) + 7}}) {
       std::vector<float> v(static_cast<size_t>(count));
       fill(v, w.rank());
       c->average(v.data(), count, {});
-      expect_average(v, w.size(), std::string(algorithm) + " count " + std::to_string(count));
+      expect_average(v, w.size(), c->describe() + ", count " + std::to_string(count));
     }
   }
 }
@@ -57,6 +64,34 @@ TEST(Collectives, RingWithTinySlicesPipelinesCorrectly) {
   expect_average(v, w.size(), "slices of 7");
 }
 
+// Two slots of 64 bytes: every slice is split into pieces and the inbox wraps around hundreds of
+// times, so a send posted ahead must wait for its successor to drain, without deadlock.
+TEST(Collectives, SharedMemoryRingWithATinyInboxWrapsAroundCorrectly) {
+  const World& w = World::get();
+  ShmTransport t(w.comm(), test_stall(), /*slot_bytes=*/64, /*slots=*/2);
+  RingAllreduce ring(t, /*slice_floats=*/100);
+  for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{20011}}) {
+    std::vector<float> v(static_cast<size_t>(count));
+    fill(v, w.rank());
+    ring.run(v.data(), count, {});
+    expect_average(v, w.size(), "tiny inbox, count " + std::to_string(count));
+  }
+}
+
+TEST(Collectives, SharedMemoryTransportRefusesPeersOutsideTheRing) {
+  const World& w = World::get();
+  ShmTransport t(w.comm(), test_stall());
+  float x = 0;
+  if (w.size() > 2) {
+    EXPECT_THROW(t.post_send(&x, sizeof x, (w.rank() + 2) % w.size()), Error);  // not next
+  }
+  if (w.size() > 3) {
+    EXPECT_THROW(t.post_recv(&x, sizeof x, (w.rank() + 2) % w.size()), Error);  // not prev
+  }
+  EXPECT_THROW(t.post_send(&x, sizeof x, w.rank()), Error);
+  EXPECT_THROW(t.post_recv(&x, sizeof x, w.rank()), Error);
+}
+
 TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
   const World& w = World::get();
   // 40 "parameters" of awkward sizes laid out with 16-float alignment, as the graph does.
@@ -67,12 +102,12 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
     params.push_back({at, n});
     at += (n + 15) / 16 * 16;
   }
-  for (const std::string algorithm : {"ring", "mpi"})
+  for (const auto& [algorithm, transport] : kCollectives)
     for (int64_t cap : {int64_t{0}, int64_t{1000}, int64_t{50000}, int64_t{1} << 30})
       for (bool overlap : {true, false}) {
         std::vector<float> arena(static_cast<size_t>(at), 0.0f);
         auto buckets = plan_buckets(params, 4000, cap);
-        GradReducer reducer(arena.data(), params, buckets, make_collective(algorithm, w.comm(), test_stall()), overlap,
+        GradReducer reducer(arena.data(), params, buckets, make_collective(algorithm, w.comm(), test_stall(), transport), overlap,
                             nullptr);
         for (int step = 0; step < 2; ++step) {
           reducer.begin_step(step);
@@ -87,7 +122,7 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
             for (int64_t i = 0; i < params[p].count; ++i)
               bad += std::abs(arena[static_cast<size_t>(params[p].offset + i)] -
                               static_cast<float>((w.size() - 1) * 5.0 + static_cast<double>(p) + step)) > 1e-4f;
-          EXPECT_EQ(bad, 0u) << algorithm << " cap " << cap << " overlap " << overlap << " step " << step << " ("
+          EXPECT_EQ(bad, 0u) << algorithm << "/" << transport << " cap " << cap << " overlap " << overlap << " step " << step << " ("
                              << buckets.size() << " buckets)";
         }
       }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The timeline under mpirun -np 2: after the traced steps the job is killed (a run that dies), and
 # the file must still be valid JSON with both ranks as process rows, compute spans (forward,
-# backward, optimizer) and one allreduce span per bucket per traced step on each rank.
+# backward, optimizer) and one allreduce span per bucket per traced step on each rank, holding
+# its reduce-scatter and all-gather phases.
 # usage: timeline_test.sh RINGTRAIN CONFIG      (exit 77 = skipped)
 set -u
 ringtrain=$1 config=$2
@@ -35,6 +36,15 @@ for rank in (0, 1):
         assert by[(rank, name)] == 2, (rank, name, by[(rank, name)])
     buckets = {e["args"]["bucket"] for e in spans if e["pid"] == rank and e["name"] == "allreduce"}
     assert by[(rank, "allreduce")] == 2 * len(buckets) and len(buckets) > 1, (rank, by[(rank, "allreduce")], buckets)
+    # Each allreduce holds its ring's two phases, back to back, inside its own span.
+    for phase in ("reduce-scatter", "all-gather"):
+        assert by[(rank, phase)] == by[(rank, "allreduce")], (rank, phase, by[(rank, phase)])
+    for ar in (e for e in spans if e["pid"] == rank and e["name"] == "allreduce"):
+        key = lambda e: (e["pid"], e["args"]["step"], e["args"]["bucket"])
+        rs, ag = (next(e for e in spans if e["name"] == n and key(e) == key(ar)) for n in ("reduce-scatter", "all-gather"))
+        slack = 1.0  # microseconds of rounding in the trace
+        assert ar["ts"] - slack <= rs["ts"] and abs(rs["ts"] + rs["dur"] - ag["ts"]) <= slack, (ar, rs, ag)
+        assert ag["ts"] + ag["dur"] <= ar["ts"] + ar["dur"] + slack, (ar, ag)
     steps = {e["args"]["step"] for e in spans if e["pid"] == rank}
     assert steps == {2, 3}, steps
 print("PASS: %d events, %d spans, ranks 0 and 1, %d buckets per step" % (len(events), len(spans), len(buckets)))

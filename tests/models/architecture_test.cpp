@@ -4,7 +4,6 @@
 // parameter count and state_dict keys, asked of /usr/bin/python3's torchvision where it imports
 // (skipped otherwise).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,11 +14,13 @@
 
 #include "base/check.h"
 #include "models/registry.h"
+#include "tests/models/python_probe.h"
 
 namespace rt {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using testing::kPython;
+using testing::python_unavailable;
 
 // "inception_v3_noaux" in these tests is inception_v3 with model.aux_logits = false.
 std::unique_ptr<Graph> planned(std::string name, int64_t size) {
@@ -104,20 +105,20 @@ TEST(PaperModels, Vgg16RunsOn32x32InputsBecauseAdaptivePoolingReachesSevenBySeve
 
 TEST(PaperModels, SmallInputsAreAClearErrorNamingTheMinimum) {
   ModelOptions o;
-  o.input_shape = {3, 74, 299};
-  try {
-    build_model("inception_v3", o);
-    FAIL() << "inception_v3 accepted a 74x299 input";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("75x75"), std::string::npos) << e.what();
-  }
-  o.input_shape = {3, 298, 298};
-  try {
-    build_model("inception_v3", o);
-    FAIL() << "inception_v3 with its aux head accepted a 298x298 input";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("299x299"), std::string::npos) << e.what();
-  }
+  // The message of the rt::Error that building throws; "" when it builds.
+  const auto error_of = [&o](const Shape& input) {
+    o.input_shape = input;
+    try {
+      build_model("inception_v3", o);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  const std::string too_small = error_of({3, 74, 299});
+  EXPECT_NE(too_small.find("75x75"), std::string::npos) << "74x299: '" << too_small << "'";
+  const std::string aux_too_small = error_of({3, 298, 298});
+  EXPECT_NE(aux_too_small.find("299x299"), std::string::npos) << "298x298 with the aux head: '" << aux_too_small << "'";
   o.aux_logits = false;
   EXPECT_NO_THROW(build_model("inception_v3", o));
   o.input_shape = {3, 31, 31};
@@ -127,8 +128,8 @@ TEST(PaperModels, SmallInputsAreAClearErrorNamingTheMinimum) {
 // torchvision's parameter count and sorted state_dict keys for `model`, one per line after the
 // count; "" when torchvision cannot be asked.
 std::string torchvision_answer(const std::string& model, std::string* why_not) {
-  if (access(kPython, X_OK) != 0) {
-    *why_not = std::string(kPython).append(" is not available");
+  if (!python_unavailable("torch, torchvision").empty()) {
+    *why_not = python_unavailable("torch, torchvision");
     return "";
   }
   const std::string cmd = std::string(kPython).append(

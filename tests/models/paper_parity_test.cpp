@@ -6,7 +6,6 @@
 // gradients (some are exactly zero in exact arithmetic) or 1e-6 x the tensor's largest value for
 // the rest. Skips where /usr/bin/python3 lacks torch or torchvision.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,22 +17,16 @@
 
 #include "app/safetensors.h"
 #include "nn/tensor.h"
+#include "tests/models/python_probe.h"
 
 namespace rt {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using testing::kPython;
+using testing::python_unavailable;
+
 constexpr double kBudgetFactor = 5.0, kFloor = 1e-6;
 
-const std::string& torchvision_unavailable() {
-  static const std::string reason = [] {
-    if (access(kPython, X_OK) != 0) return std::string(kPython) + " is not available";
-    const std::string cmd = std::string(kPython) + " -c 'import torch, torchvision' > /dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) return std::string("`import torch, torchvision` fails in ") + kPython;
-    return std::string();
-  }();
-  return reason;
-}
 
 std::vector<double> as_f64(const StTensor& t) {
   std::vector<double> v;
@@ -61,7 +54,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " at batch " <
 class PaperParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PaperParity, LogitsLossGradientsAndRunningStatsAreWithinFiveTimesTorchFloat32Error) {
-  if (!torchvision_unavailable().empty()) GTEST_SKIP() << "no torchvision oracle: " << torchvision_unavailable();
+  const std::string& missing = python_unavailable("torch, torchvision");
+  if (!missing.empty()) GTEST_SKIP() << "no torchvision oracle: " << missing;
   const Case c = GetParam();
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("rt_paper_parity_" + std::to_string(getpid()) + "_" + c.model);

@@ -3,7 +3,6 @@
 // statistics (after one training forward) as the same torch.nn architectures run in float64 by
 // tests/models/torch_reference.py. Skips when /usr/bin/python3 or its torch is unavailable.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -17,23 +16,16 @@
 #include "base/rng.h"
 #include "models/registry.h"
 #include "nn/ops/softmax_cross_entropy.h"
+#include "tests/models/python_probe.h"
 
 namespace rt {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using testing::kPython;
+using testing::python_unavailable;
+
 constexpr int64_t kBatch = 4, kClasses = 10;
 
-// Why torch cannot be used, or "" when it can. Asked once per process.
-const std::string& torch_unavailable() {
-  static const std::string reason = [] {
-    if (access(kPython, X_OK) != 0) return std::string(kPython) + " is not available";
-    const std::string cmd = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) return std::string("`import torch` fails in ") + kPython;
-    return std::string();
-  }();
-  return reason;
-}
 
 std::vector<double> f64_values(const StTensor& t) {
   std::vector<double> v(t.bytes.size() / sizeof(double));
@@ -68,7 +60,8 @@ void expect_close(const std::string& name, const float* got, const Shape& shape,
 class TorchParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TorchParity, LogitsLossGradientsAndRunningStatsMatchFloat64Torch) {
-  if (!torch_unavailable().empty()) GTEST_SKIP() << "no PyTorch oracle: " << torch_unavailable();
+  const std::string& missing = python_unavailable("torch");
+  if (!missing.empty()) GTEST_SKIP() << "no PyTorch oracle: " << missing;
   const std::string model = GetParam();
   ModelOptions options;
   options.input_shape = {1, 28, 28};

@@ -1,0 +1,195 @@
+#include "dist/shm_transport.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <new>
+
+#include "base/check.h"
+
+namespace rt {
+
+// One direction of a ring link. Pieces are numbered from 0; piece i sits in slot i % slots.
+// The writer may fill piece i once i - consumed < slots; the reader may take it once written > i.
+// Release stores and acquire loads on the counters order the slot contents around them.
+struct ShmTransport::Inbox {
+  alignas(64) std::atomic<uint64_t> written{0};   // pieces the predecessor has written
+  alignas(64) std::atomic<uint64_t> consumed{0};  // pieces this rank has copied out
+  alignas(64) uint64_t piece_bytes[64] = {};      // each slot's length, to catch mismatched transfers
+  // What this rank is blocked on right now (-1: nothing), read by stalled ranks to follow a chain
+  // of waits to the rank at its end; the heartbeat (steady clock, ns) moves on while it waits, so
+  // a rank frozen or killed inside a wait is told from one that is still waiting.
+  std::atomic<int> waiting_for{-1};
+  std::atomic<int64_t> heartbeat_ns{0};
+};
+
+namespace {
+constexpr size_t kHeaderBytes = 4096;  // Inbox, padded so the slots start page-aligned
+constexpr int64_t kStaleHeartbeatNs = 1'000'000'000;  // a waiting rank beats every ~20 us
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
+              "the inbox counters must be lock-free to work across processes");
+}  // namespace
+
+bool ShmTransport::available(MPI_Comm comm) {
+  MPI_Comm node;
+  int rank = 0, size = 0, node_size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS,
+           "MPI_Comm_split_type failed");
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  int all = node_size == size ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes, int slots)
+    : policy_(std::move(policy)), slot_bytes_(slot_bytes), slots_(slots) {
+  static_assert(sizeof(Inbox) <= kHeaderBytes);
+  RT_CHECK(slots >= 1 && slots <= 64 && slot_bytes % 64 == 0, "shared-memory transport: bad slot geometry");
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &world_);
+  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &comm_) == MPI_SUCCESS,
+           "MPI_Comm_split_type failed");
+  int node_size = 0;
+  MPI_Comm_size(comm_, &node_size);
+  RT_CHECK(node_size == world_, "the shared-memory transport needs every rank on one host; this host has ",
+           node_size, " of ", world_, " ranks (use dist.transport = \"mpi\")");
+  next_ = (rank_ + 1) % world_;
+  prev_ = (rank_ + world_ - 1) % world_;
+  const size_t bytes = kHeaderBytes + slot_bytes_ * static_cast<size_t>(slots_);
+  void* base = nullptr;
+  RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &base, &win_) ==
+               MPI_SUCCESS,
+           "MPI_Win_allocate_shared of ", bytes, " bytes failed");
+  mine_ = new (base) Inbox();
+  for (int r = 0; r < world_; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* peer_base = nullptr;
+    MPI_Win_shared_query(win_, r, &size, &unit, &peer_base);
+    inboxes_.push_back(static_cast<Inbox*>(peer_base));
+  }
+  next_inbox_ = inboxes_[static_cast<size_t>(next_)];
+  MPI_Barrier(comm_);  // every inbox is constructed before anyone writes to one
+}
+
+ShmTransport::~ShmTransport() {
+  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+char* ShmTransport::slot(Inbox* box, uint64_t piece) const {
+  return reinterpret_cast<char*>(box) + kHeaderBytes + slot_bytes_ * (piece % static_cast<uint64_t>(slots_));
+}
+
+Transport::Handle ShmTransport::post_send(const void* data, size_t bytes, int peer) {
+  RT_CHECK(peer == next_, "shared-memory transport: rank ", rank_, " can send only to its ring successor ", next_,
+           ", not ", peer);
+  const Handle h = static_cast<Handle>(done_.size());
+  done_.push_back(bytes == 0);
+  is_send_.push_back(true);
+  if (bytes > 0) sends_.push_back({static_cast<char*>(const_cast<void*>(data)), bytes, 0, h});
+  progress();
+  return h;
+}
+
+Transport::Handle ShmTransport::post_recv(void* data, size_t bytes, int peer) {
+  RT_CHECK(peer == prev_, "shared-memory transport: rank ", rank_, " can receive only from its ring predecessor ",
+           prev_, ", not ", peer);
+  const Handle h = static_cast<Handle>(done_.size());
+  done_.push_back(bytes == 0);
+  is_send_.push_back(false);
+  if (bytes > 0) recvs_.push_back({static_cast<char*>(data), bytes, 0, h});
+  progress();
+  return h;
+}
+
+// Moves as many pieces as the inboxes allow, in posting order: sends into the successor's free
+// slots, receives out of this rank's filled ones.
+bool ShmTransport::progress() {
+  bool moved = false;
+  while (!sends_.empty()) {
+    Transfer& t = sends_.front();
+    if (sent_pieces_ - next_inbox_->consumed.load(std::memory_order_acquire) >= static_cast<uint64_t>(slots_)) break;
+    const size_t n = std::min(slot_bytes_, t.bytes - t.done);
+    std::memcpy(slot(next_inbox_, sent_pieces_), t.data + t.done, n);
+    next_inbox_->piece_bytes[sent_pieces_ % static_cast<uint64_t>(slots_)] = n;
+    next_inbox_->written.store(++sent_pieces_, std::memory_order_release);
+    moved = true;
+    t.done += n;
+    if (t.done == t.bytes) {
+      done_[static_cast<size_t>(t.handle)] = true;
+      sends_.pop_front();
+    }
+  }
+  while (!recvs_.empty()) {
+    Transfer& t = recvs_.front();
+    if (mine_->written.load(std::memory_order_acquire) <= received_pieces_) break;
+    const size_t n = std::min(slot_bytes_, t.bytes - t.done);
+    const size_t sent = mine_->piece_bytes[received_pieces_ % static_cast<uint64_t>(slots_)];
+    RT_CHECK(sent == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
+             prev_, " but got ", sent, " (the ranks run different schedules)");
+    std::memcpy(t.data + t.done, slot(mine_, received_pieces_), n);
+    mine_->consumed.store(++received_pieces_, std::memory_order_release);
+    moved = true;
+    t.done += n;
+    if (t.done == t.bytes) {
+      done_[static_cast<size_t>(t.handle)] = true;
+      recvs_.pop_front();
+    }
+  }
+  return moved;
+}
+
+void ShmTransport::wait(Handle h, const WaitContext& ctx) {
+  const size_t i = static_cast<size_t>(h);
+  RT_ASSERT(i < done_.size());
+  const int peer = is_send_[i] ? next_ : prev_;
+  progress();
+  if (done_[i]) return;
+  mine_->heartbeat_ns.store(steady_ns(), std::memory_order_relaxed);
+  mine_->waiting_for.store(peer, std::memory_order_relaxed);
+  wait_until(
+      [&] {
+        const bool moved = progress();
+        mine_->heartbeat_ns.store(steady_ns(), std::memory_order_relaxed);
+        return done_[i] ? PollResult::kDone : moved ? PollResult::kMoved : PollResult::kIdle;
+      },
+      policy_, [&](double waited) { return stall_report(ctx, is_send_[i], peer, waited); },
+      [&] { return blame_chain(peer); });
+  mine_->waiting_for.store(-1, std::memory_order_relaxed);
+}
+
+// Follows "rank a waits for rank b" through the other ranks' inboxes: the rank at the end of the
+// chain, which waits for no one, is the one at fault; a chain that returns here means every rank
+// waits on another (different schedules, or a lost message).
+std::string ShmTransport::blame_chain(int peer) const {
+  std::string chain;
+  int at = peer;
+  for (int hops = 0; hops < world_; ++hops) {
+    const Inbox* box = inboxes_[static_cast<size_t>(at)];
+    const int next = box->waiting_for.load(std::memory_order_relaxed);
+    const bool frozen = steady_ns() - box->heartbeat_ns.load(std::memory_order_relaxed) > kStaleHeartbeatNs;
+    if (next < 0 || frozen) return chain + blame_rank(at);
+    if (next == rank_) return chain + str_cat("; rank ", at, " waits for this rank: every rank in the ring is waiting "
+                                              "on another, so the ranks run different schedules");
+    chain += str_cat("; rank ", at, " is itself waiting for rank ", next);
+    at = next;
+  }
+  return chain + blame_rank(at);
+}
+
+void ShmTransport::reset() {
+  RT_ASSERT(sends_.empty() && recvs_.empty());
+  done_.clear();
+  is_send_.clear();
+}
+
+}  // namespace rt

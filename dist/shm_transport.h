@@ -1,0 +1,63 @@
+// Transport over shared memory for rings whose ranks all live on one host. Each rank owns an
+// inbox in an MPI shared-memory window (MPI_Win_allocate_shared): a FIFO of fixed-size slots that
+// only its ring predecessor writes. A send is copied into the successor's inbox slot by slot; a
+// receive is copied out of the own inbox; two counters (pieces written, pieces consumed) are the
+// only synchronisation. Transfers progress inside wait(), in posting order per direction, so a
+// full inbox never blocks a rank from draining its own. Against Open MPI's shared-memory path
+// this skips message matching and small fragments: see README, "Allreduce bandwidth".
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "dist/stall_wait.h"
+#include "dist/transport.h"
+
+namespace rt {
+
+class ShmTransport final : public Transport {
+ public:
+  // Collective over comm. Only ring neighbours may be peers: sends go to (rank + 1) % world,
+  // receives come from (rank - 1 + world) % world.
+  ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes = size_t{512} << 10, int slots = 8);
+  ~ShmTransport() override;
+  // Collective over comm: true when every rank of comm shares this host's memory.
+  static bool available(MPI_Comm comm);
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  Handle post_send(const void* data, size_t bytes, int peer) override;
+  Handle post_recv(void* data, size_t bytes, int peer) override;
+  void wait(Handle handle, const WaitContext& context) override;
+  void reset() override;
+
+ private:
+  struct Inbox;  // the shared header: counters and piece sizes, then the slots
+  struct Transfer {
+    char* data;
+    size_t bytes, done;
+    Handle handle;
+  };
+  bool progress();  // true when it moved a piece
+  std::string blame_chain(int peer) const;
+  char* slot(Inbox* box, uint64_t piece) const;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Win win_ = MPI_WIN_NULL;
+  int rank_ = 0, world_ = 1, next_ = 0, prev_ = 0;
+  StallPolicy policy_;
+  size_t slot_bytes_;
+  int slots_;
+  std::vector<Inbox*> inboxes_;  // every rank's, by rank
+  Inbox* mine_ = nullptr;  // written by prev, read here
+  Inbox* next_inbox_ = nullptr;  // written here, read by next
+  uint64_t sent_pieces_ = 0, received_pieces_ = 0;
+  std::deque<Transfer> sends_, recvs_;
+  std::vector<bool> done_;
+  std::vector<bool> is_send_;
+};
+
+}  // namespace rt

@@ -1,0 +1,39 @@
+#include "dist/stall_wait.h"
+
+#include <chrono>
+#include <thread>
+
+#include "base/check.h"
+
+namespace rt {
+
+std::string blame_rank(int rank) {
+  return str_cat(": rank ", rank, " is stuck, dead or running a different schedule");
+}
+
+void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
+                const std::function<std::string(double waited_s)>& describe,
+                const std::function<std::string()>& blame) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  bool warned = false;
+  int idle = 0;  // polls since bytes last moved
+  for (int polls = 0;; ++polls) {
+    const PollResult r = poll();
+    if (r == PollResult::kDone) return;
+    idle = r == PollResult::kMoved ? 0 : idle + 1;
+    // Spin for ~200 us of idleness (sleeping would add latency to every slice); after that poll
+    // every 20 us, leaving the core to compute threads.
+    if (idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if ((polls & 1023) != 0) continue;
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > policy.abort_s) {
+      policy.abort(describe(waited) + str_cat(" (dist.stall_abort_s = ", policy.abort_s, ")") + blame());
+    } else if (!warned && waited > policy.warn_s) {
+      warned = true;
+      policy.warn(describe(waited) + str_cat(" (dist.stall_warn_s = ", policy.warn_s, ")"));
+    }
+  }
+}
+
+}  // namespace rt

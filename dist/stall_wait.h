@@ -1,0 +1,31 @@
+// Waiting on a neighbour without hanging the job: spin briefly (most waits end within
+// microseconds), then poll with short sleeps so a long wait leaves the core to compute threads;
+// past StallPolicy::warn_s report what is awaited, past abort_s take the job down with that report.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace rt {
+
+struct StallPolicy {
+  double warn_s = 60;
+  double abort_s = 300;
+  std::function<void(const std::string&)> warn;   // prints a warning
+  std::function<void(const std::string&)> abort;  // must not return
+};
+
+enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes moved meanwhile
+
+// Calls poll() until it returns kDone; a poll that moved bytes restarts the spinning phase, so a
+// transfer in full flow never sleeps. describe(waited_seconds) names what is awaited, for the
+// warning and the abort message; blame() ends the abort message by naming the rank at fault
+// (the awaited one, or the rank a chain of waiting ranks ends at, where the transport can see it).
+void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
+                const std::function<std::string(double waited_s)>& describe,
+                const std::function<std::string()>& blame);
+
+// ": rank 3 is stuck, dead or running a different schedule".
+std::string blame_rank(int rank);
+
+}  // namespace rt
