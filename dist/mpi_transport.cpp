@@ -1,6 +1,7 @@
 #include "dist/mpi_transport.h"
 
 #include "base/check.h"
+#include "dist/reduce_kernel.h"
 
 namespace rt {
 
@@ -19,6 +20,7 @@ Transport::Handle MpiTransport::post_send(const void* data, size_t bytes, int pe
            "MPI_Isend to rank ", peer, " failed");
   peers_.push_back(peer);
   is_send_.push_back(true);
+  reduces_.emplace_back();
   return static_cast<Handle>(requests_.size() - 1);
 }
 
@@ -29,7 +31,17 @@ Transport::Handle MpiTransport::post_recv(void* data, size_t bytes, int peer) {
            "MPI_Irecv from rank ", peer, " failed");
   peers_.push_back(peer);
   is_send_.push_back(false);
+  reduces_.emplace_back();
   return static_cast<Handle>(requests_.size() - 1);
+}
+
+Transport::Handle MpiTransport::post_recv_reduce(float* dst, size_t count, int peer, float scale) {
+  if (staging_used_ == staging_.size()) staging_.push_back(std::make_unique<std::vector<float>>());
+  std::vector<float>& staged = *staging_[staging_used_++];
+  staged.resize(count);
+  const Handle h = post_recv(staged.data(), count * sizeof(float), peer);
+  reduces_[static_cast<size_t>(h)] = {dst, staged.data(), count, scale};
+  return h;
 }
 
 void MpiTransport::wait(Handle h, const WaitContext& ctx) {
@@ -43,12 +55,17 @@ void MpiTransport::wait(Handle h, const WaitContext& ctx) {
       },
       policy_, [&](double waited) { return stall_report(ctx, is_send_[h], peers_[h], waited); },
       [&] { return blame_rank(peers_[h]); });
+  PendingReduce& r = reduces_[static_cast<size_t>(h)];
+  if (r.dst) add_into(r.dst, r.staged, r.count, r.scale);
+  r.dst = nullptr;
 }
 
 void MpiTransport::reset() {
   requests_.clear();
   peers_.clear();
   is_send_.clear();
+  reduces_.clear();
+  staging_used_ = 0;
 }
 
 }  // namespace rt

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <vector>
 
 #include "dist/stall_wait.h"
@@ -19,6 +20,8 @@ class MpiTransport final : public Transport {
   int world() const override { return world_; }
   Handle post_send(const void* data, size_t bytes, int peer) override;
   Handle post_recv(void* data, size_t bytes, int peer) override;
+  // Receives into a staging buffer of its own; the sum is done when wait() sees it arrive.
+  Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override;
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
 
@@ -29,6 +32,15 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Request> requests_;
   std::vector<int> peers_;
   std::vector<bool> is_send_;
+  struct PendingReduce {
+    float* dst = nullptr;  // null: a plain receive
+    const float* staged = nullptr;
+    size_t count = 0;
+    float scale = 1;
+  };
+  std::vector<PendingReduce> reduces_;  // by handle
+  std::vector<std::unique_ptr<std::vector<float>>> staging_;  // reused run after run
+  size_t staging_used_ = 0;
 };
 
 }  // namespace rt

@@ -1,6 +1,7 @@
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "dist/ring_schedule.h"
 
@@ -15,7 +16,6 @@ void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) 
   const int next = ring_next(rank, world), prev = ring_prev(rank, world);
   const float scale = 1.0f / static_cast<float>(world);
   const int steps = ring_step_count(world);
-  staging_.resize(static_cast<size_t>(chunk_range(count, world, 0).count));
   auto slice_bytes = [&](const ChunkRange& c, int64_t at) {
     return sizeof(float) * static_cast<size_t>(std::min(slice_, c.count - at));
   };
@@ -29,23 +29,19 @@ void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) 
   for (int step = 0; step < steps; ++step) {
     const RingStep s = ring_step(rank, world, step);
     const ChunkRange in = chunk_range(count, world, s.recv_chunk);
-    // Reduce-scatter receives are staged and added in; all-gather receives land in place.
-    float* recv_base = s.reduce ? staging_.data() : data + in.begin;
-    std::vector<Transport::Handle> recvs, next_sends;
-    for (int64_t at = 0; at < in.count; at += slice_) recvs.push_back(t_.post_recv(recv_base + at, slice_bytes(in, at), prev));
-    ctx.what = s.reduce ? "reduce-scatter receive" : "all-gather receive";
+    // Reduce-scatter receives are added in (and scaled to the average on the last of them);
+    // all-gather receives land in place.
     float* dst = data + in.begin;
+    std::vector<Transport::Handle> recvs, next_sends;
+    for (int64_t at = 0; at < in.count; at += slice_) {
+      const size_t bytes = slice_bytes(in, at);
+      recvs.push_back(s.reduce ? t_.post_recv_reduce(dst + at, bytes / sizeof(float), prev, s.final_reduce ? scale : 1.0f)
+                               : t_.post_recv(dst + at, bytes, prev));
+    }
+    ctx.what = s.reduce ? "reduce-scatter receive" : "all-gather receive";
     for (size_t k = 0; k < recvs.size(); ++k) {
       t_.wait(recvs[k], ctx);
-      const int64_t begin = static_cast<int64_t>(k) * slice_, end = std::min(in.count, begin + slice_);
-      if (s.reduce) {
-        const float* src = staging_.data();
-        if (s.final_reduce) {
-          for (int64_t i = begin; i < end; ++i) dst[i] = (dst[i] + src[i]) * scale;
-        } else {
-          for (int64_t i = begin; i < end; ++i) dst[i] += src[i];
-        }
-      }
+      const int64_t begin = static_cast<int64_t>(k) * slice_;
       if (step + 1 < steps) next_sends.push_back(t_.post_send(dst + begin, slice_bytes(in, begin), next));
     }
     ctx.what = s.reduce ? "reduce-scatter send" : "all-gather send";

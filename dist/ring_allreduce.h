@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include "dist/transport.h"
 
@@ -24,7 +23,6 @@ class RingAllreduce {
  private:
   Transport& t_;
   int64_t slice_;
-  std::vector<float> staging_;  // one chunk as received, before it is added in
   std::optional<std::chrono::steady_clock::time_point> phase_switch_;
 };
 

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "base/check.h"
+#include "dist/reduce_kernel.h"
 
 namespace rt {
 
@@ -24,7 +25,13 @@ struct ShmTransport::Inbox {
 };
 
 namespace {
+constexpr size_t kPage = 4096;
 constexpr size_t kHeaderBytes = 4096;  // Inbox, padded so the slots start page-aligned
+
+void* page_aligned(void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<void*>((a + kPage - 1) / kPage * kPage);
+}
 constexpr int64_t kStaleHeartbeatNs = 1'000'000'000;  // a waiting rank beats every ~20 us
 
 int64_t steady_ns() {
@@ -52,6 +59,7 @@ bool ShmTransport::available(MPI_Comm comm) {
 ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes, int slots)
     : policy_(std::move(policy)), slot_bytes_(slot_bytes), slots_(slots) {
   static_assert(sizeof(Inbox) <= kHeaderBytes);
+  // Slots hold whole floats, so a reducing receive never splits one across two pieces.
   RT_CHECK(slots >= 1 && slots <= 64 && slot_bytes % 64 == 0, "shared-memory transport: bad slot geometry");
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &world_);
@@ -63,18 +71,21 @@ ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes,
            node_size, " of ", world_, " ranks (use dist.transport = \"mpi\")");
   next_ = (rank_ + 1) % world_;
   prev_ = (rank_ + world_ - 1) % world_;
-  const size_t bytes = kHeaderBytes + slot_bytes_ * static_cast<size_t>(slots_);
+  // Open MPI's window parts need not start on a page (here they start 264 bytes past one), so
+  // each rank over-allocates a page and places its inbox on the next page boundary.
+  const size_t bytes = kPage + kHeaderBytes + slot_bytes_ * static_cast<size_t>(slots_);
   void* base = nullptr;
   RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &base, &win_) ==
                MPI_SUCCESS,
            "MPI_Win_allocate_shared of ", bytes, " bytes failed");
-  mine_ = new (base) Inbox();
+  mine_ = new (page_aligned(base)) Inbox();
   for (int r = 0; r < world_; ++r) {
     MPI_Aint size = 0;
     int unit = 0;
     void* peer_base = nullptr;
     MPI_Win_shared_query(win_, r, &size, &unit, &peer_base);
-    inboxes_.push_back(static_cast<Inbox*>(peer_base));
+    // Every process maps the segment at a page boundary, so the offset to the page is the same.
+    inboxes_.push_back(static_cast<Inbox*>(page_aligned(peer_base)));
   }
   next_inbox_ = inboxes_[static_cast<size_t>(next_)];
   MPI_Barrier(comm_);  // every inbox is constructed before anyone writes to one
@@ -95,20 +106,28 @@ Transport::Handle ShmTransport::post_send(const void* data, size_t bytes, int pe
   const Handle h = static_cast<Handle>(done_.size());
   done_.push_back(bytes == 0);
   is_send_.push_back(true);
-  if (bytes > 0) sends_.push_back({static_cast<char*>(const_cast<void*>(data)), bytes, 0, h});
+  if (bytes > 0) sends_.push_back({static_cast<char*>(const_cast<void*>(data)), bytes, 0, h, false, 1});
   progress();
   return h;
 }
 
 Transport::Handle ShmTransport::post_recv(void* data, size_t bytes, int peer) {
+  return enqueue_recv({static_cast<char*>(data), bytes, 0, 0, false, 1}, peer);
+}
+
+Transport::Handle ShmTransport::post_recv_reduce(float* dst, size_t count, int peer, float scale) {
+  return enqueue_recv({reinterpret_cast<char*>(dst), count * sizeof(float), 0, 0, true, scale}, peer);
+}
+
+Transport::Handle ShmTransport::enqueue_recv(Transfer t, int peer) {
   RT_CHECK(peer == prev_, "shared-memory transport: rank ", rank_, " can receive only from its ring predecessor ",
            prev_, ", not ", peer);
-  const Handle h = static_cast<Handle>(done_.size());
-  done_.push_back(bytes == 0);
+  t.handle = static_cast<Handle>(done_.size());
+  done_.push_back(t.bytes == 0);
   is_send_.push_back(false);
-  if (bytes > 0) recvs_.push_back({static_cast<char*>(data), bytes, 0, h});
+  if (t.bytes > 0) recvs_.push_back(t);
   progress();
-  return h;
+  return t.handle;
 }
 
 // Moves as many pieces as the inboxes allow, in posting order: sends into the successor's free
@@ -136,7 +155,13 @@ bool ShmTransport::progress() {
     const size_t sent = mine_->piece_bytes[received_pieces_ % static_cast<uint64_t>(slots_)];
     RT_CHECK(sent == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
              prev_, " but got ", sent, " (the ranks run different schedules)");
-    std::memcpy(t.data + t.done, slot(mine_, received_pieces_), n);
+    const char* piece = slot(mine_, received_pieces_);
+    if (t.reduce) {
+      add_into(reinterpret_cast<float*>(t.data + t.done), reinterpret_cast<const float*>(piece), n / sizeof(float),
+               t.scale);
+    } else {
+      std::memcpy(t.data + t.done, piece, n);
+    }
     mine_->consumed.store(++received_pieces_, std::memory_order_release);
     moved = true;
     t.done += n;

@@ -22,7 +22,7 @@ class ShmTransport final : public Transport {
  public:
   // Collective over comm. Only ring neighbours may be peers: sends go to (rank + 1) % world,
   // receives come from (rank - 1 + world) % world.
-  ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes = size_t{512} << 10, int slots = 8);
+  ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes = size_t{128} << 10, int slots = 16);
   ~ShmTransport() override;
   // Collective over comm: true when every rank of comm shares this host's memory.
   static bool available(MPI_Comm comm);
@@ -31,6 +31,8 @@ class ShmTransport final : public Transport {
   int world() const override { return world_; }
   Handle post_send(const void* data, size_t bytes, int peer) override;
   Handle post_recv(void* data, size_t bytes, int peer) override;
+  // Adds each piece into dst straight out of the inbox slot: no staging copy.
+  Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override;
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
 
@@ -40,8 +42,11 @@ class ShmTransport final : public Transport {
     char* data;
     size_t bytes, done;
     Handle handle;
+    bool reduce = false;  // receive: add the floats into data instead of copying
+    float scale = 1;
   };
   bool progress();  // true when it moved a piece
+  Handle enqueue_recv(Transfer t, int peer);
   std::string blame_chain(int peer) const;
   char* slot(Inbox* box, uint64_t piece) const;
 

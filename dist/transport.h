@@ -32,6 +32,10 @@ class Transport {
   virtual int world() const = 0;
   virtual Handle post_send(const void* data, size_t bytes, int peer) = 0;
   virtual Handle post_recv(void* data, size_t bytes, int peer) = 0;
+  // Receives `count` floats and adds them into dst as add_into (reduce_kernel.h) does: done when
+  // wait() returns. A transport that can read the bytes where they land adds them from there,
+  // without copying them into a buffer first.
+  virtual Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) = 0;
   // Blocks until the transfer is done. Past the warn time it reports what it waits for; past the
   // abort time it takes the job down with that report.
   virtual void wait(Handle handle, const WaitContext& context) = 0;
