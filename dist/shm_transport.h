@@ -49,6 +49,8 @@ class ShmTransport final : public Transport {
   Handle enqueue_recv(Transfer t, int peer);
   std::string blame_chain(int peer) const;
   char* slot(Inbox* box, uint64_t piece) const;
+  size_t slot_stride() const { return slot_bytes_ + 4096; }  // a piece and up to a page of offset
+  static uint32_t slot_offset(const char* source, const char* slot_begin);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Win win_ = MPI_WIN_NULL;

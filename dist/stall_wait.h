@@ -13,6 +13,9 @@ struct StallPolicy {
   double abort_s = 300;
   std::function<void(const std::string&)> warn;   // prints a warning
   std::function<void(const std::string&)> abort;  // must not return
+  // More ranks than cores on this host (World::oversubscribed): an idle poll yields the core at
+  // once, since the rank it waits for may need that very core.
+  bool yield_when_idle = false;
 };
 
 enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes moved meanwhile

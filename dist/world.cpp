@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "base/check.h"
 
@@ -66,6 +68,10 @@ World World::single() {
   gethostname(host, sizeof host - 1);
   w.host_ = host;
   return w;
+}
+
+bool World::oversubscribed() const {
+  return local_size_ > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::string World::tag() const { return rank_ == 0 ? "" : str_cat("[rank ", rank_, "] "); }

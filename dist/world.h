@@ -25,6 +25,8 @@ class World {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   const std::string& host() const { return host_; }
+  // More ranks on this host than it has cores: waiting ranks must not spin.
+  bool oversubscribed() const;
   bool uses_mpi() const { return mpi_; }
   MPI_Comm comm() const { return comm_; }
   // "[rank 3] " on ranks other than 0, "" on rank 0: prefixes every log line.
