@@ -140,7 +140,11 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
     StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
                       [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
-                      [this](const std::string& m) { world_.abort(m); }, world.oversubscribed()};
+                      [this](const std::string& m) { world_.abort(m); },
+                      // On the CPU the compute threads fill this rank's cores, and a spinning
+                      // communication thread would take its core from them during backward.
+                      world.oversubscribed() || device == Device::kCpu ? StallPolicy::kShareCore
+                                                                       : StallPolicy::kSpin};
     reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
                                              make_collective(dc.allreduce, world.comm(), stall, dc.transport), dc.overlap,
                                              timeline_.get());

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   rt::StallPolicy stall{60, 300, [](const std::string& m) { std::cerr << m << "\n"; },
-                        [&](const std::string& m) { w.abort(m); }, w.oversubscribed()};
+                        [&](const std::string& m) { w.abort(m); },
+                        w.oversubscribed() ? rt::StallPolicy::kShareCore : rt::StallPolicy::kSpin};
   struct Contender {
     std::string name;
     std::unique_ptr<rt::Collective> collective;

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Weak scaling on one host: 1 rank x 1 thread against 2 ranks x 1 thread, same per-rank batch,
 # synthetic data (ringtrain bench), and what each part of the design buys: the 2-rank run with
-# ringtrain's defaults (ring, 25 MiB buckets, overlap), with overlap off, with one collective per
-# tensor (bucket_mb = 0), and with MPI_Allreduce. The configurations alternate within each
+# ringtrain's defaults (ring over shared memory, 25 MiB buckets, overlap), with the ring over MPI
+# point-to-point, with overlap off, with one collective per tensor (bucket_mb = 0), and with
+# MPI_Allreduce; and, as the ceiling no communication scheme can beat, two independent 1-rank
+# runs at once, one per core (they share only the machine: memory bandwidth, caches, noise).
+# The configurations alternate within each
 # repetition so the machine's noise hits them alike; medians of the repetitions are printed, with
 # efficiency = total images/s of 2 ranks / (2 x images/s of 1 rank).
 #   bench/weak_scaling.sh [MODEL] [IMAGE_SIZE] [REPS]      (defaults: resnet50 112 3)
+# RT_MPIRUN replaces the 2-rank launcher, e.g. across the namespace hosts of scripts/netns_hosts.sh:
+#   RT_MPIRUN="ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:1,rt-b:1 -np 2 --mca plm_rsh_agent
+#   /tmp/ringtrain_netns_rsh --mca btl self,tcp --mca btl_tcp_if_include 10.213.0.0/24
+#   --mca oob_tcp_if_include 10.213.0.0/24" bench/weak_scaling.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-resnet50} size=${2:-112} reps=${3:-3}
@@ -13,15 +20,29 @@ bin=./build/ringtrain
 [[ -x $bin ]] || { echo "weak_scaling: build ringtrain first ($bin)" >&2; exit 1; }
 mpirun=(mpirun -np 2 --bind-to core)
 [[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+if [[ -n ${RT_MPIRUN:-} ]]; then read -r -a mpirun <<< "$RT_MPIRUN"; fi
 common=(bench --config configs/cpu/resnet101.toml --set "model.name=$model" --set "data.image_size=$size"
         --set train.threads=1 --set bench.warmup_steps=3 --set bench.windows=5 --set bench.steps_per_window=3)
 
 total() { grep -o '"images_per_s":[0-9.]*' | head -1 | cut -d: -f2; }
 declare -A runs
-names=("1 rank" "2 ranks" "2 ranks, overlap off" "2 ranks, bucket_mb 0" "2 ranks, MPI_Allreduce")
+names=("1 rank" "2 x 1 rank, no communication" "2 ranks" "2 ranks, ring over MPI p2p" "2 ranks, overlap off"
+       "2 ranks, bucket_mb 0" "2 ranks, MPI_Allreduce")
+# Two independent single-rank runs, each pinned to its own core, started together: their sum.
+side_by_side() {
+  local a b
+  a=$(mktemp) b=$(mktemp)
+  taskset -c 0 "$bin" "${common[@]}" > "$a" &
+  taskset -c 1 "$bin" "${common[@]}" > "$b"
+  wait
+  awk -v x="$(total < "$a")" -v y="$(total < "$b")" 'BEGIN {print x + y}'
+  rm -f "$a" "$b"
+}
 for ((r = 1; r <= reps; r++)); do
   runs["1 rank"]+=" $("$bin" "${common[@]}" | total)"
+  runs["2 x 1 rank, no communication"]+=" $(side_by_side)"
   runs["2 ranks"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" | total)"
+  runs["2 ranks, ring over MPI p2p"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.transport=mpi | total)"
   runs["2 ranks, overlap off"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.overlap=false | total)"
   runs["2 ranks, bucket_mb 0"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.bucket_mb=0 | total)"
   runs["2 ranks, MPI_Allreduce"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.allreduce=mpi | total)"
@@ -30,10 +51,11 @@ done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 one=$(echo "${runs["1 rank"]}" | median)
 echo "weak scaling, $model at ${size}x${size}, batch 8 per rank, 1 thread per rank, median of $reps repetitions"
-printf '| %-24s | %10s | %10s |\n' run "img/s" efficiency
-printf '|%s|%s|%s|\n' "--------------------------" "------------" "------------"
+echo "2-rank launcher: ${mpirun[*]}"
+printf '| %-26s | %10s | %10s |\n' run "img/s" efficiency
+printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
 for n in "${names[@]}"; do
   m=$(echo "${runs[$n]}" | median)
   ranks=${n%% *}
-  printf '| %-24s | %10.3f | %9.1f%% |\n' "$n" "$m" "$(awk -v m="$m" -v o="$one" -v p="$ranks" 'BEGIN {print 100 * m / (p * o)}')"
+  printf '| %-26s | %10.3f | %9.1f%% |\n' "$n" "$m" "$(awk -v m="$m" -v o="$one" -v p="$ranks" 'BEGIN {print 100 * m / (p * o)}')"
 done

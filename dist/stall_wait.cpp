@@ -22,12 +22,10 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
     const PollResult r = poll();
     if (r == PollResult::kDone) return;
     idle = r == PollResult::kMoved ? 0 : idle + 1;
-    // No PAUSE here: under a hypervisor with pause-loop exiting it deschedules the vCPU (measured
-    // on the development VM: 4x slower transfers).
-    if (idle > 0 && policy.yield_when_idle) std::this_thread::yield();
-    // Spin for ~200 us of idleness (sleeping would add latency to every slice); after that poll
-    // every 20 us, leaving the core to compute threads.
-    if (idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Spin for a while (sleeping adds tens of microseconds to every slice); after that poll every
+    // 20 us. No PAUSE in the spin: under a hypervisor with pause-loop exiting it deschedules the
+    // vCPU (measured on the development VM: 4x slower transfers).
+    if (idle > policy.spin_polls) std::this_thread::sleep_for(std::chrono::microseconds(20));
     if ((polls & 1023) != 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited > policy.abort_s) {

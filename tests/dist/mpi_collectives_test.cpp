@@ -18,7 +18,8 @@ namespace {
 
 StallPolicy test_stall() {
   return {30, 120, [](const std::string& m) { std::cerr << "stall warning: " << m << "\n"; },
-          [](const std::string& m) { World::get().abort(m); }, World::get().oversubscribed()};
+          [](const std::string& m) { World::get().abort(m); },
+          World::get().oversubscribed() ? StallPolicy::kShareCore : StallPolicy::kSpin};
 }
 
 // Rank r holds r * 1000 + (i % 97): the average is (world - 1) * 500 + (i % 97).
