@@ -143,8 +143,9 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                       [this](const std::string& m) { world_.abort(m); },
                       // On the CPU the compute threads fill this rank's cores, and a spinning
                       // communication thread would take its core from them during backward.
-                      world.oversubscribed() || device == Device::kCpu ? StallPolicy::kShareCore
-                                                                       : StallPolicy::kSpin};
+                      device == Device::kCpu  ? StallPolicy::Idle::kSleep
+                      : world.oversubscribed() ? StallPolicy::Idle::kYield
+                                               : StallPolicy::Idle::kSpin};
     reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
                                              make_collective(dc.allreduce, world.comm(), stall, dc.transport), dc.overlap,
                                              timeline_.get());

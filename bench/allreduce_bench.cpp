@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   }
   rt::StallPolicy stall{60, 300, [](const std::string& m) { std::cerr << m << "\n"; },
                         [&](const std::string& m) { w.abort(m); },
-                        w.oversubscribed() ? rt::StallPolicy::kShareCore : rt::StallPolicy::kSpin};
+                        w.oversubscribed() ? rt::StallPolicy::Idle::kYield : rt::StallPolicy::Idle::kSpin};
   struct Contender {
     std::string name;
     std::unique_ptr<rt::Collective> collective;

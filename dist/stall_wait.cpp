@@ -25,7 +25,12 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
     // Spin for a while (sleeping adds tens of microseconds to every slice); after that poll every
     // 20 us. No PAUSE in the spin: under a hypervisor with pause-loop exiting it deschedules the
     // vCPU (measured on the development VM: 4x slower transfers).
-    if (idle > policy.spin_polls) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    const int sleep_after = policy.idle == StallPolicy::Idle::kSleep ? 16 : 2000;
+    if (idle > sleep_after) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    } else if (idle > 0 && policy.idle == StallPolicy::Idle::kYield) {
+      std::this_thread::yield();
+    }
     if ((polls & 1023) != 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited > policy.abort_s) {

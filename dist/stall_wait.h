@@ -13,13 +13,14 @@ struct StallPolicy {
   double abort_s = 300;
   std::function<void(const std::string&)> warn;   // prints a warning
   std::function<void(const std::string&)> abort;  // must not return
-  // Idle polls before waiting sleeps between polls: spinning (~200 us) answers fastest, but
-  // where another thread needs the core it takes the core from it (a yielding poller still gets
-  // its fair share of the core). kShareCore where there are more ranks than cores on the host
-  // (World::oversubscribed: the awaited rank may need that very core) and where compute threads
-  // already fill the rank's cores (CPU training with overlap).
-  static constexpr int kSpin = 2000, kShareCore = 16;
-  int spin_polls = kSpin;
+  // What an idle poll does before the next (after ~2000 idle polls every mode sleeps 20 us):
+  //   kSpin:  polls again at once; answers fastest where the rank has its core to itself;
+  //   kYield: yields the core, where there are more ranks than cores (World::oversubscribed):
+  //           the awaited rank may need that very core;
+  //   kSleep: sleeps after 16 idle polls, where compute threads fill the rank's cores (CPU
+  //           training): a yielding poller still takes its fair share of the core from backward.
+  enum class Idle { kSpin, kYield, kSleep };
+  Idle idle = Idle::kSpin;
 };
 
 enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes moved meanwhile

@@ -19,7 +19,7 @@ namespace {
 StallPolicy test_stall() {
   return {30, 120, [](const std::string& m) { std::cerr << "stall warning: " << m << "\n"; },
           [](const std::string& m) { World::get().abort(m); },
-          World::get().oversubscribed() ? StallPolicy::kShareCore : StallPolicy::kSpin};
+          World::get().oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin};
 }
 
 // Rank r holds r * 1000 + (i % 97): the average is (world - 1) * 500 + (i % 97).
