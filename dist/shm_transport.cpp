@@ -16,8 +16,11 @@ namespace rt {
 struct ShmTransport::Inbox {
   alignas(64) std::atomic<uint64_t> written{0};   // pieces the predecessor has written
   alignas(64) std::atomic<uint64_t> consumed{0};  // pieces this rank has copied out
-  alignas(64) uint64_t piece_bytes[64] = {};      // each slot's length, to catch mismatched transfers
-  uint32_t piece_offset[64] = {};                 // where in its slot a piece starts (see slot_for)
+  struct Piece {
+    uint64_t bytes;   // its length, to catch mismatched transfers
+    uint64_t offset;  // where in its slot it starts (Note [4K aliasing])
+  };
+  alignas(64) Piece pieces[64] = {};  // by slot
   // What this rank is blocked on right now (-1: nothing), read by stalled ranks to follow a chain
   // of waits to the rank at its end; the heartbeat (steady clock, ns) moves on while it waits, so
   // a rank frozen or killed inside a wait is told from one that is still waiting.
@@ -97,8 +100,19 @@ ShmTransport::~ShmTransport() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+size_t ShmTransport::slot_index(uint64_t piece) const { return static_cast<size_t>(piece % static_cast<uint64_t>(slots_)); }
+
 char* ShmTransport::slot(Inbox* box, uint64_t piece) const {
-  return reinterpret_cast<char*>(box) + kHeaderBytes + slot_stride() * (piece % static_cast<uint64_t>(slots_));
+  return reinterpret_cast<char*>(box) + kHeaderBytes + slot_stride() * slot_index(piece);
+}
+
+void ShmTransport::advance(std::deque<Transfer>& queue, size_t n) {
+  Transfer& t = queue.front();
+  t.done += n;
+  if (t.done == t.bytes) {
+    done_[static_cast<size_t>(t.handle)] = true;
+    queue.pop_front();
+  }
 }
 
 // Note [Slot copies]: the sender writes each piece with non-temporal stores (stream_copy), so
@@ -112,9 +126,9 @@ char* ShmTransport::slot(Inbox* box, uint64_t piece) const {
 // makes every load wait on an unrelated earlier store: measured here, 4x slower transfers. So a
 // piece starts in its slot half a page away from its source. Ranks lay out their buffers alike,
 // so the receiver's destination has the source's page offset too and is equally far away.
-uint32_t ShmTransport::slot_offset(const char* source, const char* slot_begin) {
+uint64_t ShmTransport::slot_offset(const char* source, const char* slot_begin) {
   const uintptr_t want = (reinterpret_cast<uintptr_t>(source) + kPage / 2) % kPage;
-  return static_cast<uint32_t>((want + kPage - reinterpret_cast<uintptr_t>(slot_begin) % kPage) % kPage);
+  return static_cast<uint64_t>((want + kPage - reinterpret_cast<uintptr_t>(slot_begin) % kPage) % kPage);
 }
 
 Transport::Handle ShmTransport::post_send(const void* data, size_t bytes, int peer) {
@@ -151,31 +165,25 @@ Transport::Handle ShmTransport::enqueue_recv(Transfer t, int peer) {
 // slots, receives out of this rank's filled ones.
 bool ShmTransport::progress() {
   bool moved = false;
-  while (!sends_.empty()) {
-    Transfer& t = sends_.front();
-    if (sent_pieces_ - next_inbox_->consumed.load(std::memory_order_acquire) >= static_cast<uint64_t>(slots_)) break;
+  while (!sends_.empty() &&
+         sent_pieces_ - next_inbox_->consumed.load(std::memory_order_acquire) < static_cast<uint64_t>(slots_)) {
+    const Transfer& t = sends_.front();
     const size_t n = std::min(slot_bytes_, t.bytes - t.done);
     char* slot_begin = slot(next_inbox_, sent_pieces_);
-    const uint32_t offset = slot_offset(t.data + t.done, slot_begin);
+    const uint64_t offset = slot_offset(t.data + t.done, slot_begin);
     stream_copy(slot_begin + offset, t.data + t.done, n);
-    next_inbox_->piece_bytes[sent_pieces_ % static_cast<uint64_t>(slots_)] = n;
-    next_inbox_->piece_offset[sent_pieces_ % static_cast<uint64_t>(slots_)] = offset;
+    next_inbox_->pieces[slot_index(sent_pieces_)] = {n, offset};
     next_inbox_->written.store(++sent_pieces_, std::memory_order_release);
+    advance(sends_, n);
     moved = true;
-    t.done += n;
-    if (t.done == t.bytes) {
-      done_[static_cast<size_t>(t.handle)] = true;
-      sends_.pop_front();
-    }
   }
-  while (!recvs_.empty()) {
-    Transfer& t = recvs_.front();
-    if (mine_->written.load(std::memory_order_acquire) <= received_pieces_) break;
+  while (!recvs_.empty() && mine_->written.load(std::memory_order_acquire) > received_pieces_) {
+    const Transfer& t = recvs_.front();
     const size_t n = std::min(slot_bytes_, t.bytes - t.done);
-    const size_t sent = mine_->piece_bytes[received_pieces_ % static_cast<uint64_t>(slots_)];
-    RT_CHECK(sent == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
-             prev_, " but got ", sent, " (the ranks run different schedules)");
-    const char* piece = slot(mine_, received_pieces_) + mine_->piece_offset[received_pieces_ % static_cast<uint64_t>(slots_)];
+    const Inbox::Piece sent = mine_->pieces[slot_index(received_pieces_)];
+    RT_CHECK(sent.bytes == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
+             prev_, " but got ", sent.bytes, " (the ranks run different schedules)");
+    const char* piece = slot(mine_, received_pieces_) + sent.offset;
     if (t.reduce) {
       add_into(reinterpret_cast<float*>(t.data + t.done), reinterpret_cast<const float*>(piece), n / sizeof(float),
                t.scale);
@@ -183,12 +191,8 @@ bool ShmTransport::progress() {
       std::memcpy(t.data + t.done, piece, n);
     }
     mine_->consumed.store(++received_pieces_, std::memory_order_release);
+    advance(recvs_, n);
     moved = true;
-    t.done += n;
-    if (t.done == t.bytes) {
-      done_[static_cast<size_t>(t.handle)] = true;
-      recvs_.pop_front();
-    }
   }
   return moved;
 }

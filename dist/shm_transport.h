@@ -48,9 +48,12 @@ class ShmTransport final : public Transport {
   bool progress();  // true when it moved a piece
   Handle enqueue_recv(Transfer t, int peer);
   std::string blame_chain(int peer) const;
+  size_t slot_index(uint64_t piece) const;
   char* slot(Inbox* box, uint64_t piece) const;
+  // Counts n more bytes of the queue's front transfer as moved, and completes it when all are.
+  void advance(std::deque<Transfer>& queue, size_t n);
   size_t slot_stride() const { return slot_bytes_ + 4096; }  // a piece and up to a page of offset
-  static uint32_t slot_offset(const char* source, const char* slot_begin);
+  static uint64_t slot_offset(const char* source, const char* slot_begin);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Win win_ = MPI_WIN_NULL;
