@@ -29,16 +29,18 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
   StallPolicy policy_;
-  std::vector<MPI_Request> requests_;
-  std::vector<int> peers_;
-  std::vector<bool> is_send_;
-  struct PendingReduce {
-    float* dst = nullptr;  // null: a plain receive
+  // One per handle.
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int peer = 0;
+    bool is_send = false;
+    float* reduce_into = nullptr;  // post_recv_reduce: add the staged floats here
     const float* staged = nullptr;
     size_t count = 0;
     float scale = 1;
   };
-  std::vector<PendingReduce> reduces_;  // by handle
+  Handle post(const void* data, size_t bytes, int peer, bool is_send);
+  std::vector<Pending> pending_;
   std::vector<std::unique_ptr<std::vector<float>>> staging_;  // reused run after run
   size_t staging_used_ = 0;
 };
