@@ -44,16 +44,24 @@ int64_t steady_ns() {
 }
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
               "the inbox counters must be lock-free to work across processes");
+
+// Collective over comm: the ranks of comm that share this host's memory, as *node (in comm's
+// order); returns how many of comm's ranks that is.
+int split_by_host(MPI_Comm comm, MPI_Comm* node) {
+  int rank = 0, node_size = 0;
+  MPI_Comm_rank(comm, &rank);
+  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, node) == MPI_SUCCESS,
+           "MPI_Comm_split_type failed");
+  MPI_Comm_size(*node, &node_size);
+  return node_size;
+}
 }  // namespace
 
 bool ShmTransport::available(MPI_Comm comm) {
   MPI_Comm node;
-  int rank = 0, size = 0, node_size = 0;
-  MPI_Comm_rank(comm, &rank);
+  int size = 0;
   MPI_Comm_size(comm, &size);
-  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS,
-           "MPI_Comm_split_type failed");
-  MPI_Comm_size(node, &node_size);
+  const int node_size = split_by_host(comm, &node);
   MPI_Comm_free(&node);
   int all = node_size == size ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -67,10 +75,7 @@ ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes,
   RT_CHECK(slots >= 1 && slots <= 64 && slot_bytes % 64 == 0, "shared-memory transport: bad slot geometry");
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &world_);
-  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &comm_) == MPI_SUCCESS,
-           "MPI_Comm_split_type failed");
-  int node_size = 0;
-  MPI_Comm_size(comm_, &node_size);
+  const int node_size = split_by_host(comm, &comm_);
   RT_CHECK(node_size == world_, "the shared-memory transport needs every rank on one host; this host has ",
            node_size, " of ", world_, " ranks (use dist.transport = \"mpi\")");
   next_ = (rank_ + 1) % world_;

@@ -1,8 +1,8 @@
 // Transport over shared memory for rings whose ranks all live on one host. Each rank owns an
 // inbox in an MPI shared-memory window (MPI_Win_allocate_shared): a FIFO of fixed-size slots that
 // only its ring predecessor writes. A send is copied into the successor's inbox slot by slot; a
-// receive is copied (or added) out of the own inbox; two counters (pieces written, pieces consumed) are the
-// only synchronisation. Transfers progress inside wait(), in posting order per direction, so a
+// receive is copied (or added) out of the own inbox; two counters (pieces written, pieces
+// consumed) are the only synchronisation. Transfers progress inside wait(), in posting order per direction, so a
 // full inbox never blocks a rank from draining its own. Against Open MPI's shared-memory path
 // this skips message matching and small fragments: see README, "Allreduce bandwidth".
 #pragma once
