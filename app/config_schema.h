@@ -174,9 +174,13 @@ inline const std::vector<KeySpec>& config_schema() {
        .also = {"algorithm", "backend"}},
       {.table = "dist", .key = "transport",
        .field = &member<&C::dist, &DistConfig::transport>,
-       .doc = "how the ring moves bytes: shm (shared memory, all ranks on one host), mpi (point-to-point), "
-              "auto (shm where possible)",
-       .choices = {"auto", "shm", "mpi"}},
+       .doc = "how the ring moves bytes: shm (shared memory, all ranks on one host), tcp (its own sockets), "
+              "mpi (MPI point-to-point), auto (shm on one host, else tcp)",
+       .choices = {"auto", "shm", "tcp", "mpi"}},
+      {.table = "dist", .key = "tcp_interface",
+       .field = &member<&C::dist, &DistConfig::tcp_interface>,
+       .doc = "tcp transport: the network interface whose addresses ranks connect to (\"\" = any that reaches)",
+       .also = {"interface", "iface", "if_include"}},
       {.table = "dist", .key = "bucket_mb",
        .field = &member<&C::dist, &DistConfig::bucket_mb>,
        .doc = "gradient bucket cap in MiB; 0 = one collective per tensor", .bound = at_least(0),

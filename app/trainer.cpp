@@ -91,6 +91,22 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 
   const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   graph_ = build_model(config.model.name, mo);
+  std::unique_ptr<Collective> collective;
+  if (world.size() > 1) {
+    const DistConfig& dc = config.dist;
+    StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
+                      [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
+                      [this](const std::string& m) { world_.abort(m); },
+                      // On the CPU the compute threads fill this rank's cores, and a spinning
+                      // communication thread would take its core from them during backward.
+                      device == Device::kCpu  ? StallPolicy::Idle::kSleep
+                      : world.oversubscribed() ? StallPolicy::Idle::kYield
+                                               : StallPolicy::Idle::kSpin};
+    collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface);
+    // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
+    if (device == Device::kCpu)
+      graph_->take_gradients_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
+  }
   const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
@@ -138,17 +154,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const DistConfig& dc = config.dist;
     const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)); };
     auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
-    StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
-                      [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
-                      [this](const std::string& m) { world_.abort(m); },
-                      // On the CPU the compute threads fill this rank's cores, and a spinning
-                      // communication thread would take its core from them during backward.
-                      device == Device::kCpu  ? StallPolicy::Idle::kSleep
-                      : world.oversubscribed() ? StallPolicy::Idle::kYield
-                                               : StallPolicy::Idle::kSpin};
     reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
-                                             make_collective(dc.allreduce, world.comm(), stall, dc.transport), dc.overlap,
-                                             timeline_.get());
+                                             std::move(collective), dc.overlap, timeline_.get());
     graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
   }
 

@@ -1,5 +1,6 @@
-// Allreduce bandwidth, ringtrain's ring (over shared memory where every rank is on one host, and
-// over MPI point-to-point) against MPI_Allreduce, in one run, alternating them at every size so
+// Allreduce bandwidth, ringtrain's ring (over shared memory where every rank is on one host, in
+// the collective's own memory and in plain memory; over its own TCP connections; over MPI
+// point-to-point) against MPI_Allreduce, in one run, alternating them at every size so
 // that machine noise hits all alike. Reports the median time of the repetitions and bus bandwidth
 // in the nccl-tests convention: busbw = bytes / time x 2 (p - 1) / p; ratios are against
 // MPI_Allreduce's time.
@@ -41,16 +42,32 @@ int main(int argc, char** argv) {
   rt::StallPolicy stall{60, 300, [](const std::string& m) { std::cerr << m << "\n"; },
                         [&](const std::string& m) { w.abort(m); },
                         w.oversubscribed() ? rt::StallPolicy::Idle::kYield : rt::StallPolicy::Idle::kSpin};
+  // Each reduces a buffer of the collective's own memory, as the trainer's gradient arena is
+  // (shared memory: zero-copy), except ring_shm_copy, which moves plain memory through the inboxes.
   struct Contender {
     std::string name;
     std::unique_ptr<rt::Collective> collective;
+    bool own_memory = true;
     std::vector<double> times;
+    std::shared_ptr<float> memory;
   };
   std::vector<Contender> contenders;
-  if (rt::ShmTransport::available(w.comm()))
-    contenders.push_back({"ring_shm", rt::make_collective("ring", w.comm(), stall, "shm"), {}});
-  contenders.push_back({"ring_mpi", rt::make_collective("ring", w.comm(), stall, "mpi"), {}});
-  contenders.push_back({"mpi", rt::make_collective("mpi", w.comm(), stall), {}});
+  auto add = [&](const char* name, const char* algorithm, const char* transport, bool own_memory) {
+    contenders.push_back({name, rt::make_collective(algorithm, w.comm(), stall, transport), own_memory, {}, nullptr});
+  };
+  if (rt::ShmTransport::available(w.comm())) {
+    add("ring_shm", "ring", "shm", true);
+    add("ring_shm_copy", "ring", "shm", false);
+  }
+  add("ring_tcp", "ring", "tcp", true);
+  add("ring_mpi", "ring", "mpi", true);
+  add("mpi", "mpi", "auto", true);
+  std::vector<float> plain(static_cast<size_t>(max_bytes / 4), 1.0f + static_cast<float>(w.rank()));
+  for (Contender& c : contenders) {
+    const size_t n = static_cast<size_t>(max_bytes / 4);
+    c.memory = c.own_memory ? c.collective->allocate(n) : std::shared_ptr<float>(plain.data(), [](float*) {});
+    std::fill(c.memory.get(), c.memory.get() + n, 1.0f + static_cast<float>(w.rank()));
+  }
   const double bus = 2.0 * (w.size() - 1) / w.size();
   {
     // What the path between neighbours carries: each rank streams 64 MiB to the next while
@@ -77,7 +94,27 @@ int main(int argc, char** argv) {
       if (k > 0) best = std::min(best, dt);
     }
     if (w.rank() == 0)
-      std::printf("# link: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at once)\n",
+      std::printf("# link over MPI: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at "
+                  "once)\n",
+                  n * 4.0 / best / 1e9);
+    // The same over plain TCP sockets: what the wire carries when nothing but the kernel touches
+    // the bytes (one 64 MiB stream each way per rank, through the TCP transport's plain receive).
+    rt::TcpTransport tcp(w.comm(), stall);
+    best = 1e30;
+    for (int k = 0; k < 4; ++k) {
+      w.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto r = tcp.post_recv(in.data(), in.size() * 4, (w.rank() + w.size() - 1) % w.size());
+      const auto s = tcp.post_send(out.data(), out.size() * 4, (w.rank() + 1) % w.size());
+      tcp.wait(r, {});
+      tcp.wait(s, {});
+      tcp.reset();
+      double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, w.comm());
+      if (k > 0) best = std::min(best, dt);
+    }
+    if (w.rank() == 0)
+      std::printf("# link over TCP: %.2f GB/s per rank to its ring neighbour (one 64 MiB stream, all ranks at once)\n",
                   n * 4.0 / best / 1e9);
   }
   if (w.rank() == 0) {
@@ -89,14 +126,13 @@ int main(int argc, char** argv) {
   }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const int64_t n = bytes / 4;
-    std::vector<float> data(static_cast<size_t>(n), 1.0f + static_cast<float>(w.rank()));
     const int r = bytes >= (int64_t{64} << 20) ? std::max(3, reps / 2) : reps;
     for (Contender& c : contenders) c.times.clear();
     for (int k = 0; k < r + 1; ++k)  // the first of each is a warm-up
       for (Contender& c : contenders) {
         w.barrier();
         const auto t0 = std::chrono::steady_clock::now();
-        c.collective->average(data.data(), n, {});
+        c.collective->average(c.memory.get(), n, {});
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         // The slowest rank's time is the collective's time.
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, w.comm());

@@ -14,6 +14,7 @@ class RingCollective final : public Collective {
     return ring_.last_phase_switch();
   }
   void average(float* data, int64_t count, const WaitContext& context) override { ring_.run(data, count, context); }
+  std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
 
  private:
   std::unique_ptr<Transport> transport_;
@@ -47,17 +48,19 @@ class MpiCollective final : public Collective {
 }  // namespace
 
 std::string resolve_transport(const std::string& transport, MPI_Comm comm) {
-  RT_CHECK(transport == "auto" || transport == "shm" || transport == "mpi", "unknown transport '", transport,
-           "': expected auto, shm or mpi");
+  RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi",
+           "unknown transport '", transport, "': expected auto, shm, tcp or mpi");
   if (transport != "auto") return transport;
-  return ShmTransport::available(comm) ? "shm" : "mpi";
+  return ShmTransport::available(comm) ? "shm" : "tcp";
 }
 
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport) {
+                                            const std::string& transport, const std::string& tcp_interface) {
   if (algorithm == "ring") {
-    if (resolve_transport(transport, comm) == "shm")
-      return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory");
+    const std::string how = resolve_transport(transport, comm);
+    if (how == "shm") return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory");
+    if (how == "tcp")
+      return std::make_unique<RingCollective>(std::make_unique<TcpTransport>(comm, stall, tcp_interface), "TCP");
     return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point");
   }
   if (algorithm == "mpi") return std::make_unique<MpiCollective>(comm);

@@ -1,7 +1,7 @@
 // An averaging allreduce over all ranks: ringtrain's own ring, or the library's MPI_Allreduce
-// for comparison (dist.allreduce = "ring" | "mpi"). The ring moves its bytes over shared memory
-// or MPI point-to-point (dist.transport = "auto" | "shm" | "mpi"; auto: shared memory when every
-// rank is on one host).
+// for comparison (dist.allreduce = "ring" | "mpi"). The ring moves its bytes over shared memory,
+// its own TCP connections or MPI point-to-point (dist.transport = "auto" | "shm" | "tcp" | "mpi";
+// auto: shared memory when every rank is on one host, else TCP).
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include "dist/mpi_transport.h"
 #include "dist/ring_allreduce.h"
 #include "dist/shm_transport.h"
+#include "dist/tcp_transport.h"
 
 namespace rt {
 
@@ -22,14 +23,20 @@ class Collective {
   virtual void average(float* data, int64_t count, const WaitContext& context) = 0;
   // "ringtrain's ring over shared memory", "MPI_Allreduce": for logs and benchmark records.
   virtual std::string describe() const = 0;
+  // Zeroed memory for the buffers average() will be given, in which it may move them without
+  // copies (Transport::allocate). Collective.
+  virtual std::shared_ptr<float> allocate(size_t floats) {
+    return std::shared_ptr<float>(new float[floats](), std::default_delete<float[]>());
+  }
   // Where the last average() switched from reduce-scatter to all-gather, if it has such phases.
   virtual std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return std::nullopt; }
 };
 
 // Collective over comm.
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport = "auto");
-// The transport make_collective picks for the ring: "shm" or "mpi". Collective over comm.
+                                            const std::string& transport = "auto",
+                                            const std::string& tcp_interface = "");
+// The transport make_collective picks for the ring: "shm", "tcp" or "mpi". Collective over comm.
 std::string resolve_transport(const std::string& transport, MPI_Comm comm);
 
 }  // namespace rt

@@ -17,8 +17,9 @@ struct ShmTransport::Inbox {
   alignas(64) std::atomic<uint64_t> written{0};   // pieces the predecessor has written
   alignas(64) std::atomic<uint64_t> consumed{0};  // pieces this rank has copied out
   struct Piece {
-    uint64_t bytes;   // its length, to catch mismatched transfers
-    uint64_t offset;  // where in its slot it starts (Note [4K aliasing])
+    uint64_t bytes;      // its length, to catch mismatched transfers
+    uint64_t offset;     // where in its slot it starts (Note [4K aliasing]), or in the sender's region
+    uint64_t in_region;  // 1: the bytes stay in the sender's region (Note [Zero-copy pieces])
   };
   alignas(64) Piece pieces[64] = {};  // by slot
   // What this rank is blocked on right now (-1: nothing), read by stalled ranks to follow a chain
@@ -66,6 +67,58 @@ bool ShmTransport::available(MPI_Comm comm) {
   int all = node_size == size ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
   return all == 1;
+}
+
+// Note [Zero-copy pieces]: a send from the region allocate() handed out (the gradient arena) puts
+// only the piece's place in the slot; the successor adds or copies it straight out of the
+// sender's memory, so a reduce-scatter step costs one pass over the data instead of three (copy
+// into the slot, then add out of it), and an all-gather step one instead of two. The send is
+// done only when the successor has consumed the piece (the consumed counter passes it): until
+// then the sender must not touch those bytes, which is what waiting for a send means anyway.
+// Each rank's region starts at its own page offset (0, 2048 or 1024 bytes), so that a receiver's
+// source and destination never agree in their low 12 bits (Note [4K aliasing]).
+struct ShmTransport::Region {
+  MPI_Win win = MPI_WIN_NULL;
+  std::vector<char*> base;  // every rank's region, as mapped here
+  size_t bytes = 0;
+  ~Region() {
+    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+  }
+  bool holds(const char* p, size_t n, int rank) const {
+    const char* b = base[static_cast<size_t>(rank)];
+    return p >= b && p + n <= b + bytes;
+  }
+};
+
+namespace {
+// Ring neighbours get page offsets at least 1024 bytes apart, odd world sizes included.
+size_t region_page_offset(int rank, int world) {
+  if (world % 2 == 1 && rank == world - 1) return 1024;
+  return rank % 2 == 0 ? 0 : 2048;
+}
+}  // namespace
+
+std::shared_ptr<float> ShmTransport::allocate(size_t floats) {
+  RT_CHECK(region_ == nullptr, "shared-memory transport: allocate() hands out one region per transport");
+  auto region = std::make_shared<Region>();
+  region->bytes = floats * sizeof(float);
+  const size_t bytes = region->bytes + 2 * kPage;  // room to align, then shift within a page
+  void* base = nullptr;
+  RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &base, &region->win) ==
+               MPI_SUCCESS,
+           "MPI_Win_allocate_shared of ", bytes, " bytes for the gradient region failed");
+  for (int r = 0; r < world_; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* peer_base = nullptr;
+    MPI_Win_shared_query(region->win, r, &size, &unit, &peer_base);
+    region->base.push_back(static_cast<char*>(page_aligned(peer_base)) + region_page_offset(r, world_));
+  }
+  char* mine = region->base[static_cast<size_t>(rank_)];
+  std::memset(mine, 0, region->bytes);
+  region_ = region;
+  // The caller's pointer keeps the window alive as long as the transport's does.
+  return std::shared_ptr<float>(region, reinterpret_cast<float*>(mine));
 }
 
 ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes, int slots)
@@ -142,7 +195,8 @@ Transport::Handle ShmTransport::post_send(const void* data, size_t bytes, int pe
   const Handle h = static_cast<Handle>(done_.size());
   done_.push_back(bytes == 0);
   is_send_.push_back(true);
-  if (bytes > 0) sends_.push_back({static_cast<char*>(const_cast<void*>(data)), bytes, 0, h, false, 1});
+  char* p = static_cast<char*>(const_cast<void*>(data));
+  if (bytes > 0) sends_.push_back({p, bytes, 0, h, false, 1, region_ && region_->holds(p, bytes, rank_)});
   progress();
   return h;
 }
@@ -169,26 +223,48 @@ Transport::Handle ShmTransport::enqueue_recv(Transfer t, int peer) {
 // Moves as many pieces as the inboxes allow, in posting order: sends into the successor's free
 // slots, receives out of this rank's filled ones.
 bool ShmTransport::progress() {
+  const bool sent = send_pieces();
+  const bool received = receive_pieces();
+  return collect_acks() || sent || received;
+}
+
+bool ShmTransport::send_pieces() {
   bool moved = false;
   while (!sends_.empty() &&
          sent_pieces_ - next_inbox_->consumed.load(std::memory_order_acquire) < static_cast<uint64_t>(slots_)) {
     const Transfer& t = sends_.front();
+    Inbox::Piece& piece = next_inbox_->pieces[slot_index(sent_pieces_)];
+    moved = true;
+    if (t.in_region) {  // Note [Zero-copy pieces]
+      piece = {t.bytes, static_cast<uint64_t>(t.data - region_->base[static_cast<size_t>(rank_)]), 1};
+      next_inbox_->written.store(++sent_pieces_, std::memory_order_release);
+      unacked_.push_back({sent_pieces_, t.handle});
+      sends_.pop_front();
+      continue;
+    }
     const size_t n = std::min(slot_bytes_, t.bytes - t.done);
     char* slot_begin = slot(next_inbox_, sent_pieces_);
     const uint64_t offset = slot_offset(t.data + t.done, slot_begin);
     stream_copy(slot_begin + offset, t.data + t.done, n);
-    next_inbox_->pieces[slot_index(sent_pieces_)] = {n, offset};
+    piece = {n, offset, 0};
     next_inbox_->written.store(++sent_pieces_, std::memory_order_release);
     advance(sends_, n);
-    moved = true;
   }
+  return moved;
+}
+
+bool ShmTransport::receive_pieces() {
+  bool moved = false;
   while (!recvs_.empty() && mine_->written.load(std::memory_order_acquire) > received_pieces_) {
     const Transfer& t = recvs_.front();
-    const size_t n = std::min(slot_bytes_, t.bytes - t.done);
     const Inbox::Piece sent = mine_->pieces[slot_index(received_pieces_)];
+    // A piece from the sender's region is the rest of the transfer in one; a copied one fills
+    // at most a slot.
+    const size_t n = sent.in_region ? t.bytes - t.done : std::min(slot_bytes_, t.bytes - t.done);
     RT_CHECK(sent.bytes == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
              prev_, " but got ", sent.bytes, " (the ranks run different schedules)");
-    const char* piece = slot(mine_, received_pieces_) + sent.offset;
+    const char* piece = sent.in_region ? region_->base[static_cast<size_t>(prev_)] + sent.offset
+                                       : slot(mine_, received_pieces_) + sent.offset;
     if (t.reduce) {
       add_into(reinterpret_cast<float*>(t.data + t.done), reinterpret_cast<const float*>(piece), n / sizeof(float),
                t.scale);
@@ -200,6 +276,18 @@ bool ShmTransport::progress() {
     moved = true;
   }
   return moved;
+}
+
+// Completes the zero-copy sends whose pieces the successor has consumed.
+bool ShmTransport::collect_acks() {
+  bool any = false;
+  const uint64_t consumed = next_inbox_->consumed.load(std::memory_order_acquire);
+  while (!unacked_.empty() && unacked_.front().piece <= consumed) {
+    done_[static_cast<size_t>(unacked_.front().handle)] = true;
+    unacked_.pop_front();
+    any = true;
+  }
+  return any;
 }
 
 void ShmTransport::wait(Handle h, const WaitContext& ctx) {
@@ -242,7 +330,7 @@ std::string ShmTransport::blame_chain(int peer) const {
 }
 
 void ShmTransport::reset() {
-  RT_ASSERT(sends_.empty() && recvs_.empty());
+  RT_ASSERT(sends_.empty() && recvs_.empty() && unacked_.empty());
   done_.clear();
   is_send_.clear();
 }

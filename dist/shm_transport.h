@@ -2,15 +2,19 @@
 // inbox in an MPI shared-memory window (MPI_Win_allocate_shared): a FIFO of fixed-size slots that
 // only its ring predecessor writes. A send is copied into the successor's inbox slot by slot; a
 // receive is copied (or added) out of the own inbox; two counters (pieces written, pieces
-// consumed) are the only synchronisation. Transfers progress inside wait(), in posting order per direction, so a
-// full inbox never blocks a rank from draining its own. Against Open MPI's shared-memory path
-// this skips message matching and small fragments: see README, "Allreduce bandwidth".
+// consumed) are the only synchronisation. Buffers inside the region allocate() hands out (the
+// gradient arena) are not copied at all: the slot carries only where the piece lies, and the
+// successor reads it in place (Note [Zero-copy pieces]). Transfers progress inside wait(), in
+// posting order per direction, so a full inbox never blocks a rank from draining its own. Against
+// Open MPI's shared-memory path this skips message matching and small fragments: see README,
+// "Allreduce bandwidth".
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "dist/stall_wait.h"
@@ -29,6 +33,9 @@ class ShmTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int world() const override { return world_; }
+  // Memory in a second shared window that both ring neighbours map: sends from it and receives
+  // of pieces sent from it move no bytes through the inboxes. One such region per transport.
+  std::shared_ptr<float> allocate(size_t floats) override;
   Handle post_send(const void* data, size_t bytes, int peer) override;
   Handle post_recv(void* data, size_t bytes, int peer) override;
   // Adds each piece into dst straight out of the inbox slot: no staging copy.
@@ -38,14 +45,23 @@ class ShmTransport final : public Transport {
 
  private:
   struct Inbox;  // the shared header: counters and piece sizes, then the slots
+  struct Region;  // the window allocate() hands out, and where every rank maps it
   struct Transfer {
     char* data;
     size_t bytes, done;
     Handle handle;
     bool reduce = false;  // receive: add the floats into data instead of copying
     float scale = 1;
+    bool in_region = false;  // send: data lies in the region; the successor reads it in place
   };
-  bool progress();  // true when it moved a piece
+  struct Unacked {  // a zero-copy send, done once the successor has consumed its piece
+    uint64_t piece;
+    Handle handle;
+  };
+  bool progress();  // true when it moved a piece or completed a transfer
+  bool send_pieces();
+  bool receive_pieces();
+  bool collect_acks();
   Handle enqueue_recv(Transfer t, int peer);
   std::string blame_chain(int peer) const;
   size_t slot_index(uint64_t piece) const;
@@ -66,6 +82,8 @@ class ShmTransport final : public Transport {
   Inbox* next_inbox_ = nullptr;  // written here, read by next
   uint64_t sent_pieces_ = 0, received_pieces_ = 0;
   std::deque<Transfer> sends_, recvs_;
+  std::deque<Unacked> unacked_;
+  std::shared_ptr<Region> region_;
   std::vector<bool> done_;
   std::vector<bool> is_send_;
 };

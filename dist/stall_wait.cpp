@@ -1,5 +1,6 @@
 #include "dist/stall_wait.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -18,16 +19,22 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
   const auto start = Clock::now();
   bool warned = false;
   int idle = 0;  // polls since bytes last moved
+  int sleeps = 0;  // idle sleeps in a row
   for (int polls = 0;; ++polls) {
     const PollResult r = poll();
     if (r == PollResult::kDone) return;
     idle = r == PollResult::kMoved ? 0 : idle + 1;
+    if (idle == 0) sleeps = 0;
     // Spin for a while (sleeping adds tens of microseconds to every slice); after that poll every
     // 20 us. No PAUSE in the spin: under a hypervisor with pause-loop exiting it deschedules the
     // vCPU (measured on the development VM: 4x slower transfers).
-    const int sleep_after = policy.idle == StallPolicy::Idle::kSleep ? 16 : 2000;
-    if (idle > sleep_after) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    const bool sleepy = policy.idle == StallPolicy::Idle::kSleep;
+    if (idle > (sleepy ? 16 : 2000)) {
+      // Where compute threads own the core, every wake-up preempts one of them; a wait for a
+      // neighbour still in its backward pass can last milliseconds, so the sleeps grow to 0.32
+      // ms (Note [Sleeping waits]).
+      const int shift = sleepy ? std::min(sleeps++, 4) : 0;
+      std::this_thread::sleep_for(std::chrono::microseconds(20 << shift));
     } else if (idle > 0 && policy.idle == StallPolicy::Idle::kYield) {
       std::this_thread::yield();
     }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "base/check.h"
@@ -30,6 +31,13 @@ class Transport {
   virtual ~Transport() = default;
   virtual int rank() const = 0;
   virtual int world() const = 0;
+  // Zeroed memory for buffers the ring sends from and receives into (the gradient arena). A
+  // transport whose neighbours can read this rank's memory in place hands out such memory and
+  // moves buffers inside it without copying them; others hand out plain memory. Collective:
+  // every rank calls it at the same point, with the same size.
+  virtual std::shared_ptr<float> allocate(size_t floats) {
+    return std::shared_ptr<float>(new float[floats](), std::default_delete<float[]>());
+  }
   virtual Handle post_send(const void* data, size_t bytes, int peer) = 0;
   virtual Handle post_recv(void* data, size_t bytes, int peer) = 0;
   // Receives `count` floats and adds them into dst as add_into (reduce_kernel.h) does: done when

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Several hosts: 2 "hosts" x 2 ranks in network namespaces joined by veth (real TCP between the
 # hosts, shared memory within each), training LeNet for one epoch on a Fashion-MNIST subset; the
-# checkpoint must equal the one from 4 ranks on one host, tensor by tensor, and the log must show
-# that the ring ran over MPI point-to-point (shared memory cannot span hosts). Creates and
-# removes its own namespaces.
+# checkpoint must equal the one from 4 ranks on one host, tensor by tensor, both with the ring over
+# its own TCP connections (what dist.transport = "auto" picks across hosts: shared memory cannot
+# span them) and over MPI point-to-point. Creates and removes its own namespaces.
 # usage: cluster_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
@@ -39,16 +39,20 @@ common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set 
         --set data.test_images=t10k-images-idx3-ubyte --set data.test_labels=t10k-labels-idx1-ubyte)
 mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader,tcp "$ringtrain" "${common[@]}" \
   --set checkpoint.dir="$work/one_host" > "$work/one.out" 2>&1 || { echo "FAIL: single-host run"; cat "$work/one.out"; exit 1; }
-timeout 240 ip netns exec rt-a mpirun --allow-run-as-root --oversubscribe -H rt-a:2,rt-b:2 -np 4 \
-  --mca plm_rsh_agent "$("$src/scripts/netns_hosts.sh" agent)" --mca btl self,vader,tcp \
-  --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
-  "$ringtrain" "${common[@]}" --set checkpoint.dir="$work/two_hosts" > "$work/two.out" 2>&1 \
-  || { echo "FAIL: two-host run"; cat "$work/two.out"; exit 1; }
-grep -q "world 4 rank(s)" "$work/two.out" && grep -q "ring over shared memory" "$work/one.out" \
-  && grep -q "ring over MPI point-to-point" "$work/two.out" \
-  || { echo "FAIL: expected 4 ranks, shared memory on one host and MPI point-to-point across hosts"; cat "$work/one.out" "$work/two.out"; exit 1; }
+for transport in auto mpi; do
+  timeout 240 ip netns exec rt-a mpirun --allow-run-as-root --oversubscribe -H rt-a:2,rt-b:2 -np 4 \
+    --mca plm_rsh_agent "$("$src/scripts/netns_hosts.sh" agent)" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
+    "$ringtrain" "${common[@]}" --set dist.transport=$transport --set checkpoint.dir="$work/two_hosts_$transport" \
+    > "$work/two_$transport.out" 2>&1 || { echo "FAIL: two-host run, transport $transport"; cat "$work/two_$transport.out"; exit 1; }
+done
+grep -q "world 4 rank(s)" "$work/two_auto.out" && grep -q "ring over shared memory" "$work/one.out" \
+  && grep -q "ring over TCP" "$work/two_auto.out" && grep -q "ring over MPI point-to-point" "$work/two_mpi.out" \
+  || { echo "FAIL: expected 4 ranks, shared memory on one host, TCP (auto) and MPI point-to-point across hosts"
+       cat "$work/one.out" "$work/two_auto.out" "$work/two_mpi.out"; exit 1; }
 
-python3 - "$work/one_host/checkpoint.safetensors" "$work/two_hosts/checkpoint.safetensors" <<'PY'
+python3 - "$work/one_host/checkpoint.safetensors" "$work/two_hosts_auto/checkpoint.safetensors" \
+  "$work/two_hosts_mpi/checkpoint.safetensors" <<'PY'
 import json, struct, sys
 def read(path):
     b = open(path, "rb").read()
@@ -60,12 +64,15 @@ def read(path):
         s, e = v["data_offsets"]
         out[k] = struct.unpack("<%df" % ((e - s) // 4), b[base + s: base + e])
     return out
-a, b = read(sys.argv[1]), read(sys.argv[2])
-assert a.keys() == b.keys() and a, (sorted(a), sorted(b))
+a = read(sys.argv[1])
 worst = 0.0
-for k in a:
-    scale = 1e-6 + max(abs(t) for t in a[k])
-    worst = max(worst, max(abs(x - y) for x, y in zip(a[k], b[k])) / scale)
+for path in sys.argv[2:]:
+    b = read(path)
+    assert a.keys() == b.keys() and a, (sorted(a), sorted(b))
+    for k in a:
+        scale = 1e-6 + max(abs(t) for t in a[k])
+        worst = max(worst, max(abs(x - y) for x, y in zip(a[k], b[k])) / scale)
 assert worst <= 1e-6, worst
-print("PASS: %d tensors equal across 1 host x 4 ranks and 2 hosts x 2 ranks (worst relative difference %.2g)" % (len(a), worst))
+print("PASS: %d tensors equal across 1 host x 4 ranks and 2 hosts x 2 ranks over TCP and over MPI "
+      "(worst relative difference %.2g)" % (len(a), worst))
 PY

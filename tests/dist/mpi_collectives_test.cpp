@@ -1,10 +1,12 @@
-// Real collectives under mpirun -np 2/3/4: the ring (over shared memory and over MPI
-// point-to-point) and MPI_Allreduce against closed-form averages for awkward sizes, and the
+// Real collectives under mpirun -np 2/3/4: the ring (over shared memory, its own TCP connections
+// on loopback, and MPI point-to-point) and MPI_Allreduce against closed-form averages for awkward sizes, and the
 // bucketed, overlapped GradReducer for several bucket caps.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,8 +39,9 @@ void expect_average(const std::vector<float>& v, int world, const std::string& w
                      << (v.empty() ? 0.0f : v[first]);
 }
 
-// (algorithm, transport): the ring over both transports, and MPI_Allreduce.
-const std::vector<std::pair<std::string, std::string>> kCollectives = {{"ring", "shm"}, {"ring", "mpi"}, {"mpi", "auto"}};
+// (algorithm, transport): the ring over every transport, and MPI_Allreduce.
+const std::vector<std::pair<std::string, std::string>> kCollectives = {
+    {"ring", "shm"}, {"ring", "tcp"}, {"ring", "mpi"}, {"mpi", "auto"}};
 
 TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {
   const World& w = World::get();
@@ -53,6 +56,59 @@ TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {
       expect_average(v, w.size(), c->describe() + ", count " + std::to_string(count));
     }
   }
+}
+
+// Buffers from the collective's own memory: over shared memory the ring then hands neighbours
+// places instead of bytes (Note [Zero-copy pieces]); run twice on the same buffer, so the second
+// run shows no rank overwrote bytes a neighbour was still reading.
+TEST(Collectives, RingAveragesBuffersInTheCollectivesOwnMemory) {
+  const World& w = World::get();
+  for (const auto& [algorithm, transport] : kCollectives) {
+    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
+    const int64_t most = (1 << 21) + 7;
+    std::shared_ptr<float> memory = c->allocate(static_cast<size_t>(most));
+    for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{131071 * 3 + 5}, most})
+      for (int run = 0; run < 2; ++run) {
+        std::vector<float> v(static_cast<size_t>(count));
+        fill(v, w.rank());
+        std::copy(v.begin(), v.end(), memory.get());
+        c->average(memory.get(), count, {});
+        std::copy(memory.get(), memory.get() + count, v.begin());
+        expect_average(v, w.size(), c->describe() + " in its own memory, count " + std::to_string(count));
+      }
+  }
+}
+
+// Two inbox slots and slices of 100 floats: zero-copy sends outnumber the slots many times over,
+// so each must wait for its successor to take the earlier ones, without deadlock.
+TEST(Collectives, SharedMemoryZeroCopyRingWithATinyInboxCompletes) {
+  const World& w = World::get();
+  ShmTransport t(w.comm(), test_stall(), /*slot_bytes=*/64, /*slots=*/2);
+  RingAllreduce ring(t, /*slice_floats=*/100);
+  std::shared_ptr<float> memory = t.allocate(20011);
+  std::vector<float> v(20011);
+  fill(v, w.rank());
+  std::copy(v.begin(), v.end(), memory.get());
+  ring.run(memory.get(), 20011, {});
+  std::copy(memory.get(), memory.get() + 20011, v.begin());
+  expect_average(v, w.size(), "zero-copy, tiny inbox");
+}
+
+// Each rank expects one float more than its predecessor sends: every receive must fail naming the
+// mismatch, not read the next transfer's bytes as its own.
+TEST(Collectives, TcpTransportRefusesATransferOfTheWrongLength) {
+  const World& w = World::get();
+  TcpTransport t(w.comm(), test_stall());
+  const int prev = (w.rank() + w.size() - 1) % w.size();
+  std::vector<float> out(static_cast<size_t>(w.rank() + 1), 1.0f), in(static_cast<size_t>(prev + 2));
+  t.wait(t.post_send(out.data(), out.size() * sizeof(float), (w.rank() + 1) % w.size()), {});
+  try {  // the length may arrive while the receive is posted, or while it is awaited
+    t.wait(t.post_recv(in.data(), in.size() * sizeof(float), prev), {});
+    ADD_FAILURE() << "a transfer of the wrong length was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("different schedules"), std::string::npos) << e.what();
+  }
+  w.barrier();  // no rank closes its sockets before every rank has read its header
 }
 
 TEST(Collectives, RingWithTinySlicesPipelinesCorrectly) {
