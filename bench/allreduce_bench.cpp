@@ -24,6 +24,34 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Not an allreduce: what the ring's links carry, for the same sizes. Each rank streams as many
+// bytes as a ring allreduce of `count` floats sends per rank (2 (p - 1) / p of them) to its
+// successor while receiving as many from its predecessor, over plain TCP sockets, from and into
+// one cache-sized buffer (as iperf measures a link): nothing but the kernel touches the bytes.
+// Its busbw is the ceiling of ring_tcp's.
+class TcpLinkProbe final : public rt::Collective {
+ public:
+  TcpLinkProbe(MPI_Comm comm, const rt::StallPolicy& stall) : t_(comm, stall), out_(kPiece, 1), in_(kPiece) {}
+  std::string describe() const override { return "plain TCP streaming"; }
+  void average(float*, int64_t count, const rt::WaitContext& context) override {
+    const int p = t_.world();
+    const size_t bytes = static_cast<size_t>(count) * 4 * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p);
+    std::vector<rt::Transport::Handle> handles;
+    for (size_t at = 0; at < bytes; at += kPiece) {
+      const size_t n = std::min(kPiece, bytes - at);
+      handles.push_back(t_.post_recv(in_.data(), n, (t_.rank() + p - 1) % p));
+      handles.push_back(t_.post_send(out_.data(), n, (t_.rank() + 1) % p));
+    }
+    for (rt::Transport::Handle h : handles) t_.wait(h, context);
+    t_.reset();
+  }
+
+ private:
+  static constexpr size_t kPiece = size_t{256} << 10;
+  rt::TcpTransport t_;
+  std::vector<char> out_, in_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,7 +71,8 @@ int main(int argc, char** argv) {
                         [&](const std::string& m) { w.abort(m); },
                         w.oversubscribed() ? rt::StallPolicy::Idle::kYield : rt::StallPolicy::Idle::kSpin};
   // Each reduces a buffer of the collective's own memory, as the trainer's gradient arena is
-  // (shared memory: zero-copy), except ring_shm_copy, which moves plain memory through the inboxes.
+  // (shared memory: zero-copy), except ring_shm_copy, which moves plain memory through the inboxes;
+  // link_tcp is what the TCP links carry (TcpLinkProbe). The last, MPI_Allreduce, is the baseline.
   struct Contender {
     std::string name;
     std::unique_ptr<rt::Collective> collective;
@@ -61,6 +90,7 @@ int main(int argc, char** argv) {
   }
   add("ring_tcp", "ring", "tcp", true);
   add("ring_mpi", "ring", "mpi", true);
+  contenders.push_back({"link_tcp", std::make_unique<TcpLinkProbe>(w.comm(), stall), false, {}, nullptr});
   add("mpi", "mpi", "auto", true);
   std::vector<float> plain(static_cast<size_t>(max_bytes / 4), 1.0f + static_cast<float>(w.rank()));
   for (Contender& c : contenders) {
@@ -97,32 +127,15 @@ int main(int argc, char** argv) {
       std::printf("# link over MPI: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at "
                   "once)\n",
                   n * 4.0 / best / 1e9);
-    // The same over plain TCP sockets: what the wire carries when nothing but the kernel touches
-    // the bytes (one 64 MiB stream each way per rank, through the TCP transport's plain receive).
-    rt::TcpTransport tcp(w.comm(), stall);
-    best = 1e30;
-    for (int k = 0; k < 4; ++k) {
-      w.barrier();
-      const auto t0 = std::chrono::steady_clock::now();
-      const auto r = tcp.post_recv(in.data(), in.size() * 4, (w.rank() + w.size() - 1) % w.size());
-      const auto s = tcp.post_send(out.data(), out.size() * 4, (w.rank() + 1) % w.size());
-      tcp.wait(r, {});
-      tcp.wait(s, {});
-      tcp.reset();
-      double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, w.comm());
-      if (k > 0) best = std::min(best, dt);
-    }
-    if (w.rank() == 0)
-      std::printf("# link over TCP: %.2f GB/s per rank to its ring neighbour (one 64 MiB stream, all ranks at once)\n",
-                  n * 4.0 / best / 1e9);
   }
   if (w.rank() == 0) {
-    std::printf("# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours\n# %12s",
+    std::printf("# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours; "
+                "ring_tcp_of_link = link_tcp time / ring_tcp time\n# %12s",
                 w.size(), w.host().c_str(), reps, "bytes");
     for (const Contender& c : contenders) std::printf(" %10s_ms %10s_bw", c.name.c_str(), c.name.c_str());
-    for (size_t i = 0; i + 1 < contenders.size(); ++i) std::printf(" %14s", (contenders[i].name + "_ratio").c_str());
-    std::printf("\n");
+    for (size_t i = 0; i + 1 < contenders.size(); ++i)
+      if (contenders[i].name != "link_tcp") std::printf(" %14s", (contenders[i].name + "_ratio").c_str());
+    std::printf(" %16s\n", "ring_tcp_of_link");
   }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const int64_t n = bytes / 4;
@@ -145,8 +158,17 @@ int main(int argc, char** argv) {
         std::printf(" %13.3f %13.2f", t * 1e3, bytes / t * bus / 1e9);
       }
       const double t_mpi = median(contenders.back().times);
-      for (size_t i = 0; i + 1 < contenders.size(); ++i) std::printf(" %13.2fx", t_mpi / median(contenders[i].times));
-      std::printf("\n");
+      double t_link = 0, t_tcp = 0;
+      for (size_t i = 0; i + 1 < contenders.size(); ++i) {
+        const double t = median(contenders[i].times);
+        if (contenders[i].name == "link_tcp") {
+          t_link = t;
+          continue;
+        }
+        if (contenders[i].name == "ring_tcp") t_tcp = t;
+        std::printf(" %13.2fx", t_mpi / t);
+      }
+      std::printf(" %15.0f%%\n", 100 * t_link / t_tcp);
     }
   }
   contenders.clear();

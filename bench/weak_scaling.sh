@@ -6,8 +6,9 @@
 # MPI_Allreduce; and, as the ceiling no communication scheme can beat, two independent 1-rank
 # runs at once, one per core (they share only the machine: memory bandwidth, caches, noise).
 # The configurations alternate within each
-# repetition so the machine's noise hits them alike; medians of the repetitions are printed, with
-# efficiency = total images/s of 2 ranks / (2 x images/s of 1 rank).
+# repetition so the machine's noise hits them alike. Efficiency = total images/s of 2 ranks / (2 x
+# images/s of 1 rank) is taken within each repetition (the machine drifts between them); the
+# table prints the medians over repetitions, and the lowest and highest efficiency seen.
 #   bench/weak_scaling.sh [MODEL] [IMAGE_SIZE] [REPS]      (defaults: resnet50 112 3)
 # RT_MPIRUN replaces the 2-rank launcher, e.g. across the namespace hosts of scripts/netns_hosts.sh:
 #   RT_MPIRUN="ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:1,rt-b:1 -np 2 --mca plm_rsh_agent
@@ -49,13 +50,19 @@ for ((r = 1; r <= reps; r++)); do
   echo "repetition $r/$reps done" >&2
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-one=$(echo "${runs["1 rank"]}" | median)
 echo "weak scaling, $model at ${size}x${size}, batch 8 per rank, 1 thread per rank, median of $reps repetitions"
 echo "2-rank launcher: ${mpirun[*]}"
-printf '| %-26s | %10s | %10s |\n' run "img/s" efficiency
-printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
+printf '| %-30s | %8s | %10s | %13s |\n' run "img/s" efficiency "lowest-highest"
+printf '|%s|%s|%s|%s|\n' "--------------------------------" "----------" "------------" "---------------"
+read -r -a ones <<< "${runs["1 rank"]}"
 for n in "${names[@]}"; do
-  m=$(echo "${runs[$n]}" | median)
+  read -r -a these <<< "${runs[$n]}"
   ranks=${n%% *}
-  printf '| %-26s | %10.3f | %9.1f%% |\n' "$n" "$m" "$(awk -v m="$m" -v o="$one" -v p="$ranks" 'BEGIN {print 100 * m / (p * o)}')"
+  effs=""
+  for ((i = 0; i < ${#these[@]}; i++)); do
+    effs+=" $(awk -v m="${these[$i]}" -v o="${ones[$i]}" -v p="$ranks" 'BEGIN {print 100 * m / (p * o)}')"
+  done
+  lo=$(echo "$effs" | tr ' ' '\n' | grep . | sort -g | head -1)
+  hi=$(echo "$effs" | tr ' ' '\n' | grep . | sort -g | tail -1)
+  printf '| %-30s | %8.3f | %9.1f%% | %5.1f-%5.1f%% |\n' "$n" "$(echo "${runs[$n]}" | median)" "$(echo "$effs" | median)" "$lo" "$hi"
 done

@@ -32,7 +32,7 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
     if (idle > (sleepy ? 16 : 2000)) {
       // Where compute threads own the core, every wake-up preempts one of them; a wait for a
       // neighbour still in its backward pass can last milliseconds, so the sleeps grow to 0.32
-      // ms (Note [Sleeping waits]).
+      // ms.
       const int shift = sleepy ? std::min(sleeps++, 4) : 0;
       std::this_thread::sleep_for(std::chrono::microseconds(20 << shift));
     } else if (idle > 0 && policy.idle == StallPolicy::Idle::kYield) {
