@@ -1,0 +1,60 @@
+#include "data/image_decode.h"
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "base/check.h"
+
+// stb_image compiled here only, with the formats the image pipeline promises and nothing else
+// (no PSD, HDR, PIC or PNM).
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_PNG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_TGA
+#define STBI_ONLY_GIF
+#define STBI_NO_STDIO
+#define STBI_FAILURE_USERMSG
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wdouble-promotion"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wuseless-cast"
+#pragma GCC diagnostic ignored "-Wcast-qual"
+#pragma GCC diagnostic ignored "-Wduplicated-branches"
+#include <stb/stb_image.h>
+#pragma GCC diagnostic pop
+
+namespace rt {
+
+RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name) {
+  RT_CHECK(!bytes.empty(), name, ": empty file, not an image");
+  RT_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), name, ": file too large to decode (", bytes.size(),
+           " bytes)");
+  int w = 0, h = 0, channels = 0;
+  std::unique_ptr<stbi_uc, void (*)(void*)> data(
+      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels, 3), stbi_image_free);
+  RT_CHECK(data != nullptr, name, ": cannot decode as an image (", stbi_failure_reason(),
+           "); JPEG, PNG, BMP, TGA and GIF are read");
+  RgbImage image;
+  image.width = w;
+  image.height = h;
+  image.pixels.assign(data.get(), data.get() + static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+  return image;
+}
+
+RgbImage read_image(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  RT_CHECK(in.good(), path, ": cannot open");
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  RT_CHECK(!in.bad(), path, ": read error");
+  return decode_image(bytes, path);
+}
+
+}  // namespace rt

@@ -1,0 +1,35 @@
+// The file index of an ImageNet-style folder, ROOT/<class>/<file>, laid out as torchvision's
+// ImageFolder reads it: classes are the sorted names of ROOT's sub-folders (label = position),
+// files are every regular, non-hidden file under a class folder (sub-folders included), sorted;
+// whether a file is an image is decided when it is decoded, by content. A class folder with no
+// files is an error naming it.
+//
+// Listing 1.28 M files takes a while on a network file system, so the index is cached in a text
+// file (the class folders with their modification times, then one "label<TAB>path" line per file)
+// and reused while the same class folders have the same times (adding or removing a file changes
+// its folder's time; changes inside nested sub-folders do not, so those need `rebuild`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rt {
+
+struct ImageIndex {
+  std::string root;
+  std::vector<std::string> classes;
+  std::vector<std::string> files;  // relative to root
+  std::vector<int32_t> labels;     // per file
+
+  std::string path(size_t i) const { return root + "/" + files[i]; }
+};
+
+// Scans root (no cache).
+ImageIndex scan_image_folder(const std::string& root);
+// The index of root, from cache_path when that is up to date, else scanned and written there
+// (atomically). cache_path "" means ROOT/.ringtrain_index.tsv; a cache that cannot be written is
+// reported on stderr and the scan used as is.
+ImageIndex load_image_index(const std::string& root, std::string cache_path = "", bool rebuild = false);
+
+}  // namespace rt
