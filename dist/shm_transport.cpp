@@ -56,6 +56,28 @@ int split_by_host(MPI_Comm comm, MPI_Comm* node) {
   MPI_Comm_size(*node, &node_size);
   return node_size;
 }
+
+// Collective over comm: a shared window of `bytes` per rank, as *win, and every rank's part as
+// mapped here, each at a page boundary. Open MPI's parts need not start on a page (here they
+// start 264 bytes past one), so each rank allocates a page more; every process maps the segment
+// at a page boundary, so the offset to the page is the same everywhere.
+std::vector<char*> allocate_shared_pages(MPI_Comm comm, size_t bytes, MPI_Win* win, const char* what) {
+  const size_t padded = bytes + kPage;
+  void* base = nullptr;
+  RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(padded), 1, MPI_INFO_NULL, comm, &base, win) == MPI_SUCCESS,
+           "MPI_Win_allocate_shared of ", padded, " bytes for ", what, " failed");
+  int world = 0;
+  MPI_Comm_size(comm, &world);
+  std::vector<char*> parts;
+  for (int r = 0; r < world; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* part = nullptr;
+    MPI_Win_shared_query(*win, r, &size, &unit, &part);
+    parts.push_back(static_cast<char*>(page_aligned(part)));
+  }
+  return parts;
+}
 }  // namespace
 
 bool ShmTransport::available(MPI_Comm comm) {
@@ -102,18 +124,9 @@ std::shared_ptr<float> ShmTransport::allocate(size_t floats) {
   RT_CHECK(region_ == nullptr, "shared-memory transport: allocate() hands out one region per transport");
   auto region = std::make_shared<Region>();
   region->bytes = floats * sizeof(float);
-  const size_t bytes = region->bytes + 2 * kPage;  // room to align, then shift within a page
-  void* base = nullptr;
-  RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &base, &region->win) ==
-               MPI_SUCCESS,
-           "MPI_Win_allocate_shared of ", bytes, " bytes for the gradient region failed");
-  for (int r = 0; r < world_; ++r) {
-    MPI_Aint size = 0;
-    int unit = 0;
-    void* peer_base = nullptr;
-    MPI_Win_shared_query(region->win, r, &size, &unit, &peer_base);
-    region->base.push_back(static_cast<char*>(page_aligned(peer_base)) + region_page_offset(r, world_));
-  }
+  // A page more, to shift the region within its page.
+  region->base = allocate_shared_pages(comm_, region->bytes + kPage, &region->win, "the gradient region");
+  for (int r = 0; r < world_; ++r) region->base[static_cast<size_t>(r)] += region_page_offset(r, world_);
   char* mine = region->base[static_cast<size_t>(rank_)];
   std::memset(mine, 0, region->bytes);
   region_ = region;
@@ -133,22 +146,10 @@ ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes,
            node_size, " of ", world_, " ranks (use dist.transport = \"mpi\")");
   next_ = (rank_ + 1) % world_;
   prev_ = (rank_ + world_ - 1) % world_;
-  // Open MPI's window parts need not start on a page (here they start 264 bytes past one), so
-  // each rank over-allocates a page and places its inbox on the next page boundary.
-  const size_t bytes = kPage + kHeaderBytes + slot_stride() * static_cast<size_t>(slots_);
-  void* base = nullptr;
-  RT_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, comm_, &base, &win_) ==
-               MPI_SUCCESS,
-           "MPI_Win_allocate_shared of ", bytes, " bytes failed");
-  mine_ = new (page_aligned(base)) Inbox();
-  for (int r = 0; r < world_; ++r) {
-    MPI_Aint size = 0;
-    int unit = 0;
-    void* peer_base = nullptr;
-    MPI_Win_shared_query(win_, r, &size, &unit, &peer_base);
-    // Every process maps the segment at a page boundary, so the offset to the page is the same.
-    inboxes_.push_back(static_cast<Inbox*>(page_aligned(peer_base)));
-  }
+  const std::vector<char*> bases =
+      allocate_shared_pages(comm_, kHeaderBytes + slot_stride() * static_cast<size_t>(slots_), &win_, "the inboxes");
+  mine_ = new (bases[static_cast<size_t>(rank_)]) Inbox();
+  for (char* b : bases) inboxes_.push_back(reinterpret_cast<Inbox*>(b));
   next_inbox_ = inboxes_[static_cast<size_t>(next_)];
   MPI_Barrier(comm_);  // every inbox is constructed before anyone writes to one
 }
