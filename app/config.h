@@ -63,6 +63,7 @@ struct DistConfig {
   double bucket_mb = 25;           // >= 0: gradient bucket cap in MiB; 0 = one collective per tensor
   double first_bucket_mb = 1;      // > 0: cap of the first bucket, so communication starts early
   bool overlap = true;             // run buckets during backward; false = all after backward
+  bool sharded_update = true;      // SGD on each rank's finished share, parameters all-gathered (Note [Sharded update])
   double stall_warn_s = 60;        // > 0: report a collective waiting this long
   double stall_abort_s = 300;      // > 0: abort the job when a collective waits this long
   bool operator==(const DistConfig&) const = default;

@@ -191,6 +191,11 @@ inline const std::vector<KeySpec>& config_schema() {
       {.table = "dist", .key = "overlap",
        .field = &member<&C::dist, &DistConfig::overlap>,
        .doc = "allreduce buckets during backward; false = all after backward"},
+      {.table = "dist", .key = "sharded_update",
+       .field = &member<&C::dist, &DistConfig::sharded_update>,
+       .doc = "each rank applies SGD to the part of each bucket it finished averaging and the all-gather "
+              "shares parameters; false = every rank updates everything after the allreduce",
+       .also = {"zero", "shard_optimizer"}},
       {.table = "dist", .key = "stall_warn_s",
        .field = &member<&C::dist, &DistConfig::stall_warn_s>,
        .doc = "report a collective that waits this many seconds", .bound = above(0)},

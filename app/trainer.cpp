@@ -105,7 +105,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface);
     // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
     if (device == Device::kCpu)
-      graph_->take_gradients_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
+      graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
   }
   const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
@@ -154,8 +154,18 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const DistConfig& dc = config.dist;
     const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)); };
     auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
+    std::optional<ArenaUpdate> update;
+    if (dc.sharded_update)  // SGD runs in the communication thread, on this rank's share (Note [Sharded update])
+      update = ArenaUpdate{[this](int64_t offset, int64_t count) {
+                             // On the communication thread, beside the compute threads: an OpenMP team
+                             // here would take their cores, and the update is bound by memory anyway.
+                             static thread_local const bool alone = (omp_set_num_threads(1), true);
+                             (void)alone;
+                             sgd_->step_range(lr_, offset, offset + count);
+                           },
+                           graph_->param_arena()};
     reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
-                                             std::move(collective), dc.overlap, timeline_.get());
+                                             std::move(collective), dc.overlap, timeline_.get(), std::move(update));
     graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
   }
 
@@ -173,7 +183,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     if (reducer_)
       out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe()
            << " in " << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
-           << " backward\n";
+           << " backward" << (reducer_->updates_parameters() ? ", SGD sharded across ranks" : "") << "\n";
   }
 }
 
@@ -215,11 +225,16 @@ void Trainer::average_buffers() {
   }
 }
 
+void Trainer::gather_optimizer_state() {
+  if (reducer_ && reducer_->updates_parameters()) reducer_->gather_updated(sgd_->momentum_arena());
+}
+
 LossResult Trainer::train_step(const float* images, const int32_t* labels) {
   Timeline* tl = timeline_.get();
   g_step = position_.step;
   const TrainConfig& t = config_.train;
   const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
+  lr_ = schedule_.at(position_.step);  // before begin_step: a sharded update reads it
   if (reducer_) reducer_->begin_step(position_.step);
   LossResult loss;
   {
@@ -227,9 +242,8 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
     graph_->forward(images, ctx);
     loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get());
   }
-  const double lr = schedule_.at(position_.step);
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
-           lr, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
+           lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
   {
     Span span(tl, "backward");
     graph_->backward(dy_->views(), ctx);
@@ -238,9 +252,9 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
     Span span(tl, "wait for allreduce");
     reducer_->finish();
   }
-  {
+  if (!reducer_ || !reducer_->updates_parameters()) {
     Span span(tl, "optimizer");
-    sgd_->step(lr);
+    sgd_->step(lr_);
   }
   ++position_.step;
   position_.images_seen += t.batch_per_rank * world_.size();
@@ -326,11 +340,13 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     if (world_.rank() == 0) out_ << summary << line << std::flush;
     write_metric(record.str());
     if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
+      gather_optimizer_state();
       average_buffers();
       if (world_.rank() == 0)
         save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
     }
   }
+  gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
   result.images_per_s = result.train_seconds > 0 ? static_cast<double>(trained_images) / result.train_seconds : 0;
   return result;
 }

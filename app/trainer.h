@@ -50,8 +50,9 @@ class Trainer {
   // statistics averaged over ranks first.
   EvalResult evaluate();
   // One optimizer step on this rank's batch (B images, plain NCHW, and B labels): forward, the
-  // loss of every output, backward with buckets allreduced as they fill, then SGD at the
-  // schedule's rate. Every rank calls it the same number of times.
+  // loss of every output, backward with buckets allreduced as they fill, and SGD at the
+  // schedule's rate (sharded across ranks inside the allreduce where dist.sharded_update, else
+  // after it). Every rank calls it the same number of times.
   LossResult train_step(const float* images, const int32_t* labels);
 
   const TrainingPosition& position() const { return position_; }
@@ -61,6 +62,10 @@ class Trainer {
   GradReducer* reducer() { return reducer_.get(); }
   Shape input_shape() const { return input_shape_; }  // one sample: (C, H, W)
   Graph& graph() { return *graph_; }
+  Sgd& optimizer() { return *sgd_; }
+  // Makes the optimizer state whole on every rank after sharded updates (Note [Sharded update]):
+  // train() does this before each checkpoint and when it returns. Every rank calls it.
+  void gather_optimizer_state();
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
  private:
@@ -81,6 +86,7 @@ class Trainer {
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;
   LrSchedule schedule_;
+  double lr_ = 0;  // this step's learning rate
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::string metrics_path_;

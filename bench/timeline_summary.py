@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summarises a ringtrain timeline (log.timeline, Chrome trace JSON) per rank and step: how long
 forward, backward and the optimizer took, how long the optimizer waited for the last bucket, and
-for each bucket when it was ready, how long its allreduce ran (reduce-scatter / all-gather) and how
-much of it overlapped backward.
+for each bucket when it was ready, how long its allreduce ran (reduce-scatter / all-gather; with a
+sharded update, the SGD on this rank's share runs inside the reduce-scatter, and its own column
+says how long) and how much of it overlapped backward.
 
   bench/timeline_summary.py trace.json [--rank 0] [--step N]
 """
@@ -37,10 +38,14 @@ def main():
             print(f"  {name:<20} {ms(e['ts'] - t0):8.1f} .. {ms(e['ts'] + e['dur'] - t0):8.1f}  ({ms(e['dur']):.1f})")
     backward_end = first["backward"]["ts"] + first["backward"]["dur"] if "backward" in first else None
     by_bucket = collections.defaultdict(dict)
+    sgd_us = collections.Counter()  # per bucket: the sharded SGD's slices, summed
     for e in mine:
-        if "bucket" in e["args"]:
+        if e["name"] == "sharded sgd":
+            sgd_us[e["args"]["bucket"]] += e["dur"]
+        elif "bucket" in e["args"]:
             by_bucket[e["args"]["bucket"]][e["name"]] = e
-    print(f"  {'bucket':>6} {'ready':>8} {'start':>8} {'end':>8} {'reduce-scatter':>15} {'all-gather':>11} {'during backward':>16}")
+    print(f"  {'bucket':>6} {'ready':>8} {'start':>8} {'end':>8} {'reduce-scatter':>15} {'(sgd in it)':>12} "
+          f"{'all-gather':>11} {'during backward':>16}")
     hidden = total = 0.0
     for b in sorted(by_bucket):
         d = by_bucket[b]
@@ -54,7 +59,8 @@ def main():
         total += ar["dur"]
         rs, ag = d.get("reduce-scatter"), d.get("all-gather")
         print(f"  {b:>6} {ms(q['ts'] - t0):8.1f} {ms(ar['ts'] - t0):8.1f} {ms(end - t0):8.1f} "
-              f"{ms(rs['dur']) if rs else float('nan'):15.1f} {ms(ag['dur']) if ag else float('nan'):11.1f} "
+              f"{ms(rs['dur']) if rs else float('nan'):15.1f} {ms(sgd_us[b]):12.1f} "
+              f"{ms(ag['dur']) if ag else float('nan'):11.1f} "
               f"{ms(overlap):16.1f}")
     if total > 0:
         print(f"  allreduce total {ms(total):.1f} ms, of which {ms(hidden):.1f} ms ({100 * hidden / total:.0f}%) ran while "

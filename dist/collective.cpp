@@ -14,6 +14,12 @@ class RingCollective final : public Collective {
     return ring_.last_phase_switch();
   }
   void average(float* data, int64_t count, const WaitContext& context) override { ring_.run(data, count, context); }
+  void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) override {
+    ring_.run(data, count, context, update);
+  }
+  void gather_updated(float* data, int64_t count, const WaitContext& context) override {
+    ring_.gather(data, count, context);
+  }
   std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
 
  private:

@@ -21,6 +21,18 @@ class Collective {
   virtual ~Collective() = default;
   // data[0, count) becomes the average over ranks, on every rank.
   virtual void average(float* data, int64_t count, const WaitContext& context) = 0;
+  // data[0, count) is averaged and the optimizer applied where this rank finished the average
+  // (Note [Sharded update]): every rank ends with all of update.gather[0, count) updated. A
+  // collective without phases averages everything everywhere and updates the whole range.
+  virtual void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) {
+    average(data, count, context);
+    if (count > 0) update.apply(0, count);
+  }
+  // Shares what average_and_update's update wrote into data[0, count) (optimizer state) from the
+  // rank that wrote each part to every rank. Nothing to do where every rank updated everything.
+  virtual void gather_updated(float* data, int64_t count, const WaitContext& context) {
+    (void)data, (void)count, (void)context;
+  }
   // "ringtrain's ring over shared memory", "MPI_Allreduce": for logs and benchmark records.
   virtual std::string describe() const = 0;
   // Zeroed memory for the buffers average() will be given, in which it may move them without

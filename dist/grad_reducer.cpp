@@ -7,9 +7,10 @@
 namespace rt {
 
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
-                         std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline)
+                         std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
+                         std::optional<ArenaUpdate> update)
     : arena_(grad_arena), params_(std::move(params)), buckets_(std::move(buckets)),
-      collective_(std::move(collective)), overlap_(overlap), timeline_(timeline) {
+      collective_(std::move(collective)), overlap_(overlap), timeline_(timeline), update_(std::move(update)) {
   bucket_of_param_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
@@ -57,6 +58,14 @@ void GradReducer::finish() {
   if (error_) std::rethrow_exception(error_);
 }
 
+void GradReducer::gather_updated(float* state_arena) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RT_ASSERT(launched_ == done_);
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    collective_->gather_updated(state_arena + buckets_[b].offset, buckets_[b].count,
+                                WaitContext{step_, static_cast<int>(b), "optimizer state all-gather"});
+}
+
 void GradReducer::comm_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -68,7 +77,22 @@ void GradReducer::comm_loop() {
     try {
       const Bucket& bucket = buckets_[b];
       const double start = timeline_ ? timeline_->now_us() : 0;
-      collective_->average(arena_ + bucket.offset, bucket.count, WaitContext{step, static_cast<int>(b), ""});
+      const WaitContext context{step, static_cast<int>(b), ""};
+      if (update_) {
+        const int64_t offset = bucket.offset;
+        const ShardUpdate shard{[&](int64_t begin, int64_t count) {
+                                  const double t0 = timeline_ ? timeline_->now_us() : 0;
+                                  update_->apply(offset + begin, count);
+                                  // Inside the reduce-scatter span: each finished slice is updated as it lands.
+                                  if (timeline_)
+                                    timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1,
+                                                    static_cast<int64_t>(b));
+                                },
+                                update_->param_arena + offset};
+        collective_->average_and_update(arena_ + offset, bucket.count, shard, context);
+      } else {
+        collective_->average(arena_ + bucket.offset, bucket.count, context);
+      }
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
         const double end = timeline_->now_us();

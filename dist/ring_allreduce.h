@@ -5,22 +5,43 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "dist/transport.h"
 
 namespace rt {
 
+// What a rank does with the part of the buffer it finishes reducing (Note [Sharded update]).
+struct ShardUpdate {
+  // apply(begin, count): data[begin, begin + count) holds the final average; write `gather`'s same
+  // range from it. Called in slices, covering exactly the chunk this rank finishes.
+  std::function<void(int64_t begin, int64_t count)> apply;
+  // The all-gather then shares this buffer's chunks (their owners' values) instead of data's.
+  float* gather = nullptr;
+};
+
 class RingAllreduce {
  public:
   explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17);
   // data[0, count) becomes the average over all ranks, on every rank.
   void run(float* data, int64_t count, const WaitContext& context);
+  // data[0, count) is averaged; each rank applies `update` to the chunk it finishes, and every
+  // rank receives update.gather's other chunks from their owners. data's other chunks are left
+  // partly reduced.
+  void run(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update);
+  // The all-gather phase alone: each rank's owned chunk of data[0, count) (owned_chunk) to every rank.
+  void gather(float* data, int64_t count, const WaitContext& context);
   // When the last run finished its reduce-scatter (its all-gather took the rest); unset for runs
   // with nothing to exchange. For the timeline's phase spans.
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return phase_switch_; }
 
  private:
+  // Ring steps [first_step, ring_step_count): reduce-scatter steps work on `reduced`, all-gather
+  // steps on `gathered`; update (may be null) is applied to each finished slice.
+  void run_steps(float* reduced, float* gathered, int64_t count, int first_step, const WaitContext& context,
+                 const ShardUpdate* update);
+
   Transport& t_;
   int64_t slice_;
   std::optional<std::chrono::steady_clock::time_point> phase_switch_;

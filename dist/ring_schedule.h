@@ -13,6 +13,16 @@
 //     chunk (r + 1 - t) and receives chunk (r - t), overwriting its copy with the finished sum.
 // Each rank therefore sends and receives 2(world-1)/world of the buffer, whatever world is.
 // The 1/world average is applied once, by the receiver of the last reduce-scatter step.
+//
+// Note [Sharded update]
+// Between the phases, rank r alone holds the finished average of chunk (r + 1), and the all-gather
+// only copies it to the others. So the optimizer can run there, on that chunk alone: each rank
+// updates the parameters of the chunk it finished, and the all-gather shares updated parameters
+// instead of averaged gradients. Every rank ends with the same parameters as if each had applied
+// the whole update, having done 1/world of the optimizer's work (the update of ZeRO stage 1,
+// Rajbhandari et al. 2019, without its memory saving). The optimizer's own state (momentum) is
+// then current only in a rank's own chunks; it is shared by an all-gather alone before anyone
+// reads it (a checkpoint).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +44,8 @@ struct RingStep {
 inline int ring_next(int rank, int world) { return (rank + 1) % world; }
 inline int ring_prev(int rank, int world) { return (rank + world - 1) % world; }
 inline int ring_step_count(int world) { return 2 * (world - 1); }
+// The chunk whose finished average rank r holds after the reduce-scatter.
+inline int owned_chunk(int rank, int world) { return (rank + 1) % world; }
 
 ChunkRange chunk_range(int64_t count, int world, int chunk);
 // step in [0, ring_step_count(world)).

@@ -1,6 +1,7 @@
 // A Chrome-trace timeline (opens in Perfetto and chrome://tracing) of a window of steps: every
 // rank is a process row with a compute thread (data, forward, backward, optimizer) and a
-// communication thread (each bucket queued and allreduced). Ranks buffer their own events;
+// communication thread (each bucket queued and allreduced, and with a sharded update, each slice
+// of SGD on this rank's share). Ranks buffer their own events;
 // after each traced step all ranks hand them to rank 0 (a collective every rank makes), which
 // appends them to the file and re-closes the JSON array, so the file is valid JSON at every
 // moment, even if the run dies. Writing stops at a size cap.

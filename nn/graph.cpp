@@ -89,16 +89,15 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
     }
   }
   arena_floats_ = floats;
-  param_arena_ = Tensor(plain_spec({std::max<int64_t>(floats, 1)}, device));
   // A graph planned for inference has no gradients (its views stay empty).
-  if (training) {
-    const TensorSpec spec = plain_spec({std::max<int64_t>(floats, 1)}, device);
-    if (gradient_memory_) {
-      std::shared_ptr<float> memory = gradient_memory_(spec.shape[0]);
-      grad_arena_ = Tensor(spec, memory.get(), memory);
-    } else {
-      grad_arena_ = Tensor(spec);
-    }
+  const TensorSpec arena_spec = plain_spec({std::max<int64_t>(floats, 1)}, device);
+  if (training && arena_memory_) {
+    std::shared_ptr<float> memory = arena_memory_(2 * arena_spec.shape[0]);
+    param_arena_ = Tensor(arena_spec, memory.get(), memory);
+    grad_arena_ = Tensor(arena_spec, memory.get() + arena_spec.shape[0], memory);
+  } else {
+    param_arena_ = Tensor(arena_spec);
+    if (training) grad_arena_ = Tensor(arena_spec);
   }
 
   // Bind views, then plan each node in topological order.

@@ -73,10 +73,11 @@ class Graph {
   // only: no gradients, and activations share memory as soon as their readers are done.
   // context carries run-wide choices to every layer (the convolution algorithm).
   void plan(int64_t batch, Device device, bool training = true, const PlanContext& context = {});
-  // Where plan() takes the (zeroed) gradient arena from; by default, memory of its own. The
-  // distributed trainer passes its collective's, which ring neighbours can read in place.
-  using GradientMemory = std::function<std::shared_ptr<float>(int64_t floats)>;
-  void take_gradients_from(GradientMemory memory) { gradient_memory_ = std::move(memory); }
+  // Where a training plan() takes its (zeroed) parameter and gradient arenas from: one block of
+  // 2 x arena_floats(), parameters first; by default, memory of its own. The distributed trainer
+  // passes its collective's, which ring neighbours can read in place.
+  using ArenaMemory = std::function<std::shared_ptr<float>(int64_t floats)>;
+  void take_arenas_from(ArenaMemory memory) { arena_memory_ = std::move(memory); }
   // Deterministic initialisation: parameter p draws from (seed, hash of p's name), so adding a
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);
@@ -137,7 +138,7 @@ class Graph {
   std::vector<BufferRef> buffers_;
   std::vector<CounterRef> counters_;
   Tensor param_arena_, grad_arena_, activation_arena_;
-  GradientMemory gradient_memory_;
+  ArenaMemory arena_memory_;
   int64_t arena_floats_ = 0;
   int64_t batch_ = 0;
   Device device_ = Device::kCpu;

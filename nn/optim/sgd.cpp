@@ -1,5 +1,7 @@
 #include "nn/optim/sgd.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "nn/ops/sgd_update.h"
 
@@ -14,13 +16,22 @@ Sgd::Sgd(Graph& graph, SgdOptions options)
     momentum_views_.emplace_back(p.value.spec(), momentum_.data() + p.offset, nullptr);
 }
 
-void Sgd::step(double lr) {
-  for (size_t i = 0; i < graph_.params().size(); ++i) {
-    ParamRef& p = graph_.params()[i];
+void Sgd::step_range(double lr, int64_t begin, int64_t end) {
+  std::vector<ParamRef>& params = graph_.params();
+  // Parameters sit in increasing offset order: start at the last one beginning at or before `begin`.
+  auto it = std::upper_bound(params.begin(), params.end(), begin,
+                             [](int64_t at, const ParamRef& p) { return at < p.offset; });
+  if (it != params.begin()) --it;
+  for (; it != params.end() && it->offset < end; ++it) {
+    ParamRef& p = *it;
+    const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.value.numel());
+    if (lo >= hi) continue;  // alignment padding
     const bool decays = options_.decay_bias_and_bn || p.role == ParamRole::kWeight;
-    SgdStep s{static_cast<float>(lr), static_cast<float>(options_.momentum),
-              decays ? static_cast<float>(options_.weight_decay) : 0.0f, options_.nesterov};
-    sgd_update(graph_.device(), s, p.value.data(), p.grad.data(), momentum_views_[i].data(), p.value.numel());
+    const SgdStep s{static_cast<float>(lr), static_cast<float>(options_.momentum),
+                    decays ? static_cast<float>(options_.weight_decay) : 0.0f, options_.nesterov};
+    const int64_t at = lo - p.offset;
+    sgd_update(graph_.device(), s, p.value.data() + at, p.grad.data() + at,
+               momentum_.data() + lo, hi - lo);
   }
 }
 

@@ -17,7 +17,12 @@ class Sgd {
  public:
   Sgd(Graph& graph, SgdOptions options);
   // One update of every parameter from the gradient arena.
-  void step(double lr);
+  void step(double lr) { step_range(lr, 0, graph_.arena_floats()); }
+  // The same update, of the arena floats [begin, end) only (parts of parameters included): what
+  // one rank applies to its share under Note [Sharded update].
+  void step_range(double lr, int64_t begin, int64_t end);
+  // All momentum, at the parameter arena's offsets.
+  float* momentum_arena() { return momentum_.data(); }
   // The momentum buffer of parameter i (plain, its parameter's shape).
   Tensor& momentum(size_t i) { return momentum_views_[i]; }
   void zero_momentum() { momentum_.zero(); }

@@ -3,6 +3,7 @@
 // one rank is refused naming the key; a run resumes at a different world size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -73,6 +74,30 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
   }
   EXPECT_LE(worst, 1e-5 * scale) << "largest difference " << worst << " at arena float " << where << " (scale " << scale
                                  << ") after " << parallel.steps_per_epoch() << " steps on " << w.size() << " ranks";
+}
+
+// Note [Sharded update]: each rank updating only its share (the default) ends where every rank
+// updating everything ends: the same parameters and, once gathered, the same momentum, bit for bit
+// (the owner of each element computes exactly what every rank would have).
+TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate) {
+  const World& w = World::get();
+  std::ostringstream log;
+  Config c = rank_config("sharded", 8);
+  c.train.momentum = 0.9;
+  c.train.weight_decay = 1e-3;
+  Config full = c;
+  full.dist.sharded_update = false;
+  full.checkpoint.dir += "_full";
+  Trainer sharded(c, log, w);
+  sharded.train();
+  Trainer reference(full, log, w);
+  reference.train();
+  const int64_t n = sharded.graph().arena_floats();
+  EXPECT_EQ(arena(sharded.graph()), arena(reference.graph()));
+  const float* m = sharded.optimizer().momentum_arena();
+  const float* want = reference.optimizer().momentum_arena();
+  EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(want, want + n));
+  EXPECT_TRUE(std::any_of(m, m + n, [](float x) { return x != 0; }));
 }
 
 TEST(DataParallel, ShardedEvaluationEqualsSingleRankEvaluation) {

@@ -79,6 +79,62 @@ TEST(Collectives, RingAveragesBuffersInTheCollectivesOwnMemory) {
   }
 }
 
+// Note [Sharded update]: the update sees each element's finished average exactly once across the
+// ranks (every rank, for MPI_Allreduce), every rank ends with every element's update, and
+// gather_updated then hands each rank's writes to the state of the others. Parameters and state
+// live in the collective's own memory, as the trainer's arenas do (zero-copy over shared memory).
+TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult) {
+  const World& w = World::get();
+  for (const auto& [algorithm, transport] : kCollectives) {
+    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
+    const bool sharded = algorithm == "ring";
+    const int64_t most = 131071 * 3 + 5;
+    std::shared_ptr<float> memory = c->allocate(static_cast<size_t>(2 * most));
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{w.size() - 1}, int64_t{w.size() + 1}, int64_t{1000}, most}) {
+      const std::string what = c->describe() + ", count " + std::to_string(count);
+      std::vector<float> grads(static_cast<size_t>(count)), state(static_cast<size_t>(count), -1.0f);
+      fill(grads, w.rank());
+      float* g = memory.get();
+      float* params = memory.get() + most;
+      std::copy(grads.begin(), grads.end(), g);
+      std::fill(params, params + count, 0.0f);
+      std::vector<float> applied(static_cast<size_t>(count), 0);  // by this rank
+      // The "optimizer": parameter = 2 x average + 1; its state records who computed it.
+      const ShardUpdate update{[&](int64_t begin, int64_t n) {
+                                 for (int64_t i = begin; i < begin + n; ++i) {
+                                   params[i] = 2 * g[i] + 1;
+                                   state[static_cast<size_t>(i)] = static_cast<float>(w.rank());
+                                   applied[static_cast<size_t>(i)] += 1;
+                                 }
+                               },
+                               params};
+      c->average_and_update(g, count, update, {});
+      std::vector<float> recovered(params, params + count);
+      for (float& x : recovered) x = (x - 1) / 2;
+      expect_average(recovered, w.size(), what + ", updated parameters");
+      std::vector<float> times(applied);
+      w.allreduce_sum(times.data(), count);
+      const float want = sharded ? 1.0f : static_cast<float>(w.size());
+      EXPECT_EQ(std::count(times.begin(), times.end(), want), count) << what << ": updates per element, want " << want;
+      c->gather_updated(state.data(), count, {});
+      // Exactly one rank updated each element (above); gather_updated leaves its own parts alone and
+      // makes every rank agree, so every rank names that one. With MPI_Allreduce every rank updated
+      // everything and keeps its own state.
+      std::vector<float> sum(state);
+      w.allreduce_sum(sum.data(), count);
+      for (int64_t i = 0; i < count; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        if (applied[k] > 0) {
+          ASSERT_EQ(state[k], static_cast<float>(w.rank())) << what << ", element " << i;
+        }
+        if (sharded) {
+          ASSERT_EQ(sum[k], state[k] * static_cast<float>(w.size())) << what << ": ranks disagree at " << i;
+        }
+      }
+    }
+  }
+}
+
 // Two inbox slots and slices of 100 floats: zero-copy sends outnumber the slots many times over,
 // so each must wait for its successor to take the earlier ones, without deadlock.
 TEST(Collectives, SharedMemoryZeroCopyRingWithATinyInboxCompletes) {

@@ -62,6 +62,34 @@ void check_sgd(bool nesterov) {
 TEST(Sgd, MomentumMatchesTorchsRuleAndSparesBiasAndNormFromDecay) { check_sgd(false); }
 TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 
+// Note [Sharded update]: ranks apply SGD to arbitrary arena ranges, cutting through parameters
+// and the alignment padding between them; together the pieces must give the whole step, bit for bit.
+TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
+  Graph g(Shape{2, 3, 3});
+  Conv2dGeometry c = Conv2dGeometry::square(2, 2, 1);
+  c.bias = true;
+  g.add("conv", Conv2d(c), {g.input()});
+  g.add("bn", BatchNorm2d(2), {1});
+  g.plan(1, Device::kCpu);
+  g.init_parameters(5);
+  Sgd sgd(g, SgdOptions{0.9, true, 0.01, false});
+  const int64_t n = g.arena_floats();
+  for (int64_t i = 0; i < n; ++i) {
+    g.grad_arena()[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    sgd.momentum_arena()[i] = 0.125f * static_cast<float>(i % 5);
+  }
+  const std::vector<float> w0(g.param_arena(), g.param_arena() + n), v0(sgd.momentum_arena(), sgd.momentum_arena() + n);
+  sgd.step(0.1);
+  const std::vector<float> w1(g.param_arena(), g.param_arena() + n), v1(sgd.momentum_arena(), sgd.momentum_arena() + n);
+  ASSERT_NE(w0, w1);
+  std::copy(w0.begin(), w0.end(), g.param_arena());
+  std::copy(v0.begin(), v0.end(), sgd.momentum_arena());
+  const int64_t cuts[] = {0, 3, 17, n / 2 + 1, n - 1, n};
+  for (size_t k = 5; k-- > 0;) sgd.step_range(0.1, cuts[k], cuts[k + 1]);  // in any order
+  EXPECT_EQ(std::vector<float>(g.param_arena(), g.param_arena() + n), w1);
+  EXPECT_EQ(std::vector<float>(sgd.momentum_arena(), sgd.momentum_arena() + n), v1);
+}
+
 TEST(LrSchedule, WarmupRisesLinearlyToTheBase) {
   LrSchedule s;
   s.base = 0.4;
