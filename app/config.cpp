@@ -263,6 +263,18 @@ class Loader {
            str_cat("'data.mean' has ", d.mean.size(), " values but 'data.std' has ", d.std.size(),
                    ": give one of each per channel"));
     }
+    for (const char* key : {"crop_scale", "crop_ratio"}) {
+      const std::vector<double>& range = std::string_view(key) == "crop_scale" ? d.crop_scale : d.crop_ratio;
+      if (range.size() != 2 || range[0] > range[1])
+        fail(origin_of("data", key), str_cat("'data.", key, "' must be [lowest, highest], got ", range.size(),
+                                             " value(s)", range.size() == 2 ? " in decreasing order" : ""));
+    }
+    if (d.source == "imagefolder" && d.channels != 1 && d.channels != 3)
+      fail(origin_of("data", "channels"), str_cat("'data.channels' must be 1 or 3, got ", d.channels));
+    if (d.source == "imagefolder" && static_cast<int64_t>(d.mean.size()) != d.channels)
+      fail(origin_of("data", "mean"),
+           str_cat("'data.mean' has ", d.mean.size(), " value(s) but data.channels = ", d.channels,
+                   d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : ""));
   }
 
   Config finish() {

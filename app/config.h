@@ -18,9 +18,9 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string source = "idx";  // "idx" (MNIST-format files) | "synthetic" (one random batch; bench only)
-  int64_t image_size = 0;      // synthetic: square input side; 0 = the model's usual size
-  std::string dir = "/usr/share/datasets/fashion-mnist";  // folder of the four files below
+  std::string source = "idx";  // "idx" (MNIST-format files) | "imagefolder" | "synthetic" (one random batch; bench only)
+  int64_t image_size = 0;      // synthetic, imagefolder: square input side; 0 = the model's usual size
+  std::string dir = "/usr/share/datasets/fashion-mnist";  // folder of the four files below, or of the two folders
   std::string train_images = "train-images-idx3-ubyte.gz";
   std::string train_labels = "train-labels-idx1-ubyte.gz";
   std::string test_images = "t10k-images-idx3-ubyte.gz";
@@ -28,6 +28,19 @@ struct DataConfig {
   std::vector<double> mean = {0.2860};  // per channel, applied to pixels scaled to [0, 1]
   std::vector<double> std = {0.3530};   // per channel, > 0
   std::string tail = "drop";            // "drop" | "pad": what a shard does with the last partial batch
+  // imagefolder: ROOT/<class>/<file> trees, relative to dir; transforms as torchvision's ImageNet recipes
+  std::string train_folder = "train";
+  std::string val_folder = "val";
+  int64_t channels = 3;                 // 3 = RGB; 1 = luminance (gray data such as exported Fashion-MNIST)
+  int64_t resize_size = 0;              // evaluation: shorter side before the centre crop; 0 = image_size x 256 / 224
+  bool random_crop = true;              // training: random resized crop; false = the evaluation transform
+  std::vector<double> crop_scale = {0.08, 1.0};               // random crop: area fraction range
+  std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};    // random crop: width / height range
+  bool flip = true;                     // training: horizontal flip with probability 1/2
+  int64_t workers = 0;                  // decoding threads per rank; 0 = this host's cores left over by compute (>= 1)
+  int64_t prefetch = 4;                 // batches made ahead of the training loop
+  std::string on_bad_file = "skip";     // "skip" (warn, count, go on) | "error" (stop naming the file)
+  bool rebuild_index = false;           // rescan the folders instead of reading the cached index
   bool operator==(const DataConfig&) const = default;
 };
 

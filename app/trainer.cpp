@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <ostream>
 #include <thread>
@@ -16,7 +17,7 @@
 #include "app/json.h"
 #include "app/progress.h"
 #include "base/check.h"
-#include "data/batch.h"
+#include "data/image_folder_batches.h"
 #include "data/sampler.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
@@ -33,6 +34,30 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string data_path(const DataConfig& d, const std::string& file) {
   return (std::filesystem::path(d.dir) / file).string();
+}
+
+// data.source = "imagefolder": the training or evaluation tree, its transforms from the config.
+std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::string& model, bool training,
+                                               uint64_t seed, int workers,
+                                               std::function<void(const std::string&)> warn) {
+  FolderBatchOptions o;
+  ImageSampleOptions& s = o.sample;
+  s.size = static_cast<int>(d.image_size > 0 ? d.image_size : find_model(model).default_input[1]);
+  s.resize = static_cast<int>(d.resize_size > 0 ? d.resize_size : std::lround(s.size * 256.0 / 224.0));
+  RT_CHECK(s.resize >= s.size, "data.resize_size = ", s.resize, " is smaller than the crop, data.image_size = ", s.size);
+  s.crop = {d.crop_scale[0], d.crop_scale[1], d.crop_ratio[0], d.crop_ratio[1]};
+  s.random_crop = d.random_crop;
+  s.flip = d.flip;
+  s.channels = static_cast<int>(d.channels);
+  for (size_t c = 0; c < d.mean.size() && c < 3; ++c) s.mean[c] = d.mean[c], s.std[c] = d.std[c];
+  o.training = training;
+  o.seed = seed;
+  o.workers = workers;
+  o.prefetch = static_cast<int>(d.prefetch);
+  o.error_on_bad_file = d.on_bad_file == "error";
+  o.warn = std::move(warn);
+  const std::string root = data_path(d, training ? d.train_folder : d.val_folder);
+  return std::make_unique<ImageFolderBatches>(load_image_index(root, "", d.rebuild_index), std::move(o));
 }
 
 // The rows [0, rows) of a plain (N, K) tensor, without copying.
@@ -80,13 +105,24 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (synthetic_) {
     input_shape_ = find_model(config.model.name).default_input;
     if (d.image_size > 0) input_shape_[1] = input_shape_[2] = d.image_size;
+  } else if (d.source == "imagefolder") {
+    const int leftover = cores - threads * std::max(1, world.local_size());
+    const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, leftover / std::max(1, world.local_size()));
+    auto warn = [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; };
+    train_ = open_image_folder(d, config.model.name, /*training=*/true, static_cast<uint64_t>(config.train.seed), workers, warn);
+    test_ = open_image_folder(d, config.model.name, /*training=*/false, 0, workers, warn);
   } else {
-    train_ = load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std);
-    test_ = load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std);
-    const int64_t classes = std::max(train_.num_classes, test_.num_classes);
-    RT_CHECK(classes <= config.model.num_classes, "the data in '", d.dir, "' has labels up to ", classes - 1,
-             " but model.num_classes = ", config.model.num_classes);
-    input_shape_ = {train_.channels, train_.height, train_.width};
+    train_ = std::make_unique<InMemoryBatches>(
+        load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));
+    test_ = std::make_unique<InMemoryBatches>(
+        load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std));
+  }
+  if (train_) {
+    const int64_t classes = std::max(train_->num_classes(), test_->num_classes());
+    RT_CHECK(classes <= config.model.num_classes, "the data in '", d.dir, "' has ", classes,
+             " classes but model.num_classes = ", config.model.num_classes);
+    const auto [c, h, w] = train_->sample_shape();
+    input_shape_ = {c, h, w};
   }
 
   const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
@@ -128,7 +164,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const BenchConfig& b = config.bench;
     steps_per_epoch_ = b.warmup_steps + b.windows * b.steps_per_window;
   } else {
-    const EpochSampler sampler(train_.count, config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed),
+    const EpochSampler sampler(train_->count(), config.train.batch_per_rank, static_cast<uint64_t>(config.train.seed),
                                world.rank(), world.size(),
                                config.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
     steps_per_epoch_ = sampler.steps_per_epoch();
@@ -174,7 +210,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     if (synthetic_)
       out_ << "synthetic images of " << shape_str(mo.input_shape);
     else
-      out_ << train_.count << " training / " << test_.count << " test images of " << shape_str(mo.input_shape);
+      out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(mo.input_shape);
     out_ << ", " << device_name(device) << "\n"
          << "ringtrain: world " << world.size() << " rank(s)" << (world.uses_mpi() ? " over MPI" : "") << ", "
          << threads << " compute threads per rank, global batch " << global_batch << " (" << config.train.batch_per_rank
@@ -266,11 +302,11 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
                         "real data set (data.source = \"idx\")");
   prepare_run_folder();
   const TrainConfig& t = config_.train;
-  const EpochSampler sampler(train_.count, t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
+  const EpochSampler sampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
                              world_.size(), config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
   const int64_t steps = steps_per_epoch_;
   const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
-  const int64_t sample = train_.channels * train_.height * train_.width;
+  const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
   std::vector<float> images(static_cast<size_t>(B * sample));
   std::vector<int32_t> labels(static_cast<size_t>(B));
   Progress progress(world_.rank() == 0 ? Progress::resolve(config_.log.progress) : Progress::Mode::kNone,
@@ -282,10 +318,12 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
   const int64_t last_epoch =
       stop_after_epochs > 0 ? std::min(t.epochs, position_.epochs_done + stop_after_epochs) : t.epochs;
   for (int64_t epoch = position_.epochs_done; epoch < last_epoch; ++epoch) {
-    const std::vector<int64_t> order = sampler.epoch_indices(epoch);
+    train_->start(epoch, sampler.epoch_indices(epoch), B);
     progress.begin_epoch(epoch, t.epochs, steps);
     const auto epoch_start = Clock::now();
-    double epoch_stats[2] = {0, 0};  // loss sum, correct top-1 (this rank)
+    // Summed over ranks at the epoch's end: loss sum, correct top-1, seconds waiting for data,
+    // unreadable files skipped.
+    double epoch_stats[4] = {0, 0, 0, 0};
     double epoch_train_seconds = 0;
     for (int64_t s = 0; s < steps; ++s, ++run_step) {
       g_step = position_.step;
@@ -293,8 +331,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       const auto step_start = Clock::now();
       {
         Span span(tl, "data");
-        gather_batch(train_, std::span<const int64_t>(order).subspan(static_cast<size_t>(s * B), static_cast<size_t>(B)),
-                     images.data(), labels.data());
+        epoch_stats[2] += train_->next(images.data(), labels.data());
       }
       const double lr = schedule_.at(position_.step);
       const LossResult loss = train_step(images.data(), labels.data());
@@ -317,16 +354,23 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     g_step = -1;
     progress.end_epoch();
     position_.epochs_done = epoch + 1;
-    world_.allreduce_sum(epoch_stats, 2);
+    epoch_stats[3] = static_cast<double>(train_->skipped());
+    world_.allreduce_sum(epoch_stats, 4);
     const double train_loss = epoch_stats[0] / static_cast<double>(steps * world_.size());
     const double train_top1 = epoch_stats[1] / static_cast<double>(steps * global_batch);
+    // Each rank's share of its step time spent waiting for a batch, averaged over ranks.
+    const double data_wait = epoch_stats[2] / static_cast<double>(world_.size()) / std::max(epoch_train_seconds, 1e-9);
+    const int64_t skipped = static_cast<int64_t>(epoch_stats[3]);
     JsonLine record;
     record.add("kind", "epoch").add("epoch", epoch + 1).add("step", position_.step).add("train_loss", train_loss)
-        .add("train_top1", train_top1).add("epoch_seconds", seconds_since(epoch_start));
+        .add("train_top1", train_top1).add("epoch_seconds", seconds_since(epoch_start)).add("data_wait", data_wait)
+        .add("skipped_files", skipped);
     char line[256];
-    std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%", static_cast<long long>(epoch + 1),
-                  static_cast<long long>(t.epochs), train_loss, 100 * train_top1);
+    std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%, data wait %.1f%%",
+                  static_cast<long long>(epoch + 1), static_cast<long long>(t.epochs), train_loss, 100 * train_top1,
+                  100 * data_wait);
     std::string summary = line;
+    if (skipped > 0) summary += str_cat(", ", skipped, " unreadable file(s) skipped");
     const bool last = epoch + 1 == t.epochs;
     if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
@@ -355,19 +399,22 @@ EvalResult Trainer::evaluate() {
   RT_CHECK(!synthetic_, "data.source = \"synthetic\" has no test set to evaluate");
   average_buffers();
   copy_state(*graph_, *eval_graph_);
-  const EpochSampler sampler(test_.count, config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad, false);
+  const EpochSampler sampler(test_->count(), config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad, false);
   const std::vector<int64_t> indices = sampler.eval_indices();
   const int64_t B = config_.eval.batch;
-  const int64_t sample = test_.channels * test_.height * test_.width;
+  const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
   std::vector<float> images(static_cast<size_t>(B * sample));
   std::vector<int32_t> labels(static_cast<size_t>(B));
-  std::vector<int64_t> chunk(static_cast<size_t>(B));
+  // A short last chunk is padded with its first sample; only the valid rows are scored.
+  std::vector<int64_t> padded;
+  for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B))
+    for (size_t i = 0; i < static_cast<size_t>(B); ++i)
+      padded.push_back(indices[start + (start + i < indices.size() ? i : 0)]);
+  test_->start(0, padded, B);
   double totals[4] = {0, 0, 0, 0};  // loss sum, top-1, top-5, samples
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B)) {
     const int64_t valid = std::min<int64_t>(B, static_cast<int64_t>(indices.size() - start));
-    // A short last chunk is padded with its first sample; only the valid rows are scored.
-    for (int64_t i = 0; i < B; ++i) chunk[i] = indices[start + static_cast<size_t>(i < valid ? i : 0)];
-    gather_batch(test_, chunk, images.data(), labels.data());
+    test_->next(images.data(), labels.data());
     const Tensor& logits = eval_graph_->forward(images.data(), RunContext{false, 0, 0});
     const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), labels.data(), 0.0, nullptr);
     totals[0] += l.loss * static_cast<double>(valid);

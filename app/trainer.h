@@ -10,7 +10,7 @@
 
 #include "app/checkpoint.h"
 #include "app/config.h"
-#include "data/labeled_images.h"
+#include "data/batch_source.h"
 #include "dist/grad_reducer.h"
 #include "dist/timeline.h"
 #include "dist/world.h"
@@ -78,7 +78,7 @@ class Trainer {
   std::ostream& out_;
   const World& world_;
   bool synthetic_ = false;  // data.source = "synthetic": no data sets, only train_step (bench)
-  LabeledImages train_, test_;
+  std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data
   Shape input_shape_;
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;

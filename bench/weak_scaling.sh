@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Weak scaling on one host: 1 rank x 1 thread against 2 ranks x 1 thread, same per-rank batch,
 # synthetic data (ringtrain bench), and what each part of the design buys: the 2-rank run with
-# ringtrain's defaults (ring over shared memory, 25 MiB buckets, overlap), with the ring over MPI
+# ringtrain's defaults (ring over shared memory, 25 MiB buckets, overlap, SGD sharded across
+# ranks), with every rank running the whole SGD after the allreduce, with the ring over MPI
 # point-to-point, with overlap off, with one collective per tensor (bucket_mb = 0), and with
 # MPI_Allreduce; and, as the ceiling no communication scheme can beat, two independent 1-rank
 # runs at once, one per core (they share only the machine: memory bandwidth, caches, noise).
-# The configurations alternate within each
-# repetition so the machine's noise hits them alike. Efficiency = total images/s of 2 ranks / (2 x
-# images/s of 1 rank) is taken within each repetition (the machine drifts between them); the
-# table prints the medians over repetitions, and the lowest and highest efficiency seen.
+# The configurations alternate within each repetition so the machine's noise hits them alike,
+# and the 1-rank run opens and closes each repetition: efficiency = total images/s of 2 ranks /
+# (2 x the mean of that repetition's two 1-rank figures), taken within each repetition (the
+# machine drifts between them); the table prints the medians over repetitions, and the lowest
+# and highest efficiency seen.
 #   bench/weak_scaling.sh [MODEL] [IMAGE_SIZE] [REPS]      (defaults: resnet50 112 3)
 # RT_MPIRUN replaces the 2-rank launcher, e.g. across the namespace hosts of scripts/netns_hosts.sh:
 #   RT_MPIRUN="ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:1,rt-b:1 -np 2 --mca plm_rsh_agent
@@ -27,8 +29,8 @@ common=(bench --config configs/cpu/resnet101.toml --set "model.name=$model" --se
 
 total() { grep -o '"images_per_s":[0-9.]*' | head -1 | cut -d: -f2; }
 declare -A runs
-names=("1 rank" "2 x 1 rank, no communication" "2 ranks" "2 ranks, ring over MPI p2p" "2 ranks, overlap off"
-       "2 ranks, bucket_mb 0" "2 ranks, MPI_Allreduce")
+names=("1 rank" "2 x 1 rank, no communication" "2 ranks" "2 ranks, SGD not sharded" "2 ranks, ring over MPI p2p"
+       "2 ranks, overlap off" "2 ranks, bucket_mb 0" "2 ranks, MPI_Allreduce")
 # Two independent single-rank runs, each pinned to its own core, started together: their sum.
 side_by_side() {
   local a b
@@ -40,13 +42,16 @@ side_by_side() {
   rm -f "$a" "$b"
 }
 for ((r = 1; r <= reps; r++)); do
-  runs["1 rank"]+=" $("$bin" "${common[@]}" | total)"
+  opening=$("$bin" "${common[@]}" | total)
   runs["2 x 1 rank, no communication"]+=" $(side_by_side)"
   runs["2 ranks"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" | total)"
+  runs["2 ranks, SGD not sharded"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.sharded_update=false | total)"
   runs["2 ranks, ring over MPI p2p"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.transport=mpi | total)"
   runs["2 ranks, overlap off"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.overlap=false | total)"
   runs["2 ranks, bucket_mb 0"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.bucket_mb=0 | total)"
   runs["2 ranks, MPI_Allreduce"]+=" $("${mpirun[@]}" "$bin" "${common[@]}" --set dist.allreduce=mpi | total)"
+  closing=$("$bin" "${common[@]}" | total)
+  runs["1 rank"]+=" $(awk -v a="$opening" -v b="$closing" 'BEGIN {print (a + b) / 2}')"
   echo "repetition $r/$reps done" >&2
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }

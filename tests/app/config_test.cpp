@@ -246,7 +246,7 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
       {"[checkpoint]\nevery_epochs = 0",
        "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
-      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, synthetic"},
+      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic"},
       {"[data]\ntail = \"keep\"", "'data.tail' = \"keep\" is not one of: drop, pad"},
       {"[log]\nprogress = \"fancy\"",
        "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
@@ -399,6 +399,18 @@ Config every_key_changed() {
   c.data = {
       "synthetic", 96, "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3}, {0.3, 1e-7, 2.5},
       "pad"};
+  c.data.train_folder = "tr";
+  c.data.val_folder = "va";
+  c.data.channels = 1;
+  c.data.resize_size = 300;
+  c.data.random_crop = false;
+  c.data.crop_scale = {0.25, 0.5};
+  c.data.crop_ratio = {0.5, 2.0};
+  c.data.flip = false;
+  c.data.workers = 3;
+  c.data.prefetch = 9;
+  c.data.on_bad_file = "error";
+  c.data.rebuild_index = true;
   c.train = {7, 128, 0.1 + 0.2, 0.95, true, 1e-5, true, 0.1, 42, 3, "cuda", "winograd"};
   c.schedule = {"step", 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
   c.dist = {"mpi", "tcp", "eth1", 0.0, 0.5, false, false, 5.5, 30.0};

@@ -1,0 +1,57 @@
+#include "data/image_sample.h"
+
+#include "base/check.h"
+#include "base/rng.h"
+
+namespace rt {
+
+namespace {
+// The rt::Rng stream of a training sample's transform, away from the streams other code uses.
+constexpr uint64_t kTransformStreamBase = 0x5452414E53464Dull;  // "TRANSFM"
+
+RgbImage evaluation_transform(const RgbImage& image, const ImageSampleOptions& o) {
+  if (image.width == o.size && image.height == o.size) return image;
+  const auto [w, h] = shorter_side_size(image.width, image.height, o.resize);
+  const RgbImage resized =
+      w == image.width && h == image.height ? image : resized_crop(image, {0, 0, image.width, image.height}, w, h);
+  return crop(resized, center_crop_box(w, h, o.size, o.size));
+}
+}  // namespace
+
+RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& o, bool training, uint64_t seed,
+                         int64_t epoch, int64_t sample) {
+  if (!training || !o.random_crop) {
+    RgbImage out = evaluation_transform(image, o);
+    if (!training || !o.flip) return out;
+    Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
+    if (rng.uniform() < 0.5f) flip_horizontally(out);
+    return out;
+  }
+  // A sample's draws: counter = sample x 256 + k, far more than the crop's ten tries ever take.
+  Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
+  const CropBox box = random_resized_crop_box(image.width, image.height, o.crop, rng);
+  RgbImage out = resized_crop(image, box, o.size, o.size);
+  if (o.flip && rng.uniform() < 0.5f) flip_horizontally(out);
+  return out;
+}
+
+void normalize_sample(const RgbImage& image, const ImageSampleOptions& o, float* out) {
+  RT_ASSERT(image.width == o.size && image.height == o.size);
+  if (o.channels == 3) {
+    normalize_into(image, {static_cast<float>(o.mean[0]), static_cast<float>(o.mean[1]), static_cast<float>(o.mean[2])},
+                   {static_cast<float>(o.std[0]), static_cast<float>(o.std[1]), static_cast<float>(o.std[2])}, out);
+    return;
+  }
+  RT_CHECK(o.channels == 1, "image samples have 1 or 3 channels, not ", o.channels);
+  // As the IDX loader computes it (in double), so a gray folder gives exactly the IDX tensors.
+  std::array<float, 256> table;
+  for (int v = 0; v < 256; ++v) table[static_cast<size_t>(v)] = static_cast<float>((v / 255.0 - o.mean[0]) / o.std[0]);
+  const size_t n = static_cast<size_t>(o.size) * static_cast<size_t>(o.size);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = image.pixels.data() + 3 * i;
+    // Pillow's convert("L"): ITU-R 601-2 luma in 16-bit fixed point; exact for gray pixels.
+    out[i] = table[(p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16];
+  }
+}
+
+}  // namespace rt

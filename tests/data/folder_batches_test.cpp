@@ -1,0 +1,218 @@
+// The image folder's batches: the same (seed, epoch) gives the same batches with 1 and 3 worker
+// threads; unreadable files of every kind are skipped, named once and counted, or stop the pass
+// naming the file; a gray folder (exported Fashion-MNIST) gives exactly the IDX loader's tensors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "base/rng.h"
+#include "data/image_folder_batches.h"
+#include "data/labeled_images.h"
+#include "tests/models/python_probe.h"
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wdouble-promotion"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wuseless-cast"
+#pragma GCC diagnostic ignored "-Wcast-qual"
+#pragma GCC diagnostic ignored "-Wduplicated-branches"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <stb/stb_image_write.h>
+#pragma GCC diagnostic pop
+
+namespace fs = std::filesystem;
+
+namespace rt {
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("ringtrain_batches_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// Random-content images of assorted sizes, PNG and JPEG, `per_class` in each of three classes.
+void write_tree(const fs::path& root, int per_class) {
+  Rng rng(7, 0);
+  for (int c = 0; c < 3; ++c) {
+    const fs::path dir = root / ("class" + std::to_string(c));
+    fs::create_directories(dir);
+    for (int i = 0; i < per_class; ++i) {
+      const int w = 40 + static_cast<int>(rng.below(60)), h = 40 + static_cast<int>(rng.below(60));
+      std::vector<unsigned char> px(static_cast<size_t>(w * h * 3));
+      for (unsigned char& v : px) v = static_cast<unsigned char>(rng.below(256));
+      const std::string stem = (dir / ("img" + std::to_string(i))).string();
+      const bool ok = i % 2 ? stbi_write_jpg((stem + ".jpg").c_str(), w, h, 3, px.data(), 90)
+                            : stbi_write_png((stem + ".png").c_str(), w, h, 3, px.data(), w * 3);
+      RT_CHECK(ok, "cannot write a test image under ", dir.string());
+    }
+  }
+}
+
+FolderBatchOptions training_options(int workers) {
+  FolderBatchOptions o;
+  o.sample.size = 24;
+  o.training = true;
+  o.seed = 11;
+  o.workers = workers;
+  o.prefetch = 3;
+  return o;
+}
+
+struct Pass {
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+};
+
+Pass one_pass(BatchSource& source, int64_t epoch, const std::vector<int64_t>& indices, int64_t batch) {
+  source.start(epoch, indices, batch);
+  const auto [c, h, w] = source.sample_shape();
+  Pass p;
+  p.images.resize(indices.size() * static_cast<size_t>(c * h * w));
+  p.labels.resize(indices.size());
+  for (size_t b = 0; b < indices.size() / static_cast<size_t>(batch); ++b)
+    source.next(p.images.data() + b * static_cast<size_t>(batch * c * h * w), p.labels.data() + b * static_cast<size_t>(batch));
+  return p;
+}
+
+TEST(FolderBatches, TheSameSeedAndEpochGiveTheSameBatchesWithOneAndThreeWorkers) {
+  const fs::path root = fresh_dir("determinism");
+  write_tree(root, 8);
+  const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22};  // as a sampler would give
+  ImageFolderBatches one(load_image_index(root.string()), training_options(1));
+  ImageFolderBatches three(load_image_index(root.string()), training_options(3));
+  for (int64_t epoch : {0, 1}) {
+    const Pass a = one_pass(one, epoch, order, 4), b = one_pass(three, epoch, order, 4);
+    EXPECT_EQ(a.images, b.images) << "epoch " << epoch;
+    EXPECT_EQ(a.labels, b.labels) << "epoch " << epoch;
+    const ImageIndex index = load_image_index(root.string());
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(a.labels[i], index.labels[static_cast<size_t>(order[i])]);
+  }
+  // Another epoch draws other crops; the evaluation transform draws none.
+  EXPECT_NE(one_pass(one, 0, order, 4).images, one_pass(one, 1, order, 4).images);
+  FolderBatchOptions eval = training_options(2);
+  eval.training = false;
+  eval.sample.resize = 28;
+  ImageFolderBatches e(load_image_index(root.string()), eval);
+  EXPECT_EQ(one_pass(e, 0, order, 3).images, one_pass(e, 5, order, 3).images);
+  fs::remove_all(root);
+}
+
+// Every kind of unreadable file, beside good ones: `names` returns the bad ones' paths.
+std::set<std::string> add_bad_files(const fs::path& root) {
+  const fs::path dir = root / "class1";
+  std::set<std::string> bad;
+  auto add = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    bad.insert((dir / name).string());
+  };
+  add("a_empty.jpg", "");
+  add("b_text.png", "not an image, just text\n");
+  std::ifstream png(root / "class0" / "img0.png", std::ios::binary), jpg(root / "class0" / "img1.jpg", std::ios::binary);
+  const std::string png_bytes((std::istreambuf_iterator<char>(png)), {}), jpg_bytes((std::istreambuf_iterator<char>(jpg)), {});
+  add("c_truncated.png", png_bytes.substr(0, png_bytes.size() / 2));
+  add("d_truncated.jpg", jpg_bytes.substr(0, 40));
+  std::string noise(3000, '\0');
+  Rng rng(3, 0);
+  for (char& ch : noise) ch = static_cast<char>(rng.below(256));
+  add("e_noise.jpg", noise);
+  return bad;
+}
+
+TEST(FolderBatches, UnreadableFilesAreSkippedNamedOnceAndCounted) {
+  const fs::path root = fresh_dir("bad");
+  write_tree(root, 4);
+  const std::set<std::string> bad = add_bad_files(root);
+  const ImageIndex index = load_image_index(root.string());
+  ASSERT_EQ(index.files.size(), 12u + bad.size());
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  FolderBatchOptions o = training_options(2);
+  o.warn = [&](const std::string& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    warnings.push_back(m);
+  };
+  ImageFolderBatches source(index, o);
+  std::vector<int64_t> all(index.files.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  for (int64_t epoch : {0, 1}) {
+    const Pass p = one_pass(source, epoch, all, 1);
+    EXPECT_EQ(source.skipped(), static_cast<int64_t>(bad.size())) << "epoch " << epoch;
+    // A bad file's place goes to the next readable file, with that file's label.
+    for (size_t i = 0; i < all.size(); ++i) {
+      size_t stand_in = i;
+      while (bad.count(index.path(stand_in))) stand_in = (stand_in + 1) % all.size();
+      EXPECT_EQ(p.labels[i], index.labels[stand_in]) << index.files[i];
+    }
+  }
+  ASSERT_EQ(warnings.size(), bad.size()) << "each bad file is named once per run";
+  for (const std::string& path : bad)
+    EXPECT_EQ(std::count_if(warnings.begin(), warnings.end(),
+                            [&](const std::string& w) { return w.find(path) != std::string::npos; }),
+              1)
+        << path;
+
+  o.error_on_bad_file = true;
+  ImageFolderBatches strict(index, o);
+  try {
+    one_pass(strict, 0, all, 1);
+    ADD_FAILURE() << "data.on_bad_file = \"error\" went past a bad file";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(std::any_of(bad.begin(), bad.end(), [&](const std::string& p) { return m.find(p) != std::string::npos; }))
+        << m;
+  }
+  fs::remove_all(root);
+}
+
+TEST(FolderBatches, AGrayFolderGivesExactlyTheIdxTensors) {
+  const std::string idx = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(idx + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST is not installed in " << idx;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL"); !why.empty()) GTEST_SKIP() << why;
+  const fs::path out = fresh_dir("fashion");
+  const std::string cmd = std::string(testing::kPython) + " " RT_SOURCE_DIR "/datasets/fashion_mnist_to_folders.py " +
+                          out.string() + " --limit 200 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const LabeledImages ref =
+      load_idx_dataset(idx + "/t10k-images-idx3-ubyte.gz", idx + "/t10k-labels-idx1-ubyte.gz", {0.2860}, {0.3530});
+  FolderBatchOptions o;
+  o.sample.size = 28;
+  o.sample.random_crop = false;
+  o.sample.flip = false;
+  o.sample.channels = 1;
+  o.sample.mean = {0.2860, 0, 0};
+  o.sample.std = {0.3530, 1, 1};
+  o.training = true;  // without random crop or flip: the images as they are
+  o.workers = 2;
+  const ImageIndex index = load_image_index((out / "val").string());
+  ImageFolderBatches source(index, o);
+  std::vector<int64_t> all(index.files.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  const Pass p = one_pass(source, 0, all, 8);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const size_t n = static_cast<size_t>(std::stoll(fs::path(index.files[i]).stem().string()));  // the IDX index
+    EXPECT_EQ(p.labels[i], ref.labels[n]);
+    EXPECT_TRUE(std::equal(p.images.begin() + static_cast<std::ptrdiff_t>(i * 784),
+                           p.images.begin() + static_cast<std::ptrdiff_t>((i + 1) * 784),
+                           ref.pixels.begin() + static_cast<std::ptrdiff_t>(n * 784)))
+        << index.files[i];
+  }
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace rt
