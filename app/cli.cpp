@@ -10,6 +10,7 @@ std::string usage() {
   return "usage: ringtrain [train|eval|bench|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
+         "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -17,6 +18,8 @@ std::string usage() {
          "  forward  one pass of a model on weights W and a batch B (safetensors: \"input\" (N, C, H, W),\n"
          "           \"target\" (N)); writes logits, loss, buffers and, with --backward, every gradient to O;\n"
          "           --eval uses running batch-norm statistics\n"
+         "  predict  the top-5 classes of each image, with probabilities, through the config's evaluation\n"
+         "           transform (shorter side resized, centre crop); W: a checkpoint or state dict\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -28,7 +31,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   int i = 1;
   if (i < argc) {
     const std::string_view first = argv[i];
-    if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "info") {
+    if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "predict" ||
+        first == "info") {
       a.command = first;
       ++i;
     } else if (first == "help" || first == "--help" || first == "-h") {
@@ -59,6 +63,9 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.batch = value(arg);
     } else if (arg == "--out") {
       a.out = value(arg);
+    } else if (arg == "--image") {
+      a.images.push_back(value(arg));
+      while (i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0) a.images.emplace_back(argv[++i]);
     } else if (arg == "--backward") {
       a.backward = true;
     } else if (arg == "--eval") {
@@ -86,6 +93,9 @@ CliArgs parse_cli(int argc, const char* const* argv) {
              usage());
     for (const auto& [flag, v] : {std::pair{"--weights", &a.weights}, {"--batch", &a.batch}, {"--out", &a.out}})
       RT_CHECK(!v->empty(), "ringtrain forward needs ", flag, " FILE\n", usage());
+  } else if (a.command == "predict") {
+    RT_CHECK(!a.config_path.empty() && !a.weights.empty() && !a.images.empty(),
+             "ringtrain predict needs --config FILE, --weights FILE and --image PATH...\n", usage());
   } else {
     RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n",
              usage());

@@ -1,4 +1,4 @@
-// Command-line parsing: `ringtrain [train|eval|bench|forward|info] --config FILE
+// Command-line parsing: `ringtrain [train|eval|bench|forward|predict|info] --config FILE
 // [--set table.key=value ...] [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
 // trains. Bad arguments are rt::Error with the usage hint.
 #pragma once
@@ -9,13 +9,14 @@
 namespace rt {
 
 struct CliArgs {
-  std::string command = "train";  // train | eval | bench | forward | info | help | version
+  std::string command = "train";  // train | eval | bench | forward | predict | info | help | version
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
   std::string model;   // info, forward: --model NAME
   int64_t input = 0;   // info --input SIZE (square); 0 = the model's usual size
-  std::string weights, batch, out;  // forward --weights FILE --batch FILE --out FILE
+  std::string weights, batch, out;  // forward --weights FILE --batch FILE --out FILE; predict --weights FILE
+  std::vector<std::string> images;  // predict --image PATH ...
   bool backward = false;            // forward --backward
   bool eval_mode = false;           // forward --eval
 };

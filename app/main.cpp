@@ -9,6 +9,7 @@
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/forward.h"
+#include "app/predict.h"
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "base/check.h"
@@ -69,6 +70,11 @@ int run(const CliArgs& args) {
   if (args.command == "forward") {
     const ForwardRequest request{config_of(args), args.weights, args.batch, args.out, !args.eval_mode, args.backward};
     std::cout << run_forward(request) << std::endl;
+    return 0;
+  }
+
+  if (args.command == "predict") {
+    std::cout << run_predict(load_config(args.config_path, args.overrides), args.weights, args.images) << std::flush;
     return 0;
   }
 

@@ -14,6 +14,7 @@
 
 #include "app/atomic_file.h"
 #include "app/consistency.h"
+#include "app/image_options.h"
 #include "app/json.h"
 #include "app/progress.h"
 #include "base/check.h"
@@ -41,15 +42,7 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::s
                                                uint64_t seed, int workers,
                                                std::function<void(const std::string&)> warn) {
   FolderBatchOptions o;
-  ImageSampleOptions& s = o.sample;
-  s.size = static_cast<int>(d.image_size > 0 ? d.image_size : find_model(model).default_input[1]);
-  s.resize = static_cast<int>(d.resize_size > 0 ? d.resize_size : std::lround(s.size * 256.0 / 224.0));
-  RT_CHECK(s.resize >= s.size, "data.resize_size = ", s.resize, " is smaller than the crop, data.image_size = ", s.size);
-  s.crop = {d.crop_scale[0], d.crop_scale[1], d.crop_ratio[0], d.crop_ratio[1]};
-  s.random_crop = d.random_crop;
-  s.flip = d.flip;
-  s.channels = static_cast<int>(d.channels);
-  for (size_t c = 0; c < d.mean.size() && c < 3; ++c) s.mean[c] = d.mean[c], s.std[c] = d.std[c];
+  o.sample = image_sample_options(d, model);
   o.training = training;
   o.seed = seed;
   o.workers = workers;
