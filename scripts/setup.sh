@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
-            libtomlplusplus-dev libstb-dev libgtest-dev libgmock-dev)
+            libtomlplusplus-dev libstb-dev libjpeg62-turbo-dev libgtest-dev libgmock-dev)
 data_pkgs=(dataset-fashion-mnist)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)

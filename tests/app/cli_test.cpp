@@ -54,6 +54,17 @@ TEST(ParseCli, SubcommandsAndResume) {
   EXPECT_EQ(a.resume_dir, "runs/a");
 }
 
+TEST(ParseCli, PredictTakesEveryPathAfterImageUntilTheNextFlag) {
+  const char* argv[] = {"ringtrain", "predict", "--image", "a.png", "b c.jpg", "--config", "x.toml",
+                        "--weights", "w.safetensors", "--image", "d.bmp"};
+  const CliArgs a = parse_cli(11, argv);
+  EXPECT_EQ(a.command, "predict");
+  EXPECT_EQ(a.images, (std::vector<std::string>{"a.png", "b c.jpg", "d.bmp"}));
+  EXPECT_EQ(a.weights, "w.safetensors");
+  const char* no_image[] = {"ringtrain", "predict", "--config", "x.toml", "--weights", "w"};
+  EXPECT_THROW(parse_cli(6, no_image), Error);
+}
+
 TEST(ParseCli, UnknownArgumentAndMissingValueAreErrors) {
   const char* unknown[] = {"ringtrain", "--config", "x.toml", "--epochs", "3"};
   EXPECT_THROW(parse_cli(5, unknown), Error);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Image pipeline throughput, ringtrain against torchvision (ImageFolder + DataLoader) on the same
+# ImageNet-sized JPEGs with the same training transforms and the same number of workers,
+# alternating within each repetition; prints the medians and their ratio.
+#   bench/image_pipeline.sh [WORKERS] [REPS] [IMAGES]      (defaults: 2 3 640)
+# The JPEGs are made from the sample photos of Debian's python3-skimage and python3-sklearn:
+# from the installed packages, else from the packages' files (apt-get download, unpacked into
+# /tmp, nothing installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+workers=${1:-2} reps=${2:-3} images=${3:-640}
+python=/usr/bin/python3
+bin=./build/bench/image_pipeline_bench
+[[ -x $bin ]] || { echo "image_pipeline: build first ($bin)" >&2; exit 1; }
+photos=(/usr/lib/python3/dist-packages/skimage/data /usr/lib/python3/dist-packages/sklearn/datasets/images)
+if [[ ! -d ${photos[0]} ]]; then
+  cache=/tmp/ringtrain_debian_photos
+  if [[ ! -d $cache/x ]]; then
+    mkdir -p "$cache" && (cd "$cache" && apt-get download python3-skimage python3-sklearn > /dev/null 2>&1 &&
+                          for d in *.deb; do dpkg -x "$d" x; done)
+  fi
+  photos=("$cache/x${photos[0]}" "$cache/x${photos[1]}")
+fi
+tree=/tmp/ringtrain_photo_tree_$images
+[[ -d $tree ]] || $python bench/make_photo_tree.py "${photos[@]}" "$tree" --images "$images"
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+ours="" theirs=""
+for ((r = 1; r <= reps; r++)); do
+  ours+="$("$bin" "$tree" --workers "$workers" --passes 3 | sed -n 's/^ringtrain: median \([0-9.]*\).*/\1/p') "
+  theirs+="$($python bench/image_pipeline_torchvision.py "$tree" --workers "$workers" --passes 3 |
+             sed -n 's/^torchvision: median \([0-9.]*\).*/\1/p') "
+  echo "repetition $r/$reps done" >&2
+done
+a=$(echo "$ours" | tr ' ' '\n' | grep . | median) b=$(echo "$theirs" | tr ' ' '\n' | grep . | median)
+echo "decode + random resized crop 224 + flip + normalise, $images JPEGs of 500x375 (quality 90), $workers workers, median of $reps"
+awk -v a="$a" -v b="$b" -v w="$workers" 'BEGIN {
+  printf "ringtrain   %7.1f images/s (%6.1f per worker)\ntorchvision %7.1f images/s (%6.1f per worker)\nratio %.2fx\n",
+         a, a / w, b, b / w, a / b }'

@@ -1,0 +1,62 @@
+// Throughput of ringtrain's image-folder pipeline alone: decode, random resized crop, flip and
+// normalise on worker threads into ready batches, as the trainer consumes them (no network).
+// Prints one JSON line per pass and a summary with the median. bench/image_pipeline.sh runs it
+// beside torchvision's DataLoader on the same files.
+//   image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "data/image_folder_batches.h"
+#include "data/sampler.h"
+
+int main(int argc, char** argv) {
+  try {
+    RT_CHECK(argc >= 2, "usage: image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P]");
+    const std::string root = argv[1];
+    int workers = 2, passes = 3;
+    int64_t batch = 32, size = 224;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i];
+      const long long v = std::atoll(argv[i + 1]);
+      if (flag == "--workers") workers = static_cast<int>(v);
+      else if (flag == "--batch") batch = v;
+      else if (flag == "--size") size = v;
+      else if (flag == "--passes") passes = static_cast<int>(v);
+      else RT_CHECK(false, "unknown flag ", flag);
+    }
+    rt::FolderBatchOptions o;
+    o.sample.size = static_cast<int>(size);
+    o.training = true;
+    o.workers = workers;
+    o.prefetch = 2 * workers;
+    rt::ImageFolderBatches source(rt::load_image_index(root), o);
+    const rt::EpochSampler sampler(source.count(), batch, 1);
+    std::vector<float> images(static_cast<size_t>(batch * o.sample.floats()));
+    std::vector<int32_t> labels(static_cast<size_t>(batch));
+    std::vector<double> rates;
+    for (int pass = 0; pass <= passes; ++pass) {  // pass 0 warms the page cache and the threads
+      const std::vector<int64_t> order = sampler.epoch_indices(pass);
+      const auto start = std::chrono::steady_clock::now();
+      source.start(pass, order, batch);
+      for (int64_t b = 0; b < sampler.steps_per_epoch(); ++b) source.next(images.data(), labels.data());
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double rate = static_cast<double>(order.size()) / s;
+      if (pass > 0) rates.push_back(rate);
+      std::printf("{\"kind\":\"image_pipeline\",\"impl\":\"ringtrain\",\"pass\":%d,\"workers\":%d,\"images\":%zu,"
+                  "\"seconds\":%.3f,\"images_per_s\":%.2f}\n",
+                  pass, workers, order.size(), s, rate);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::printf("ringtrain: median %.1f images/s with %d workers (%.1f per worker)\n", rates[rates.size() / 2], workers,
+                rates[rates.size() / 2] / workers);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "image_pipeline_bench: %s\n", e.what());
+    return 1;
+  }
+}
