@@ -74,7 +74,7 @@ struct DistConfig {
   std::string transport = "auto";  // the ring's: "auto" (shm on one host, else tcp) | "shm" | "tcp" | "mpi"
   std::string tcp_interface;       // tcp transport: the network interface to use ("" = any that reaches)
   double bucket_mb = 25;           // >= 0: gradient bucket cap in MiB; 0 = one collective per tensor
-  double first_bucket_mb = 1;      // > 0: cap of the first bucket, so communication starts early
+  double first_bucket_mb = 1;      // > 0: cap of the first and last buckets (start early, finish soon after backward)
   bool overlap = true;             // run buckets during backward; false = all after backward
   bool sharded_update = true;      // SGD on each rank's finished share, parameters all-gathered (Note [Sharded update])
   double stall_warn_s = 60;        // > 0: report a collective waiting this long

@@ -232,7 +232,7 @@ inline const std::vector<KeySpec>& config_schema() {
        .also = {"fusion_threshold", "bucket_cap_mb", "bucket_size"}},
       {.table = "dist", .key = "first_bucket_mb",
        .field = &member<&C::dist, &DistConfig::first_bucket_mb>,
-       .doc = "cap of the first bucket in MiB, so communication starts early", .bound = above(0)},
+       .doc = "cap of the first and the last bucket in MiB: communication starts early and little is left after backward", .bound = above(0)},
       {.table = "dist", .key = "overlap",
        .field = &member<&C::dist, &DistConfig::overlap>,
        .doc = "allreduce buckets during backward; false = all after backward"},

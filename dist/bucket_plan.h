@@ -26,9 +26,10 @@ struct Bucket {
   size_t first_param = 0, end_param = 0;  // [first, end) in arena order
 };
 
-// The first bucket closes once it holds `first_cap_floats` (small, so communication starts
-// early), later ones at `cap_floats`. A parameter larger than the cap gets a bucket of its own.
-// cap_floats == 0: one bucket per parameter (no fusion).
+// The first and the last buckets hold up to `first_cap_floats`: the first so that communication
+// starts early, the last (the gradients backward finishes with, which nothing can overlap) so that
+// little is left to do after backward. The others close at `cap_floats`. A parameter larger than
+// its cap gets a bucket of its own. cap_floats == 0: one bucket per parameter (no fusion).
 std::vector<Bucket> plan_buckets(const std::vector<ParamExtent>& params, int64_t first_cap_floats, int64_t cap_floats);
 
 }  // namespace rt

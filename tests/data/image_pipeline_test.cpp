@@ -97,6 +97,23 @@ TEST(ImageDecode, EveryFormatAndModeMatchesPillow) {
   }
 }
 
+// The photographs and scans Debian's python3-skimage and python3-sklearn ship (palette, gray,
+// RGBA and photographic files among them), where those packages are installed.
+TEST(ImageDecode, DebianSamplePhotosMatchPillow) {
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  const auto rows = manifest("photo");
+  if (rows.empty()) GTEST_SKIP() << "python3-skimage and python3-sklearn are not installed: no sample photos to decode";
+  for (const auto& row : rows) {
+    const RgbImage ours = read_image(row[2]);
+    const RgbImage pillow = read_rgb(oracle_dir() / row[3]);
+    ASSERT_EQ(ours.width, pillow.width) << row[2];
+    ASSERT_EQ(ours.height, pillow.height) << row[2];
+    const Diff d = compare(ours, pillow);
+    std::cout << row[1] << ": max difference " << d.max << ", mean " << d.mean << "\n";
+    EXPECT_EQ(d.max, 0) << row[2];
+  }
+}
+
 TEST(ImageDecode, ContentDecidesNotTheExtension) {
   if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
   const fs::path dir = fresh_dir("misnamed");

@@ -10,6 +10,8 @@ OUT_DIR/manifest.txt lines:
   crop SOURCE_RGB X Y W H OUT_W OUT_H RGB_FILE   (torchvision resized_crop, bilinear)
   eval SOURCE_RGB RESIZE CROP RGB_FILE           (Resize(RESIZE) then CenterCrop(CROP))
   boxes W H DRAWS MEAN_SCALE MEAN_LOG_RATIO      (RandomResizedCrop.get_params, defaults)
+  photo NAME PATH RGB_FILE      (a real photo shipped by Debian's python3-skimage or
+                                 python3-sklearn, where installed, and Pillow's decoding)
 """
 import os, sys
 import numpy as np
@@ -95,6 +97,22 @@ for bw, bh in ((500, 375), (375, 500), (224, 224), (1000, 120)):
         scale += w * h / (bw * bh) / draws
         log_ratio += math.log(w / h) / draws
     manifest.append(f"boxes {bw} {bh} {draws} {scale:.6f} {log_ratio:.6f}")
+
+# Real photographs and scans from Debian packages, where they are installed (nothing is fetched);
+# RINGTRAIN_PHOTO_DIRS (colon-separated) adds folders, e.g. the packages' files unpacked elsewhere.
+photo_dirs = ["/usr/lib/python3/dist-packages/skimage/data", "/usr/lib/python3/dist-packages/sklearn/datasets/images"]
+photo_dirs += [d for d in os.environ.get("RINGTRAIN_PHOTO_DIRS", "").split(":") if d]
+for folder in photo_dirs:
+    if not os.path.isdir(folder):
+        continue
+    for name in sorted(os.listdir(folder)):
+        if not name.lower().endswith((".png", ".jpg", ".jpeg", ".bmp", ".gif")):
+            continue
+        try:
+            decoded = np.asarray(Image.open(os.path.join(folder, name)).convert("RGB"))
+        except OSError:  # a damaged sample Pillow cannot read either
+            continue
+        manifest.append(f"photo {name} {os.path.join(folder, name)} {save_rgb('photo_' + name + '.rgb', decoded)}")
 
 with open(os.path.join(out, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")

@@ -22,9 +22,10 @@ TEST(BucketPlan, ZeroCapGivesOneBucketPerParameter) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(b[i].first_param, i);
 }
 
-TEST(BucketPlan, SmallFirstBucketThenCapsAndOversizedParametersAlone) {
-  // Sizes in floats (offsets aligned to 16: 0, 64, 128, 432, 736, 1040, 6048); first cap 100, cap 1000.
-  const auto p = extents({60, 60, 300, 300, 300, 5000, 10});
+TEST(BucketPlan, SmallFirstAndLastBucketsThenCapsAndOversizedParametersAlone) {
+  // Sizes in floats (offsets aligned to 16: 0, 64, 128, 432, 736, 1040, 6048, 6064, 6080; the
+  // arena ends at 6140); first and last cap 100, cap 1000.
+  const auto p = extents({60, 60, 300, 300, 300, 5000, 10, 10, 60});
   const auto b = plan_buckets(p, 100, 1000);
   ASSERT_EQ(b.size(), 4u);
   EXPECT_EQ(b[0].end_param, 1u);    // 60 alone: with the next it would span 124 > 100
@@ -33,7 +34,14 @@ TEST(BucketPlan, SmallFirstBucketThenCapsAndOversizedParametersAlone) {
   EXPECT_EQ(b[1].count, 972);
   EXPECT_EQ(b[2].first_param, 5u);  // 5000 > cap: a bucket of its own
   EXPECT_EQ(b[2].end_param, 6u);
-  EXPECT_EQ(b[3].first_param, 6u);  // and nothing joins it
+  EXPECT_EQ(b[3].first_param, 6u);  // the last bucket: from offset 6048 to the end spans 92 <= 100
+  EXPECT_EQ(b[3].end_param, 9u);
+  EXPECT_EQ(b[3].count, 92);
+  // A last parameter larger than the cap is the last bucket alone; one that fits takes it all.
+  const auto big_last = plan_buckets(extents({10, 10, 500}), 100, 1000);
+  ASSERT_EQ(big_last.size(), 2u);
+  EXPECT_EQ(big_last[1].first_param, 2u);
+  EXPECT_EQ(plan_buckets(extents({10, 10, 20}), 100, 1000).size(), 1u);
 }
 
 TEST(BucketPlan, BucketsAreContiguousSlicesCoveringEveryParameterOnce) {
