@@ -17,20 +17,7 @@
 #define STBI_ONLY_GIF
 #define STBI_NO_STDIO
 #define STBI_FAILURE_USERMSG
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wduplicated-branches"
-#include <stb/stb_image.h>
-#pragma GCC diagnostic pop
+#include <stb/stb_image.h>  // a system header: its own warnings stay quiet
 
 namespace rt {
 

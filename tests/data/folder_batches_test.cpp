@@ -2,7 +2,6 @@
 // threads; unreadable files of every kind are skipped, named once and counted, or stop the pass
 // naming the file; a gray folder (exported Fashion-MNIST) gives exactly the IDX loader's tensors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,35 +14,18 @@
 #include "base/rng.h"
 #include "data/image_folder_batches.h"
 #include "data/labeled_images.h"
+#include "tests/data/fresh_dir.h"
 #include "tests/models/python_probe.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wduplicated-branches"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include <stb/stb_image_write.h>
-#pragma GCC diagnostic pop
+#include <stb/stb_image_write.h>  // a system header: its own warnings stay quiet
 
 namespace fs = std::filesystem;
 
 namespace rt {
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("ringtrain_batches_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+using testing::fresh_dir;
 
 // Random-content images of assorted sizes, PNG and JPEG, `per_class` in each of three classes.
 void write_tree(const fs::path& root, int per_class) {

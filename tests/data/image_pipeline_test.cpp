@@ -2,7 +2,6 @@
 // images and Pillow's pixels), transforms against torchvision on the same pixels and crop boxes,
 // crop-box statistics, bad files, and the folder index with its cache.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "data/labeled_images.h"
 #include "data/image_folder.h"
 #include "data/image_transforms.h"
+#include "tests/data/fresh_dir.h"
 #include "tests/models/python_probe.h"
 
 namespace fs = std::filesystem;
@@ -23,12 +23,7 @@ namespace fs = std::filesystem;
 namespace rt {
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("ringtrain_images_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+using testing::fresh_dir;
 
 RgbImage read_rgb(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -27,14 +27,20 @@ struct TorchSgdScalar {
   }
 };
 
-void check_sgd(bool nesterov) {
-  Graph g(Shape{2, 3, 3});
+// A convolution with bias and a batch norm: weights, a bias and norm parameters, with padding
+// between them in the arena.
+void build_conv_bn(Graph& g, uint64_t seed) {
   Conv2dGeometry c = Conv2dGeometry::square(2, 2, 1);
   c.bias = true;
   g.add("conv", Conv2d(c), {g.input()});
   g.add("bn", BatchNorm2d(2), {1});
   g.plan(1, Device::kCpu);
-  g.init_parameters(3);
+  g.init_parameters(seed);
+}
+
+void check_sgd(bool nesterov) {
+  Graph g(Shape{2, 3, 3});
+  build_conv_bn(g, 3);
   Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false});
   std::vector<std::vector<TorchSgdScalar>> ref;
   for (ParamRef& p : g.params()) {
@@ -66,12 +72,7 @@ TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 // and the alignment padding between them; together the pieces must give the whole step, bit for bit.
 TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   Graph g(Shape{2, 3, 3});
-  Conv2dGeometry c = Conv2dGeometry::square(2, 2, 1);
-  c.bias = true;
-  g.add("conv", Conv2d(c), {g.input()});
-  g.add("bn", BatchNorm2d(2), {1});
-  g.plan(1, Device::kCpu);
-  g.init_parameters(5);
+  build_conv_bn(g, 5);
   Sgd sgd(g, SgdOptions{0.9, true, 0.01, false});
   const int64_t n = g.arena_floats();
   for (int64_t i = 0; i < n; ++i) {
