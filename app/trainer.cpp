@@ -326,8 +326,8 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
         Span span(tl, "data");
         epoch_stats[2] += train_->next(images.data(), labels.data());
       }
-      const double lr = schedule_.at(position_.step);
       const LossResult loss = train_step(images.data(), labels.data());
+      const double lr = lr_;  // the rate train_step applied
       if (tl) tl->flush(run_step);
       const double dt = seconds_since(step_start);
       result.train_seconds += dt;

@@ -20,18 +20,12 @@ RgbImage evaluation_transform(const RgbImage& image, const ImageSampleOptions& o
 
 RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& o, bool training, uint64_t seed,
                          int64_t epoch, int64_t sample) {
-  if (!training || !o.random_crop) {
-    RgbImage out = evaluation_transform(image, o);
-    if (!training || !o.flip) return out;
-    Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
-    if (rng.uniform() < 0.5f) flip_horizontally(out);
-    return out;
-  }
   // A sample's draws: counter = sample x 256 + k, far more than the crop's ten tries ever take.
   Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
-  const CropBox box = random_resized_crop_box(image.width, image.height, o.crop, rng);
-  RgbImage out = resized_crop(image, box, o.size, o.size);
-  if (o.flip && rng.uniform() < 0.5f) flip_horizontally(out);
+  RgbImage out = training && o.random_crop
+                     ? resized_crop(image, random_resized_crop_box(image.width, image.height, o.crop, rng), o.size, o.size)
+                     : evaluation_transform(image, o);
+  if (training && o.flip && rng.uniform() < 0.5f) flip_horizontally(out);
   return out;
 }
 

@@ -3,7 +3,6 @@
 // naming the file; a gray folder (exported Fashion-MNIST) gives exactly the IDX loader's tensors.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -14,7 +13,7 @@
 #include "base/rng.h"
 #include "data/image_folder_batches.h"
 #include "data/labeled_images.h"
-#include "tests/data/fresh_dir.h"
+#include "tests/data/test_folders.h"
 #include "tests/models/python_probe.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -166,9 +165,7 @@ TEST(FolderBatches, AGrayFolderGivesExactlyTheIdxTensors) {
   if (!fs::exists(idx + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST is not installed in " << idx;
   if (const std::string& why = testing::python_unavailable("numpy, PIL"); !why.empty()) GTEST_SKIP() << why;
   const fs::path out = fresh_dir("fashion");
-  const std::string cmd = std::string(testing::kPython) + " " RT_SOURCE_DIR "/datasets/fashion_mnist_to_folders.py " +
-                          out.string() + " --limit 200 > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_TRUE(testing::export_fashion_mnist(out, 200));
   const LabeledImages ref =
       load_idx_dataset(idx + "/t10k-images-idx3-ubyte.gz", idx + "/t10k-labels-idx1-ubyte.gz", {0.2860}, {0.3530});
   FolderBatchOptions o;

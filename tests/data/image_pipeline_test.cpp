@@ -15,7 +15,7 @@
 #include "data/labeled_images.h"
 #include "data/image_folder.h"
 #include "data/image_transforms.h"
-#include "tests/data/fresh_dir.h"
+#include "tests/data/test_folders.h"
 #include "tests/models/python_probe.h"
 
 namespace fs = std::filesystem;
@@ -77,19 +77,22 @@ std::vector<std::vector<std::string>> manifest(const std::string& kind) {
 // JPEGs too must match exactly: ringtrain decodes them with libjpeg-turbo at Pillow's settings
 // (Note [JPEG decoder]), and Debian's Pillow links the same library. (With stb_image's own JPEG
 // decoder the oracle's q90 photograph-like image differed by up to 3 levels, mean 0.08.)
+// Our decoding of `path` equals Pillow's, saved by the oracle as `pillow_rgb`, pixel for pixel.
+void expect_decodes_as_pillow(const std::string& path, const std::string& pillow_rgb, const std::string& name) {
+  const RgbImage ours = read_image(path);
+  const RgbImage pillow = read_rgb(oracle_dir() / pillow_rgb);
+  ASSERT_EQ(ours.width, pillow.width) << path;
+  ASSERT_EQ(ours.height, pillow.height) << path;
+  const Diff d = compare(ours, pillow);
+  std::cout << name << ": max difference " << d.max << ", mean " << d.mean << "\n";
+  EXPECT_EQ(d.max, 0) << path;
+}
+
 TEST(ImageDecode, EveryFormatAndModeMatchesPillow) {
   if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
   const auto rows = manifest("decode");
   ASSERT_GE(rows.size(), 12u);
-  for (const auto& row : rows) {
-    const RgbImage ours = read_image((oracle_dir() / row[2]).string());
-    const RgbImage pillow = read_rgb(oracle_dir() / row[3]);
-    ASSERT_EQ(ours.width, pillow.width) << row[1];
-    ASSERT_EQ(ours.height, pillow.height) << row[1];
-    const Diff d = compare(ours, pillow);
-    std::cout << row[1] << ": max difference " << d.max << ", mean " << d.mean << "\n";
-    EXPECT_EQ(d.max, 0) << row[1];
-  }
+  for (const auto& row : rows) expect_decodes_as_pillow((oracle_dir() / row[2]).string(), row[3], row[1]);
 }
 
 // The photographs and scans Debian's python3-skimage and python3-sklearn ship (palette, gray,
@@ -98,15 +101,7 @@ TEST(ImageDecode, DebianSamplePhotosMatchPillow) {
   if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
   const auto rows = manifest("photo");
   if (rows.empty()) GTEST_SKIP() << "python3-skimage and python3-sklearn are not installed: no sample photos to decode";
-  for (const auto& row : rows) {
-    const RgbImage ours = read_image(row[2]);
-    const RgbImage pillow = read_rgb(oracle_dir() / row[3]);
-    ASSERT_EQ(ours.width, pillow.width) << row[2];
-    ASSERT_EQ(ours.height, pillow.height) << row[2];
-    const Diff d = compare(ours, pillow);
-    std::cout << row[1] << ": max difference " << d.max << ", mean " << d.mean << "\n";
-    EXPECT_EQ(d.max, 0) << row[2];
-  }
+  for (const auto& row : rows) expect_decodes_as_pillow(row[2], row[3], row[1]);
 }
 
 TEST(ImageDecode, ContentDecidesNotTheExtension) {
@@ -246,9 +241,7 @@ TEST(ImageFolder, ExportedFashionMnistFoldersEqualTheIdxFiles) {
   const std::string idx = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(idx + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST is not installed in " << idx;
   const fs::path out = fresh_dir("fashion");
-  const std::string cmd = std::string(testing::kPython) + " " RT_SOURCE_DIR "/datasets/fashion_mnist_to_folders.py " +
-                          out.string() + " --limit 300 > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_TRUE(testing::export_fashion_mnist(out, 300));
   const LabeledImages ref =
       load_idx_dataset(idx + "/t10k-images-idx3-ubyte.gz", idx + "/t10k-labels-idx1-ubyte.gz", {0.0}, {1.0});
   const ImageIndex index = load_image_index((out / "val").string());
