@@ -60,13 +60,14 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   char line[640];
   std::snprintf(line, sizeof line,
                 "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
-                "%s, buckets %g MiB (first %g), overlap %s\n"
+                "%s, buckets %g MiB (first %g), overlap %s, %s %s\n"
                 "bench: convolutions: %s asked, Winograd on %d of %d\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps\n",
                 c.model.name.c_str(), world.size(), static_cast<int>(hosts), threads, static_cast<long long>(B),
                 static_cast<long long>(B * world.size()), shape_str(in).c_str(),
                 collective.c_str(),
-                c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
+                c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off", c.train.device.c_str(),
+                c.train.precision.c_str(),
                 c.train.conv_algorithm.c_str(), winograd, convolutions,
                 static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
                 static_cast<long long>(b.steps_per_window));
@@ -81,7 +82,10 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
     if (tl) tl->flush(run_step);
     ++run_step;
   };
+  // GPU work is queued: each window starts and ends with the device idle.
+  const Device device = parse_device(c.train.device);
   for (int64_t s = 0; s < b.warmup_steps; ++s) step();
+  synchronize(device);
 
   BenchResult r;
   const double window_images = static_cast<double>(B * b.steps_per_window);
@@ -89,6 +93,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   for (int64_t w = 0; w < b.windows; ++w) {
     const auto t0 = Clock::now();
     for (int64_t s = 0; s < b.steps_per_window; ++s) step();
+    synchronize(device);
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     own_seconds += seconds;
     world.allreduce_max(&seconds, 1);
@@ -126,7 +131,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   }
   JsonLine j;
   j.add("kind", "bench").add("model", c.model.name).add("ranks", world.size()).add("hosts", static_cast<int64_t>(hosts))
-      .add("threads_per_rank", threads).add("device", c.train.device).add("batch_per_rank", B)
+      .add("threads_per_rank", threads).add("device", c.train.device)
+      .add("precision", c.train.precision).add("batch_per_rank", B)
       .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
       .add("collective", collective)
       .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)

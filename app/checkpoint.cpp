@@ -28,7 +28,7 @@ void check_shape(const StTensor& t, const Shape& want, const std::string& name, 
 void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const std::string& source) {
   check_shape(t, dst.shape(), name, source);
   const std::vector<float> values = as_f32(t, str_cat(source, ": tensor '", name, "'"));
-  std::memcpy(dst.data(), values.data(), values.size() * sizeof(float));
+  copy_bytes(dst.data(), dst.device(), values.data(), Device::kCpu, values.size() * sizeof(float));
 }
 
 int64_t meta_int(const StFile& f, const char* key, const std::string& source) {
@@ -47,10 +47,16 @@ int64_t meta_int(const StFile& f, const char* key, const std::string& source) {
 
 }  // namespace
 
+StTensor f32_tensor_of(const Tensor& t) {
+  if (t.device() == Device::kCpu) return make_f32_tensor(t.shape(), t.data());
+  const Tensor host = to_device(t, Device::kCpu);
+  return make_f32_tensor(host.shape(), host.data());
+}
+
 StFile model_state(const Graph& graph) {
   StFile f;
-  for (const ParamRef& p : graph.params()) f.tensors.push_back({p.name, make_f32_tensor(p.value.shape(), p.value.data())});
-  for (const BufferRef& b : graph.buffers()) f.tensors.push_back({b.name, make_f32_tensor(b.value.shape(), b.value.data())});
+  for (const ParamRef& p : graph.params()) f.tensors.push_back({p.name, f32_tensor_of(p.value)});
+  for (const BufferRef& b : graph.buffers()) f.tensors.push_back({b.name, f32_tensor_of(b.value)});
   for (const CounterRef& c : graph.counters()) f.tensors.push_back({c.name, counter_tensor(*c.value)});
   return f;
 }
@@ -99,7 +105,7 @@ void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const
   StFile f = model_state(graph);
   for (size_t i = 0; i < graph.params().size(); ++i) {
     const Tensor& m = sgd.momentum(i);
-    f.tensors.push_back({kMomentumPrefix + graph.params()[i].name, make_f32_tensor(m.shape(), m.data())});
+    f.tensors.push_back({kMomentumPrefix + graph.params()[i].name, f32_tensor_of(m)});
   }
   f.metadata = {{"format", kFormat},
                 {"model", model_name},

@@ -26,6 +26,9 @@ inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
 inline constexpr const char* kMomentumPrefix = "optimizer.momentum.";
 
 // The state dict (parameters, buffers, counters), plain and named as torchvision.
+// A float32 safetensors entry holding t's values, from whichever device t is on.
+StTensor f32_tensor_of(const Tensor& t);
+
 StFile model_state(const Graph& graph);
 // Loads every tensor of the state dict; missing, unexpected or mis-shaped tensors are rt::Error
 // naming the source, the tensor and both shapes. Tensors outside the state dict (optimizer.*)

@@ -186,6 +186,11 @@ inline const std::vector<KeySpec>& config_schema() {
       {.table = "train", .key = "device",
        .field = &member<&C::train, &TrainConfig::device>,
        .doc = "where the model runs", .choices = {"cpu", "cuda"}, .also = {"gpu"}},
+      {.table = "train", .key = "precision",
+       .field = &member<&C::train, &TrainConfig::precision>,
+       .doc = "fp32: true float32 everywhere; tf32: CUDA convolutions and matrix products round "
+              "their inputs to TF32 on tensor cores (float32 storage and accumulation)",
+       .choices = {"fp32", "tf32"}, .also = {"dtype", "amp", "mixed_precision"}},
       {.table = "train", .key = "conv_algorithm",
        .field = &member<&C::train, &TrainConfig::conv_algorithm>,
        .doc = "direct: exact, matches PyTorch; winograd: 3x3 stride-1 convolutions by Winograd "

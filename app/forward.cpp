@@ -79,9 +79,9 @@ std::string run_forward(const ForwardRequest& r) {
   graph->forward(images.data(), ctx);
   StFile out;
   out.metadata = {{"model", c.model.name}, {"mode", r.training ? "training" : "eval"}};
-  out.tensors.push_back({"logits", make_f32_tensor(graph->output(0).shape(), graph->output(0).data())});
+  out.tensors.push_back({"logits", f32_tensor_of(graph->output(0))});
   if (graph->output_count() > 1)
-    out.tensors.push_back({"aux_logits", make_f32_tensor(graph->output(1).shape(), graph->output(1).data())});
+    out.tensors.push_back({"aux_logits", f32_tensor_of(graph->output(1))});
   std::string summary = str_cat("forward: ", c.model.name, ", batch ", n, " of ", shape_str(mo.input_shape), ", ",
                                 r.training ? "training" : "eval", " mode");
   if (!targets.empty()) {
@@ -92,10 +92,10 @@ std::string run_forward(const ForwardRequest& r) {
     if (r.backward) {
       graph->backward(dy.views(), ctx);
       for (const ParamRef& p : graph->params())
-        out.tensors.push_back({"grad." + p.name, make_f32_tensor(p.grad.shape(), p.grad.data())});
+        out.tensors.push_back({"grad." + p.name, f32_tensor_of(p.grad)});
     }
   }
-  for (const BufferRef& b : graph->buffers()) out.tensors.push_back({b.name, make_f32_tensor(b.value.shape(), b.value.data())});
+  for (const BufferRef& b : graph->buffers()) out.tensors.push_back({b.name, f32_tensor_of(b.value)});
   for (const CounterRef& counter : graph->counters())
     out.tensors.push_back({counter.name, scalar(DType::kI64, *counter.value)});
   write_safetensors(r.out_path, out);

@@ -36,7 +36,7 @@ int run_info(const CliArgs& args) {
   std::cout << "ringtrain 0.1.0\n"
             << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch
             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : "") << "\n"
-            << "  CUDA: " << cuda_report() << (cuda_built() ? "\n  CUDA ops: none yet (CPU only)" : "")
+            << "  CUDA: " << cuda_report()
             << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
   if (args.model.empty() && args.config_path.empty()) return 0;

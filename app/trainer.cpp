@@ -59,10 +59,11 @@ Tensor leading_rows(const Tensor& t, int64_t rows) {
 }
 
 void copy_state(Graph& from, Graph& to) {
-  std::memcpy(to.param_arena(), from.param_arena(), static_cast<size_t>(from.arena_floats()) * sizeof(float));
+  copy_bytes(to.param_arena(), to.device(), from.param_arena(), from.device(),
+             static_cast<size_t>(from.arena_floats()) * sizeof(float));
   for (size_t i = 0; i < from.buffers().size(); ++i) {
     const Tensor& src = from.buffers()[i].value;
-    std::memcpy(const_cast<float*>(to.buffers()[i].value.data()), src.data(), src.bytes());
+    copy_bytes(const_cast<float*>(to.buffers()[i].value.data()), to.device(), src.data(), src.device(), src.bytes());
   }
 }
 
@@ -92,6 +93,16 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                                : std::max(1, cores / std::max(1, world.local_size()));
   omp_set_num_threads(threads);
   const Device device = parse_device(config.train.device);
+  if (device == Device::kCuda) {
+    // Before any other CUDA call: one GPU per rank on each host, chosen by local rank.
+    RT_CHECK(world.size() == 1, "train.device = \"cuda\" runs on one rank in this version: the ring over NCCL "
+             "is not built yet (run without mpirun, or with device = \"cpu\")");
+    select_cuda_device(world.local_rank());
+    set_cuda_tf32(config.train.precision == "tf32");
+  } else {
+    RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
+             "\" applies to device = \"cuda\" only; the CPU computes in float32");
+  }
 
   const DataConfig& d = config.data;
   synthetic_ = d.source == "synthetic";

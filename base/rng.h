@@ -5,10 +5,12 @@
 
 #include <cstdint>
 
+#include "base/host_device.h"
+
 namespace rt {
 
 // A strong 64-bit mix (splitmix64 finaliser) of the three coordinates.
-inline uint64_t hash3(uint64_t seed, uint64_t stream, uint64_t counter) {
+RT_HD inline uint64_t hash3(uint64_t seed, uint64_t stream, uint64_t counter) {
   uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (stream + 0x632BE59BD9B4E019ull) * 0xBF58476D1CE4E5B9ull ^ counter;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -20,7 +22,7 @@ inline uint64_t hash3(uint64_t seed, uint64_t stream, uint64_t counter) {
 }
 
 // Uniform in [0, 1) with 24 bits, exactly representable as float.
-inline float to_unit_float(uint64_t bits) { return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f); }
+RT_HD inline float to_unit_float(uint64_t bits) { return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f); }
 
 // Sequential view of one stream. State = (seed, stream, counter).
 class Rng {

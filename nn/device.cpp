@@ -4,8 +4,17 @@
 #include <cstring>
 
 #include "base/check.h"
+#ifdef RINGTRAIN_WITH_CUDA
+#include "nn/cuda/device_api.h"
+#endif
 
 namespace rt {
+namespace {
+
+[[maybe_unused]] constexpr const char* kNotBuilt =
+    "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
+
+}  // namespace
 
 std::string_view device_name(Device device) { return device == Device::kCpu ? "cpu" : "cuda"; }
 
@@ -16,27 +25,69 @@ Device parse_device(std::string_view name) {
   return Device::kCpu;
 }
 
-bool cuda_built() {
 #ifdef RINGTRAIN_WITH_CUDA
-  return true;
+bool cuda_built() { return true; }
+bool cuda_usable(std::string* why) { return cuda::usable(why); }
+void select_cuda_device(int index) { cuda::select_device(index); }
+void set_cuda_tf32(bool allowed) { cuda::set_tf32(allowed); }
 #else
-  return false;
-#endif
-}
-
-#ifndef RINGTRAIN_WITH_CUDA
+bool cuda_built() { return false; }
 std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
+bool cuda_usable(std::string* why) {
+  if (why) *why = kNotBuilt;
+  return false;
+}
+void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
+void set_cuda_tf32(bool) { RT_CHECK(false, kNotBuilt); }
 #endif
 
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {
-  RT_CHECK(device == Device::kCpu,
-           cuda_built() ? "CUDA tensors arrive with the CUDA backend's ops; this build has the device layer only"
-                        : "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON)");
+  if (device == Device::kCuda) {
+#ifdef RINGTRAIN_WITH_CUDA
+    return cuda::allocate_zeroed(bytes);
+#else
+    RT_CHECK(false, kNotBuilt);
+#endif
+  }
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   RT_CHECK(p != nullptr, "out of host memory allocating ", bytes, " bytes");
   std::memset(p, 0, rounded == 0 ? 64 : rounded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::kCpu && src_device == Device::kCpu) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef RINGTRAIN_WITH_CUDA
+  cuda::copy(dst, dst_device == Device::kCuda, src, src_device == Device::kCuda, bytes);
+#else
+  RT_CHECK(false, kNotBuilt);
+#endif
+}
+
+void zero_bytes(void* dst, Device device, size_t bytes) {
+  if (bytes == 0) return;
+  if (device == Device::kCpu) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+#ifdef RINGTRAIN_WITH_CUDA
+  cuda::zero(dst, bytes);
+#else
+  RT_CHECK(false, kNotBuilt);
+#endif
+}
+
+void synchronize(Device device) {
+#ifdef RINGTRAIN_WITH_CUDA
+  if (device == Device::kCuda) cuda::synchronize();
+#else
+  (void)device;
+#endif
 }
 
 }  // namespace rt

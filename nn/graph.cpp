@@ -218,22 +218,26 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
 
 void Graph::init_parameters(uint64_t seed) {
   RT_CHECK(planned_, "init_parameters before plan");
+  // Values are drawn on the host and copied to the graph's device.
+  std::vector<float> host;
   for (ParamRef& p : params_) {
     Rng rng(seed, name_hash(p.name));
-    float* w = p.value.data();
-    for (int64_t i = 0; i < p.value.numel(); ++i) {
+    host.resize(static_cast<size_t>(p.value.numel()));
+    for (float& w : host) {
       switch (p.init.kind) {
-        case Init::Kind::kConstant: w[i] = static_cast<float>(p.init.a); break;
-        case Init::Kind::kUniform: w[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * p.init.a); break;
-        case Init::Kind::kNormal: w[i] = static_cast<float>(rng.normal() * p.init.a); break;
+        case Init::Kind::kConstant: w = static_cast<float>(p.init.a); break;
+        case Init::Kind::kUniform: w = static_cast<float>((2.0 * rng.uniform() - 1.0) * p.init.a); break;
+        case Init::Kind::kNormal: w = static_cast<float>(rng.normal() * p.init.a); break;
       }
     }
+    copy_bytes(p.value.data(), device_, host.data(), Device::kCpu, p.value.bytes());
   }
   size_t b = 0;
   for (size_t i = 1; i < nodes_.size(); ++i)
     for (const BufferSpec& spec : nodes_[i].layer->buffer_specs()) {
       Tensor& t = buffers_[b++].value;
-      std::fill(t.data(), t.data() + t.numel(), spec.fill);
+      host.assign(static_cast<size_t>(t.numel()), spec.fill);
+      copy_bytes(t.data(), device_, host.data(), Device::kCpu, t.bytes());
     }
   for (CounterRef& c : counters_) *c.value = 0;
 }
@@ -241,7 +245,7 @@ void Graph::init_parameters(uint64_t seed) {
 const Tensor& Graph::forward(const float* images, const RunContext& ctx) {
   RT_CHECK(planned_, "forward before plan");
   RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
-  std::memcpy(nodes_[0].y.data(), images, nodes_[0].y.bytes());
+  copy_bytes(nodes_[0].y.data(), device_, images, Device::kCpu, nodes_[0].y.bytes());
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     std::vector<const Tensor*> x;

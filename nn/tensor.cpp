@@ -59,8 +59,14 @@ Tensor::Tensor(TensorSpec spec, float* data, std::shared_ptr<void> owner)
     : spec_(std::move(spec)), data_(data), owner_(std::move(owner)) {}
 
 void Tensor::zero() {
-  RT_ASSERT(spec_.device == Device::kCpu);
-  if (data_) std::memset(data_, 0, bytes());
+  if (data_) zero_bytes(data_, spec_.device, bytes());
+}
+
+Tensor to_device(const Tensor& t, Device device) {
+  RT_CHECK(t.is_plain(), "to_device copies plain tensors; reorder ", t.spec().describe(), " to plain first");
+  Tensor out(plain_spec(t.shape(), device));
+  copy_bytes(out.data(), device, t.data(), t.device(), t.bytes());
+  return out;
 }
 
 }  // namespace rt

@@ -72,4 +72,7 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
+// A plain copy of plain tensor t on `device` (the one named way data crosses devices).
+Tensor to_device(const Tensor& t, Device device);
+
 }  // namespace rt

@@ -1,17 +1,28 @@
 // The one place where an op is bound to a device. Shapes are checked here, once, at plan time;
-// each backend then plans its primitives. The CUDA backend plugs in beside the CPU one.
+// then BACKEND(device, fn) picks cpu::fn or cuda::fn, which have the same signature.
 #include "base/check.h"
 #include "nn/ops/cpu/make.h"
-#include "nn/ops/softmax_cross_entropy.h"
 #include "nn/ops/reorder.h"
+#include "nn/ops/softmax_cross_entropy.h"
+#ifdef RINGTRAIN_WITH_CUDA
+#include "nn/ops/cuda/make.h"
+#endif
 
 namespace rt {
 namespace {
 
-// Every op has a CPU implementation; the CUDA implementations arrive with the CUDA backend.
+#ifdef RINGTRAIN_WITH_CUDA
+#define BACKEND(device, fn) ((device) == Device::kCuda ? &cuda::fn : &cpu::fn)
+#else
 void require_cpu(Device device, const char* op) {
   RT_CHECK(device == Device::kCpu, op, " on ", device_name(device),
-           ": this build has no ", device_name(device), " implementation of it yet (CPU only)");
+           ": this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON)");
+}
+#define BACKEND(device, fn) (require_cpu((device), #fn), &cpu::fn)
+#endif
+
+void require_plain_on_gpu(const TensorSpec& x, const char* op) {
+  RT_CHECK(x.device == Device::kCpu || x.is_plain(), op, " on the GPU takes plain tensors, got ", x.describe());
 }
 
 }  // namespace
@@ -19,48 +30,41 @@ void require_cpu(Device device, const char* op) {
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
                                       ConvAlgorithm algorithm) {
   g.validate(x.shape);
-  require_cpu(x.device, "conv2d");
-  return cpu::make_conv2d(g, x, need_dx, algorithm);
+  return BACKEND(x.device, make_conv2d)(g, x, need_dx, algorithm);
 }
 
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x) {
   RT_CHECK(x.shape.size() == 4, "batch_norm expects (N, C, H, W), got ", shape_str(x.shape));
   RT_CHECK(options.eps > 0 && options.momentum >= 0 && options.momentum <= 1,
            "batch_norm needs eps > 0 and momentum in [0, 1]");
-  require_cpu(x.device, "batch_norm");
-  return cpu::make_batch_norm(options, x);
+  return BACKEND(x.device, make_batch_norm)(options, x);
 }
 
 std::unique_ptr<ReluOp> make_relu(const TensorSpec& x) {
-  require_cpu(x.device, "relu");
-  return cpu::make_relu(x);
+  return BACKEND(x.device, make_relu)(x);
 }
 
 std::unique_ptr<Pool2dOp> make_pool2d(const Pool2dGeometry& g, const TensorSpec& x) {
   g.validate(x.shape);
-  require_cpu(x.device, "pool2d");
-  return cpu::make_pool2d(g, x);
+  return BACKEND(x.device, make_pool2d)(g, x);
 }
 
 std::unique_ptr<Pool2dOp> make_adaptive_avg_pool2d(int64_t out_h, int64_t out_w, const TensorSpec& x) {
   RT_CHECK(x.shape.size() == 4, "adaptive_avg_pool2d expects (N, C, H, W), got ", shape_str(x.shape));
   RT_CHECK(out_h >= 1 && out_w >= 1, "adaptive_avg_pool2d output size must be >= 1");
-  require_cpu(x.device, "adaptive_avg_pool2d");
-  return cpu::make_adaptive_avg_pool2d(out_h, out_w, x);
+  return BACKEND(x.device, make_adaptive_avg_pool2d)(out_h, out_w, x);
 }
 
 std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias,
                                       bool need_dx, Device device) {
   RT_CHECK(batch >= 1 && in_features >= 1 && out_features >= 1, "linear needs positive sizes, got batch ", batch,
            ", in ", in_features, ", out ", out_features);
-  require_cpu(device, "linear");
-  return cpu::make_linear(batch, in_features, out_features, bias, need_dx);
+  return BACKEND(device, make_linear)(batch, in_features, out_features, bias, need_dx);
 }
 
 std::unique_ptr<DropoutOp> make_dropout(double p, const TensorSpec& x) {
   RT_CHECK(p >= 0 && p < 1, "dropout probability must be in [0, 1), got ", p);
-  require_cpu(x.device, "dropout");
-  return cpu::make_dropout(p, x);
+  return BACKEND(x.device, make_dropout)(p, x);
 }
 
 std::unique_ptr<ConcatOp> make_concat(const std::vector<TensorSpec>& xs) {
@@ -69,35 +73,32 @@ std::unique_ptr<ConcatOp> make_concat(const std::vector<TensorSpec>& xs) {
     RT_CHECK(x.shape.size() == 4 && x.shape[0] == xs[0].shape[0] && x.shape[2] == xs[0].shape[2] &&
                  x.shape[3] == xs[0].shape[3],
              "concat inputs must agree in N, H, W: ", shape_str(xs[0].shape), " vs ", shape_str(x.shape));
-    require_cpu(x.device, "concat");
+    RT_CHECK(x.device == xs[0].device, "concat inputs must be on one device");
+    require_plain_on_gpu(x, "concat");
   }
-  return cpu::make_concat(xs);
+  return BACKEND(xs[0].device, make_concat)(xs);
 }
 
 std::unique_ptr<AddOp> make_add(const TensorSpec& a, const TensorSpec& b) {
   RT_CHECK(a.shape == b.shape, "add needs equal shapes, got ", shape_str(a.shape), " and ", shape_str(b.shape));
-  require_cpu(a.device, "add");
-  return cpu::make_add(a, b);
+  return BACKEND(a.device, make_add)(a, b);
 }
 
 std::unique_ptr<FlattenOp> make_flatten(const TensorSpec& x) {
   RT_CHECK(x.shape.size() >= 2, "flatten expects at least 2 dimensions, got ", shape_str(x.shape));
-  require_cpu(x.device, "flatten");
-  return cpu::make_flatten(x);
+  return BACKEND(x.device, make_flatten)(x);
 }
 
 void accumulate(Tensor& dst, const Tensor& src) {
   RT_CHECK(dst.shape() == src.shape(), "accumulate needs equal shapes, got ", shape_str(dst.shape()), " and ",
            shape_str(src.shape()));
-  require_cpu(dst.device(), "accumulate");
-  cpu::accumulate(dst, src);
+  BACKEND(dst.device(), accumulate)(dst, src);
 }
 
 void reorder(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.shape() == dst.shape() && src.device() == dst.device(), "reorder needs equal shapes and devices, got ",
            src.spec().describe(), " and ", dst.spec().describe());
-  require_cpu(src.device(), "reorder");
-  cpu::reorder(src, dst);
+  BACKEND(src.device(), reorder)(src, dst);
 }
 
 Tensor to_plain(const Tensor& t) {
@@ -112,13 +113,11 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
            logits.spec().describe());
   RT_CHECK(label_smoothing >= 0 && label_smoothing < 1, "label smoothing must be in [0, 1), got ", label_smoothing);
   if (dlogits) RT_CHECK(dlogits->spec().same_as(logits.spec()), "dlogits must match the logits' spec");
-  require_cpu(logits.device(), "softmax_cross_entropy");
-  return cpu::softmax_cross_entropy(logits, targets, label_smoothing, dlogits, grad_scale);
+  return BACKEND(logits.device(), softmax_cross_entropy)(logits, targets, label_smoothing, dlogits, grad_scale);
 }
 
 void sgd_update(Device device, const SgdStep& step, float* w, const float* g, float* v, int64_t n) {
-  require_cpu(device, "sgd_update");
-  cpu::sgd_update(step, w, g, v, n);
+  BACKEND(device, sgd_update)(step, w, g, v, n);
 }
 
 }  // namespace rt

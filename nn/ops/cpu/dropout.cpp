@@ -1,17 +1,15 @@
-// Dropout by hand: the keep/drop decision for element i of step s is a pure function of
-// (seed, s, i), so masks do not depend on thread count. Elements are addressed physically, which
-// is fine: padding lanes of blocked layouts hold zeros either way.
+// Dropout by hand: the keep/drop decision for element i of step s is dropout_scale(seed, s, i),
+// shared with the CUDA op, so masks do not depend on thread count. Elements are addressed
+// physically, which is fine: padding lanes of blocked layouts hold zeros either way.
 #include "nn/ops/dropout.h"
 
 #include <vector>
 
-#include "base/rng.h"
+#include "nn/ops/elementwise_math.h"
 #include "nn/ops/cpu/make.h"
 
 namespace rt::cpu {
 namespace {
-
-constexpr uint64_t kDropoutStream = 0xD50F;
 
 class CpuDropout final : public DropoutOp {
  public:
@@ -24,11 +22,9 @@ class CpuDropout final : public DropoutOp {
       return;
     }
     scale_.resize(static_cast<size_t>(n_));
-    const float keep_scale = 1.0f / (1.0f - p_);
-    const uint64_t stream_id = kDropoutStream ^ (step << 16);
 #pragma omp parallel for
     for (int64_t i = 0; i < n_; ++i) {
-      const float s = to_unit_float(hash3(seed, stream_id, static_cast<uint64_t>(i))) < p_ ? 0.0f : keep_scale;
+      const float s = dropout_scale(seed, step, static_cast<uint64_t>(i), p_);
       scale_[i] = s;
       y.data()[i] = x.data()[i] * s;
     }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# On a machine with a GPU: build ringtrain with CUDA (unless given binaries), run the GPU parity
+# suite, then time ringtrain bench for the paper's three models at batch 64 beside PyTorch's own
+# training step on the same GPU, and print img/s and ringtrain / PyTorch.
+#
+# usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests BIN] [--models "resnet101 ..."]
+#                                [--precisions "fp32 tf32"] [--windows N]
+# Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
+# PyTorch runs through $PYTHON (default python3) with torchvision; its bf16 (autocast) figure is
+# printed for reference, as ringtrain has no bf16 path yet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32" windows=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --ringtrain) ringtrain=$2; shift 2 ;;
+    --gpu-tests) gpu_tests=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --precisions) precisions=$2; shift 2 ;;
+    --windows) windows=$2; shift 2 ;;
+    *) echo "gpu_vs_pytorch.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+py=${PYTHON:-python3}
+
+if [ -z "$ringtrain" ]; then
+  cmake -S . -B "$build" -DRINGTRAIN_CUDA=ON >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+  ringtrain=$build/app/ringtrain gpu_tests=$build/tests/nn/test_gpu_parity
+fi
+"$ringtrain" info | sed -n '1,4p'
+
+if [ -n "$gpu_tests" ]; then
+  echo "== GPU parity suite"
+  "$gpu_tests" --gtest_brief=1
+fi
+
+out=$(mktemp)
+echo "== ringtrain bench and PyTorch, batch 64, $windows windows of 10 steps each"
+for model in $models; do
+  res=224; [ "$model" = inception_v3 ] && res=299
+  for precision in $precisions; do
+    "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda --set train.precision="$precision" \
+      --set bench.windows="$windows" | grep '^{' >>"$out"
+    "$py" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows "$windows" >>"$out"
+  done
+  "$py" bench/torch_gpu_train.py "$model" 64 "$res" bf16 --windows "$windows" >>"$out"
+done
+
+"$py" - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ours = {(r["model"], r["precision"]): r["median_images_per_s"] for r in rows if r.get("kind") == "bench"}
+torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
+print(f"{'model':14} {'precision':9} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}")
+for (model, precision), t in torch.items():
+    o = ours.get((model, precision))
+    ratio = f"{o / t:6.2f}" if o else "     -"
+    mine = f"{o:.1f}" if o else "no such path"
+    print(f"{model:14} {precision:9} {mine:>16} {t:14.1f} {ratio}")
+PY

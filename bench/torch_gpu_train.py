@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""PyTorch's own training step on one GPU, for ringtrain bench on the same GPU to be compared with.
+
+usage: python3 bench/torch_gpu_train.py MODEL BATCH RES PRECISION [--steps N] [--windows W] [--channels-last]
+MODEL: resnet101 | vgg16 | inception_v3 (with its aux head and loss weight 0.4, as configs/inception_v3.toml)
+PRECISION: fp32 (TF32 off) | tf32 | bf16 (autocast)
+Prints one JSON line: model, batch, res, precision, median images/s over the windows.
+"""
+import argparse, json, statistics, time
+
+import torch
+import torchvision
+
+p = argparse.ArgumentParser()
+p.add_argument("model"); p.add_argument("batch", type=int); p.add_argument("res", type=int); p.add_argument("precision")
+p.add_argument("--steps", type=int, default=20); p.add_argument("--windows", type=int, default=5)
+p.add_argument("--channels-last", action="store_true")
+a = p.parse_args()
+
+tf32 = a.precision in ("tf32", "bf16")
+torch.backends.cuda.matmul.allow_tf32 = tf32
+torch.backends.cudnn.allow_tf32 = tf32
+torch.backends.cudnn.benchmark = True  # algorithm by timing, as ringtrain's find API
+torch.manual_seed(0)
+build = {"resnet101": torchvision.models.resnet101, "vgg16": torchvision.models.vgg16,
+         "inception_v3": lambda: torchvision.models.inception_v3(aux_logits=True, init_weights=True)}
+fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+m = build[a.model]().cuda().train().to(memory_format=fmt)
+opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+x = torch.randn(a.batch, 3, a.res, a.res, device="cuda").to(memory_format=fmt)
+y = torch.randint(0, 1000, (a.batch,), device="cuda")
+loss_fn = torch.nn.CrossEntropyLoss()
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        out = m(x)
+        if isinstance(out, tuple):  # Inception-v3 in training: (logits, aux_logits)
+            loss = loss_fn(out[0], y) + 0.4 * loss_fn(out[1], y)
+        else:
+            loss = loss_fn(out, y)
+    loss.backward()
+    opt.step()
+
+
+for _ in range(5):
+    step()
+torch.cuda.synchronize()
+rates = []
+for _ in range(a.windows):
+    t = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    torch.cuda.synchronize()
+    rates.append(a.batch * a.steps / (time.perf_counter() - t))
+print(json.dumps({"kind": "torch_gpu", "model": a.model, "batch": a.batch, "res": a.res, "precision": a.precision,
+                  "layout": "channels_last" if a.channels_last else "nchw", "torch": torch.__version__,
+                  "images_per_s": statistics.median(rates), "windows": rates}))

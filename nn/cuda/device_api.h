@@ -1,0 +1,19 @@
+// The CUDA side of nn/device.h, in plain C++ so nn/device.cpp can call it. Built only with
+// RINGTRAIN_CUDA; nn/device.h is the interface everyone else uses.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace rt::cuda {
+
+bool usable(std::string* why);
+void select_device(int index);
+void set_tf32(bool allowed);
+std::shared_ptr<void> allocate_zeroed(size_t bytes);
+void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes);
+void zero(void* dst, size_t bytes);
+void synchronize();
+
+}  // namespace rt::cuda

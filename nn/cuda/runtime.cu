@@ -1,0 +1,124 @@
+#include "nn/cuda/runtime.h"
+
+#include <mutex>
+#include <string>
+
+#include "base/check.h"
+#include "nn/cuda/device_api.h"
+
+namespace rt::cuda {
+namespace {
+
+int g_selected = -1;  // select_device()'s choice; -1: device 0 on first use
+
+struct Buffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  void grow_to(size_t wanted) {
+    if (wanted <= bytes) return;
+    if (ptr) RT_CU(cudaFree(ptr));
+    ptr = nullptr;
+    RT_CU(cudaMalloc(&ptr, wanted));
+    bytes = wanted;
+  }
+};
+
+Buffer g_workspace, g_scratch;
+
+Context make_context() {
+  Context c;
+  c.device = g_selected < 0 ? 0 : g_selected;
+  RT_CU(cudaSetDevice(c.device));
+  RT_CU(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  RT_CU(cudnnCreate(&c.cudnn));
+  RT_CU(cudnnSetStream(c.cudnn, c.stream));
+  RT_CU(cublasCreate(&c.cublas));
+  RT_CU(cublasSetStream(c.cublas, c.stream));
+  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_tf32
+  return c;
+}
+
+}  // namespace
+
+void fail(const char* library, const char* words, const char* call, const char* file, int line) {
+  throw_check_failure(file, line, str_cat(library, " error: ", words, " (in ", call, ")"));
+}
+
+void check(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail("cuBLAS", cublasGetStatusString(s), call, file, line);
+}
+
+Context& context() {
+  static Context c = make_context();
+  return c;
+}
+
+void set_tf32(bool allowed) {
+  Context& c = context();
+  c.tf32 = allowed;
+  RT_CU(cublasSetMathMode(c.cublas, allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+}
+
+void reserve_workspace(size_t bytes) {
+  context();
+  g_workspace.grow_to(bytes);
+}
+void* workspace() { return g_workspace.ptr; }
+size_t workspace_bytes() { return g_workspace.bytes; }
+
+void* scratch(size_t bytes) {
+  context();
+  g_scratch.grow_to(bytes);
+  return g_scratch.ptr;
+}
+
+bool usable(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports no GPU";
+    cudaGetLastError();  // clear the sticky-free error so later queries start clean
+    return false;
+  }
+  return true;
+}
+
+void select_device(int index) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  RT_CHECK(e == cudaSuccess, "device = \"cuda\" but CUDA cannot use a GPU here: ", cudaGetErrorString(e));
+  RT_CHECK(index >= 0 && index < count, "GPU ", index, " was asked for, but this host has ", count,
+           " GPU(s): run at most one rank per GPU on each host");
+  g_selected = index;
+  RT_CU(cudaSetDevice(index));
+}
+
+std::shared_ptr<void> allocate_zeroed(size_t bytes) {
+  context();
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, rounded == 0 ? 256 : rounded);
+  if (e != cudaSuccess) {
+    size_t free_bytes = 0, total = 0;
+    cudaGetLastError();
+    cudaMemGetInfo(&free_bytes, &total);
+    RT_CHECK(false, "out of GPU memory allocating ", bytes, " bytes (", free_bytes >> 20, " MiB free of ",
+             total >> 20, " MiB): ", cudaGetErrorString(e));
+  }
+  RT_CU(cudaMemsetAsync(p, 0, rounded == 0 ? 256 : rounded, context().stream));
+  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes) {
+  const cudaMemcpyKind kind = dst_on_gpu ? (src_on_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                         : (src_on_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  const cudaStream_t s = context().stream;
+  RT_CU(cudaMemcpyAsync(dst, src, bytes, kind, s));
+  RT_CU(cudaStreamSynchronize(s));
+}
+
+void zero(void* dst, size_t bytes) { RT_CU(cudaMemsetAsync(dst, 0, bytes, context().stream)); }
+
+void synchronize() { RT_CU(cudaStreamSynchronize(context().stream)); }
+
+}  // namespace rt::cuda

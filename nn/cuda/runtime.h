@@ -1,0 +1,64 @@
+// The CUDA backend's process-wide state: the GPU chosen by select_device(), one compute stream on
+// it, the cuDNN and cuBLAS handles bound to that stream, and the one convolution workspace every
+// op shares (ops run one at a time on the stream, so one is enough). Created on first use; kernels
+// and library calls of the backend all go through context().
+//
+// Note [CUDA memory]: every buffer a step touches is allocated when the graph is planned: the
+// parameter, gradient and activation arenas, each op's own small buffers, and the workspace,
+// which grows only while ops are planned (reserve_workspace). The step loop allocates nothing,
+// except that scratch() grows the first time an op needs a larger scratch (the loss's targets).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rt::cuda {
+
+[[noreturn]] void fail(const char* library, const char* words, const char* call, const char* file, int line);
+
+inline void check(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess) fail("CUDA", cudaGetErrorString(e), call, file, line);
+}
+inline void check(cudnnStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUDNN_STATUS_SUCCESS) fail("cuDNN", cudnnGetErrorString(s), call, file, line);
+}
+void check(cublasStatus_t s, const char* call, const char* file, int line);
+
+// Every CUDA, cuDNN and cuBLAS call goes through RT_CU: a failure becomes rt::Error naming the
+// library, its own words and the call.
+#define RT_CU(call) ::rt::cuda::check((call), #call, __FILE__, __LINE__)
+// After each kernel launch: launch errors (bad configuration, no kernel image for this GPU).
+#define RT_CU_LAUNCHED() RT_CU(cudaGetLastError())
+
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  bool tf32 = false;  // convolutions and matrix products may round inputs to TF32 (train.precision)
+};
+
+Context& context();
+
+// Sets whether tensor cores may run float32 work in TF32 (applies to ops planned afterwards).
+void set_tf32(bool allowed);
+
+// Plan time: the shared workspace will hold at least `bytes`. Run time: its current address.
+void reserve_workspace(size_t bytes);
+void* workspace();
+size_t workspace_bytes();
+
+// Device memory of at least `bytes` for one op call's temporaries; valid until the next scratch().
+void* scratch(size_t bytes);
+
+// Grid size for n elements at `threads` per block, capped so huge tensors loop in the kernel.
+inline unsigned blocks_for(int64_t n, int threads = 256) {
+  const int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 65535 * 16 ? (b > 0 ? b : 1) : 65535 * 16);
+}
+
+}  // namespace rt::cuda

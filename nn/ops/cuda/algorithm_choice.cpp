@@ -1,0 +1,15 @@
+#include "nn/ops/cuda/algorithm_choice.h"
+
+namespace rt::cuda {
+
+std::optional<AlgorithmTrial> choose_algorithm(const std::vector<AlgorithmTrial>& trials, size_t workspace_limit,
+                                               bool allow_transforms) {
+  std::optional<AlgorithmTrial> best;
+  for (const AlgorithmTrial& t : trials) {
+    if (!t.ok || t.workspace > workspace_limit || (t.transform && !allow_transforms)) continue;
+    if (!best || t.ms < best->ms) best = t;
+  }
+  return best;
+}
+
+}  // namespace rt::cuda

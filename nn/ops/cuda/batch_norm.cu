@@ -1,0 +1,101 @@
+// Batch norm on cuDNN's spatial mode, which keeps the batch mean and inverse standard deviation
+// for backward and updates the running statistics as PyTorch does (unbiased running variance).
+// cuDNN has no backward for the inference forward; that one is a kernel of ours.
+#include "base/check.h"
+#include "nn/cuda/runtime.h"
+#include "nn/ops/cuda/descriptors.h"
+#include "nn/ops/cuda/make.h"
+
+namespace rt::cuda {
+namespace {
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+constexpr int kThreads = 256;
+
+// One block per channel: dbeta = sum dy, dgamma = sum dy (x - mean) / sd, dx = dy gamma / sd.
+__global__ void batch_norm_backward_constant_stats(const float* x, const float* dy, const float* gamma,
+                                                   const float* mean, const float* var, float eps, int64_t N,
+                                                   int64_t C, int64_t HW, float* dx, float* dgamma, float* dbeta) {
+  const int64_t c = blockIdx.x;
+  const float inv_sd = rsqrtf(var[c] + eps), scale = gamma[c] * inv_sd, m = mean[c];
+  double sum_dy = 0, sum_dy_xhat = 0;
+  for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x) {
+    const int64_t at = (i / HW * C + c) * HW + i % HW;
+    const float g = dy[at];
+    sum_dy += g;
+    sum_dy_xhat += g * (x[at] - m) * inv_sd;
+    dx[at] = g * scale;
+  }
+  __shared__ double s_dy[kThreads], s_xhat[kThreads];
+  s_dy[threadIdx.x] = sum_dy;
+  s_xhat[threadIdx.x] = sum_dy_xhat;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      s_dy[threadIdx.x] += s_dy[threadIdx.x + half];
+      s_xhat[threadIdx.x] += s_xhat[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    dbeta[c] = static_cast<float>(s_dy[0]);
+    dgamma[c] = static_cast<float>(s_xhat[0]);
+  }
+}
+
+class CudaBatchNorm final : public BatchNormOp {
+ public:
+  CudaBatchNorm(const BatchNormOptions& o, const TensorSpec& x)
+      : options_(o), shape_(x.shape), saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)),
+        saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
+    RT_CHECK(o.eps >= CUDNN_BN_MIN_EPSILON, "cuDNN batch norm needs eps >= ", CUDNN_BN_MIN_EPSILON, ", got ", o.eps);
+    x_.set4d(x.shape);
+    stats_.set4d({1, x.shape[1], 1, 1});
+  }
+
+  void forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& running_mean,
+                        Tensor& running_var) override {
+    RT_CU(cudnnBatchNormalizationForwardTraining(context().cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_.d,
+                                                 x.data(), x_.d, y.data(), stats_.d, gamma.data(), beta.data(),
+                                                 options_.momentum, running_mean.data(), running_var.data(),
+                                                 options_.eps, saved_mean_.data(), saved_inv_sd_.data()));
+  }
+
+  void forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                         const Tensor& running_mean, const Tensor& running_var) override {
+    RT_CU(cudnnBatchNormalizationForwardInference(context().cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_.d,
+                                                  x.data(), x_.d, y.data(), stats_.d, gamma.data(), beta.data(),
+                                                  running_mean.data(), running_var.data(), options_.eps));
+  }
+
+  void backward_training(const Tensor& x, const Tensor& gamma, const Tensor&, const Tensor& dy, Tensor& dx,
+                         Tensor& dgamma, Tensor& dbeta) override {
+    RT_CU(cudnnBatchNormalizationBackward(context().cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero,
+                                          x_.d, x.data(), x_.d, dy.data(), x_.d, dx.data(), stats_.d, gamma.data(),
+                                          dgamma.data(), dbeta.data(), options_.eps, saved_mean_.data(),
+                                          saved_inv_sd_.data()));
+  }
+
+  void backward_inference(const Tensor& x, const Tensor& gamma, const Tensor&, const Tensor& dy, Tensor& dx,
+                          Tensor& dgamma, Tensor& dbeta, const Tensor& running_mean,
+                          const Tensor& running_var) override {
+    batch_norm_backward_constant_stats<<<static_cast<unsigned>(shape_[1]), kThreads, 0, context().stream>>>(
+        x.data(), dy.data(), gamma.data(), running_mean.data(), running_var.data(), static_cast<float>(options_.eps),
+        shape_[0], shape_[1], shape_[2] * shape_[3], dx.data(), dgamma.data(), dbeta.data());
+    RT_CU_LAUNCHED();
+  }
+
+ private:
+  BatchNormOptions options_;
+  Shape shape_;
+  TensorDesc x_, stats_;
+  Tensor saved_mean_, saved_inv_sd_;  // (C): the last training forward's batch statistics
+};
+
+}  // namespace
+
+std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x) {
+  return std::make_unique<CudaBatchNorm>(options, x);
+}
+
+}  // namespace rt::cuda

@@ -1,0 +1,215 @@
+// The CUDA kernels' per-element math (nn/ops/elementwise_math.h) and the convolution algorithm
+// rule, checked on the CPU against the CPU backend and closed forms. These run everywhere, GPU or
+// not: they are what keeps the GPU's arithmetic honest on machines that cannot run it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/rng.h"
+#include "nn/ops/cuda/algorithm_choice.h"
+#include "nn/ops/dropout.h"
+#include "nn/ops/elementwise_math.h"
+#include "nn/ops/pool2d.h"
+#include "nn/ops/relu.h"
+#include "nn/ops/reorder.h"
+#include "nn/ops/sgd_update.h"
+#include "nn/ops/softmax_cross_entropy.h"
+
+namespace rt::testing {
+namespace {
+
+Tensor random_plain(const Shape& shape, uint64_t seed, float scale = 1.0f) {
+  Tensor t(plain_spec(shape));
+  Rng rng(seed, 7);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(rng.normal()) * scale;
+  return t;
+}
+
+TEST(CudaMath, ReluMatchesCpuOpForwardAndBackward) {
+  Tensor x = random_plain({2, 3, 5, 5}, 1);
+  x.data()[0] = 0.0f;  // the boundary: both treat 0 as inactive
+  Tensor dy = random_plain({2, 3, 5, 5}, 2);
+  auto op = make_relu(x.spec());
+  Tensor y(x.spec()), dx(x.spec());
+  op->forward(x, y);
+  op->backward(y, dy, dx);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(relu_forward(x.data()[i]), y.data()[i]) << "element " << i;
+    ASSERT_EQ(relu_backward(y.data()[i], dy.data()[i]), dx.data()[i]) << "element " << i;
+  }
+}
+
+TEST(CudaMath, SgdElementMatchesCpuUpdateAndTorchRule) {
+  for (bool nesterov : {false, true}) {
+    const SgdStep s{0.1f, 0.9f, 1e-4f, nesterov};
+    const int64_t n = 1000;
+    Tensor w = random_plain({n}, 3), g = random_plain({n}, 4), v = random_plain({n}, 5);
+    std::vector<float> w2(w.data(), w.data() + n), v2(v.data(), v.data() + n);
+    sgd_update(Device::kCpu, s, w.data(), g.data(), v.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      // torch.optim.SGD in double: d = g + wd w; buf = m buf + d; w -= lr (nesterov ? d + m buf : buf).
+      const double d = double{g.data()[i]} + 1e-4 * w2[i], buf = 0.9 * v2[i] + d;
+      const double expected = w2[i] - 0.1 * (nesterov ? d + 0.9 * buf : buf);
+      sgd_element(s, w2[i], g.data()[i], v2[i]);
+      ASSERT_FLOAT_EQ(w2[i], w.data()[i]) << "element " << i;
+      ASSERT_FLOAT_EQ(v2[i], v.data()[i]) << "element " << i;
+      ASSERT_NEAR(w2[i], expected, 1e-6 * (1 + std::fabs(expected))) << "element " << i;
+    }
+  }
+}
+
+TEST(CudaMath, DropoutScaleIsTheCpuMaskWithTheRightStatistics) {
+  const float p = 0.3f;
+  const int64_t n = 200000;
+  Tensor x(plain_spec({n})), y(plain_spec({n}));
+  for (int64_t i = 0; i < n; ++i) x.data()[i] = 1.0f;
+  auto op = make_dropout(p, x.spec());
+  op->forward(x, y, true, 42, 7);
+  int64_t dropped = 0, differs_next_step = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = dropout_scale(42, 7, static_cast<uint64_t>(i), p);
+    ASSERT_EQ(s, y.data()[i]) << "element " << i;
+    ASSERT_TRUE(s == 0.0f || s == 1.0f / (1.0f - p)) << "element " << i << " scale " << s;
+    dropped += s == 0.0f;
+    differs_next_step += s != dropout_scale(42, 8, static_cast<uint64_t>(i), p);
+  }
+  // Binomial(n, p): standard deviation sqrt(n p (1 - p)) ~ 205; allow 5 of them.
+  EXPECT_NEAR(static_cast<double>(dropped), p * n, 5 * std::sqrt(n * p * (1 - p)));
+  // Independent masks differ where exactly one drops: 2 p (1 - p) of the elements.
+  EXPECT_NEAR(static_cast<double>(differs_next_step), 2 * p * (1 - p) * n, 5 * std::sqrt(n * 0.5));
+}
+
+TEST(CudaMath, SoftmaxCrossEntropyRowMatchesCpuOp) {
+  const int64_t N = 6, K = 11;
+  Tensor z = random_plain({N, K}, 9, 3.0f), dz(plain_spec({N, K}));
+  std::vector<int32_t> t{0, 3, 10, 5, 5, 1};
+  z.data()[3 * K + 5] = z.data()[3 * K + 2];  // a tie with the target: not "above" it
+  for (double smoothing : {0.0, 0.1}) {
+    const LossResult cpu = softmax_cross_entropy(z, t.data(), smoothing, &dz, 0.5);
+    double total = 0;
+    int64_t top1 = 0, top5 = 0;
+    std::vector<float> row_dz(K);
+    for (int64_t n = 0; n < N; ++n) {
+      double loss;
+      int64_t above;
+      softmax_cross_entropy_row(z.data() + n * K, K, t[n], smoothing, 0.5 / N, row_dz.data(), &loss, &above);
+      total += loss;
+      top1 += above == 0;
+      top5 += above < 5;
+      for (int64_t k = 0; k < K; ++k) ASSERT_FLOAT_EQ(row_dz[k], dz.data()[n * K + k]) << "row " << n << " k " << k;
+    }
+    EXPECT_DOUBLE_EQ(total / N, cpu.loss);
+    EXPECT_EQ(top1, cpu.correct1);
+    EXPECT_EQ(top5, cpu.correct5);
+  }
+  // Closed form: equal logits give log K whatever the target.
+  std::vector<float> flat(K, 2.5f);
+  double loss;
+  int64_t above;
+  softmax_cross_entropy_row(flat.data(), K, 4, 0.0, 1.0, nullptr, &loss, &above);
+  EXPECT_NEAR(loss, std::log(static_cast<double>(K)), 1e-12);
+  EXPECT_EQ(above, 0);
+}
+
+// Pooling as the CUDA kernels compute it (same windows, same max rule), on the host.
+Tensor pool_with_axes(const Tensor& x, const PoolAxis& ah, const PoolAxis& aw, bool max, bool include_pad) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  Tensor y(plain_spec({x.dim(0), x.dim(1), ah.out, aw.out}));
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < ah.out; ++i)
+      for (int64_t j = 0; j < aw.out; ++j) {
+        float best = -INFINITY, sum = 0;
+        int64_t inside = 0;
+        for (int64_t h = std::max<int64_t>(ah.begin(i), 0); h < std::min(ah.end(i), ah.in); ++h)
+          for (int64_t w = std::max<int64_t>(aw.begin(j), 0); w < std::min(aw.end(j), aw.in); ++w) {
+            const float v = x.data()[(p * ah.in + h) * aw.in + w];
+            best = std::max(best, v);
+            sum += v;
+            ++inside;
+          }
+        const int64_t count = include_pad ? (ah.end(i) - ah.begin(i)) * (aw.end(j) - aw.begin(j)) : inside;
+        y.data()[(p * ah.out + i) * aw.out + j] = max ? best : sum / static_cast<float>(count);
+      }
+  return y;
+}
+
+TEST(CudaMath, PoolWindowsMatchCpuPooling) {
+  const Tensor x = random_plain({2, 3, 9, 8}, 11);
+  struct Case {
+    PoolKind kind;
+    int64_t k, s, p;
+    bool include_pad;
+  };
+  for (const Case c : {Case{PoolKind::kMax, 3, 2, 1, true}, Case{PoolKind::kMax, 3, 2, 0, true},
+                       Case{PoolKind::kAvg, 3, 1, 1, true}, Case{PoolKind::kAvg, 3, 1, 1, false},
+                       Case{PoolKind::kAvg, 2, 2, 0, true}}) {
+    Pool2dGeometry g;
+    g.kind = c.kind;
+    g.kernel_h = g.kernel_w = c.k;
+    g.stride_h = g.stride_w = c.s;
+    g.pad_h = g.pad_w = c.p;
+    g.count_include_pad = c.include_pad;
+    auto op = make_pool2d(g, x.spec());
+    Tensor y(op->y_spec());
+    op->forward(x, y, true);
+    const Shape ys = g.output_shape(x.shape());
+    const Tensor mine = pool_with_axes(x, {9, ys[2], c.k, c.s, c.p}, {8, ys[3], c.k, c.s, c.p},
+                                       c.kind == PoolKind::kMax, c.include_pad);
+    const Tensor cpu = to_plain(y);
+    for (int64_t i = 0; i < cpu.numel(); ++i)
+      ASSERT_NEAR(mine.data()[i], cpu.data()[i], 1e-6) << "k" << c.k << " s" << c.s << " p" << c.p << " at " << i;
+  }
+  for (const auto& [oh, ow] : {std::pair<int64_t, int64_t>{4, 3}, {1, 1}, {9, 8}, {5, 7}}) {
+    auto op = make_adaptive_avg_pool2d(oh, ow, x.spec());
+    Tensor y(op->y_spec());
+    op->forward(x, y, true);
+    const Tensor mine = pool_with_axes(x, {9, oh, 0, 1, 0}, {8, ow, 0, 1, 0}, false, true);
+    const Tensor cpu = to_plain(y);
+    for (int64_t i = 0; i < cpu.numel(); ++i) ASSERT_NEAR(mine.data()[i], cpu.data()[i], 1e-6) << oh << "x" << ow;
+  }
+}
+
+// The backward kernel visits outputs first_output(h)..last_output(h) and keeps those that
+// contain h: that range must hold every window containing h, for every geometry.
+TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
+  std::vector<PoolAxis> axes;
+  for (int64_t in : {1, 2, 5, 7, 8, 17, 35})
+    for (int64_t k = 1; k <= 7; ++k)
+      for (int64_t s = 1; s <= 3; ++s)
+        for (int64_t p = 0; 2 * p <= k; ++p)
+          if (in + 2 * p >= k) axes.push_back({in, (in + 2 * p - k) / s + 1, k, s, p});
+  for (int64_t in : {1, 5, 7, 8, 17})
+    for (int64_t out = 1; out <= 9; ++out) axes.push_back({in, out, 0, 1, 0});
+  for (const PoolAxis& a : axes)
+    for (int64_t h = 0; h < a.in; ++h)
+      for (int64_t i = 0; i < a.out; ++i) {
+        if (!a.contains(i, h)) continue;
+        ASSERT_TRUE(i >= a.first_output(h) && i <= a.last_output(h))
+            << "in " << a.in << " out " << a.out << " k " << a.kernel << " s " << a.stride << " p " << a.pad
+            << ": row " << h << " is in window " << i << " outside [" << a.first_output(h) << ", "
+            << a.last_output(h) << "]";
+      }
+}
+
+TEST(CudaMath, AlgorithmChoiceIsTheFastestAllowedWithinTheWorkspace) {
+  using cuda::AlgorithmTrial;
+  const std::vector<AlgorithmTrial> trials{{0, true, 3.0f, 0, false, 0},   {1, true, 2.0f, 64, false, 0},
+                                           {6, true, 0.5f, 32, true, 0},   {2, false, 0.1f, 0, false, 0},
+                                           {5, true, 1.0f, 4096, true, 0}, {3, true, 1.5f, 1024, false, 0}};
+  EXPECT_EQ(cuda::choose_algorithm(trials, 1 << 20, true)->algorithm, 6);   // transforms allowed: Winograd
+  EXPECT_EQ(cuda::choose_algorithm(trials, 1 << 20, false)->algorithm, 3);  // direct only; 2 failed
+  EXPECT_EQ(cuda::choose_algorithm(trials, 100, false)->algorithm, 1);      // 3 needs too much workspace
+  EXPECT_EQ(cuda::choose_algorithm(trials, 0, false)->algorithm, 0);
+  EXPECT_FALSE(cuda::choose_algorithm({{2, false, 0.1f, 0, false, 0}}, 1 << 20, true).has_value());
+
+  cuda::AlgorithmCache cache;
+  EXPECT_EQ(cache.find("fwd (1, 3, 8, 8)"), nullptr);
+  cache.insert("fwd (1, 3, 8, 8)", trials[1]);
+  ASSERT_NE(cache.find("fwd (1, 3, 8, 8)"), nullptr);
+  EXPECT_EQ(cache.find("fwd (1, 3, 8, 8)")->algorithm, 1);
+  EXPECT_EQ(cache.find("bwd_data (1, 3, 8, 8)"), nullptr);
+}
+
+}  // namespace
+}  // namespace rt::testing

@@ -1,0 +1,449 @@
+// The GPU parity suite (CTest label "gpu"): every CUDA op forward and backward against the CPU
+// backend on identical inputs, one training step of each paper model on both devices, and a short
+// training run on the GPU. Tolerances are relative L2 errors, ||gpu - cpu|| / ||cpu||, stated per
+// op and precision. Without a usable GPU (or without CUDA in the build) every test skips, saying why.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "base/rng.h"
+#include "models/registry.h"
+#include "nn/graph_loss.h"
+#include "nn/ops/add.h"
+#include "nn/ops/batch_norm.h"
+#include "nn/ops/concat.h"
+#include "nn/ops/conv2d.h"
+#include "nn/ops/dropout.h"
+#include "nn/ops/flatten.h"
+#include "nn/ops/linear.h"
+#include "nn/ops/pool2d.h"
+#include "nn/ops/relu.h"
+#include "nn/ops/reorder.h"
+#include "nn/ops/sgd_update.h"
+#include "nn/ops/softmax_cross_entropy.h"
+#include "nn/optim/sgd.h"
+
+namespace rt::testing {
+namespace {
+
+constexpr Device kCpu = Device::kCpu, kGpu = Device::kCuda;
+
+// Float32 on both sides: only the order of summation differs.
+constexpr double kFp32 = 1e-5;
+// TF32 keeps 10 mantissa bits of each product's inputs: relative errors near 2^-11 per product.
+constexpr double kTf32 = 5e-3;
+
+class GpuParity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU, so the GPU parity suite skips: " << why;
+  }
+  void TearDown() override {
+    if (cuda_built() && cuda_usable(nullptr)) set_cuda_tf32(false);
+  }
+};
+
+struct Both {
+  Tensor cpu, gpu;
+};
+
+Both random_both(const Shape& shape, uint64_t seed, float scale = 1.0f) {
+  Tensor t(plain_spec(shape));
+  Rng rng(seed, 3);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(rng.normal()) * scale;
+  return {t, to_device(t, kGpu)};
+}
+
+// `plain` (CPU) in the layout `spec` that a CPU op planned.
+Tensor in_layout(const Tensor& plain, const TensorSpec& spec) {
+  if (spec.is_plain()) return plain;
+  Tensor t(spec);
+  reorder(plain, t);
+  return t;
+}
+
+std::vector<float> host_values(const Tensor& t) {
+  const Tensor plain = t.device() == kCpu ? to_plain(t) : to_device(t, kCpu);
+  return {plain.data(), plain.data() + plain.numel()};
+}
+
+// ||gpu - cpu|| / ||cpu||; infinite if anything is not finite.
+double rel_error(const std::vector<float>& cpu, const std::vector<float>& gpu) {
+  EXPECT_EQ(cpu.size(), gpu.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+    if (!std::isfinite(gpu[i]) || !std::isfinite(cpu[i])) return INFINITY;
+    diff += (double{gpu[i]} - cpu[i]) * (double{gpu[i]} - cpu[i]);
+    norm += double{cpu[i]} * cpu[i];
+  }
+  return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+double rel_error(const Tensor& cpu, const Tensor& gpu) { return rel_error(host_values(cpu), host_values(gpu)); }
+
+#define EXPECT_PARITY(cpu, gpu, tol) EXPECT_LE(rel_error(cpu, gpu), tol) << "comparing " #cpu " with " #gpu
+
+void conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
+  SCOPED_TRACE(str_cat("conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x", g.kernel_w, " s",
+                       g.stride_h, " p", g.pad_h, "x", g.pad_w, " d", g.dilation_h, " g", g.groups));
+  const Both x = random_both(x_shape, 1), w = random_both(g.weight_shape(), 2, 0.1f), b = random_both({g.out_channels}, 3);
+  const Both dy = random_both(g.output_shape(x_shape), 4);
+  auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true);
+  Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
+  cpu->forward(x.cpu, w.cpu, g.bias ? &b.cpu : nullptr, yc);
+  gpu->forward(x.gpu, w.gpu, g.bias ? &b.gpu : nullptr, yg);
+  EXPECT_PARITY(yc, yg, tol);
+  const Tensor dyc = in_layout(dy.cpu, cpu->y_spec());
+  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dwc(w.cpu.spec()), dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
+  cpu->backward_data(dyc, w.cpu, dxc);
+  gpu->backward_data(dy.gpu, w.gpu, dxg);
+  cpu->backward_weights(x.cpu, dyc, dwc, g.bias ? &dbc : nullptr);
+  gpu->backward_weights(x.gpu, dy.gpu, dwg, g.bias ? &dbg : nullptr);
+  EXPECT_PARITY(dxc, dxg, tol);
+  EXPECT_PARITY(dwc, dwg, tol);
+  if (g.bias) {
+    EXPECT_PARITY(dbc, dbg, tol);
+  }
+}
+
+std::vector<std::pair<Conv2dGeometry, Shape>> conv_cases() {
+  std::vector<std::pair<Conv2dGeometry, Shape>> cases;
+  Conv2dGeometry g = Conv2dGeometry::square(16, 32, 3, 1, 1);
+  g.bias = true;
+  cases.push_back({g, {4, 16, 14, 14}});                                     // 3x3, bias
+  cases.push_back({Conv2dGeometry::square(3, 64, 7, 2, 3), {2, 3, 32, 32}});  // the ResNet stem
+  cases.push_back({Conv2dGeometry::square(32, 64, 1, 2, 0), {4, 32, 9, 9}});  // strided 1x1 shortcut
+  Conv2dGeometry asym = Conv2dGeometry::square(24, 16, 1);                      // Inception's 1x7
+  asym.kernel_w = 7, asym.pad_w = 3;
+  cases.push_back({asym, {2, 24, 11, 11}});
+  Conv2dGeometry grouped = Conv2dGeometry::square(16, 32, 3, 1, 2);
+  grouped.groups = 4, grouped.dilation_h = grouped.dilation_w = 2;
+  cases.push_back({grouped, {2, 16, 12, 12}});
+  return cases;
+}
+
+TEST_F(GpuParity, Conv2dFp32) {
+  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kFp32);
+}
+
+TEST_F(GpuParity, Conv2dTf32) {
+  set_cuda_tf32(true);
+  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kTf32);
+}
+
+TEST_F(GpuParity, Conv2dWinogradAgreesWithinItsRounding) {
+  const Conv2dGeometry g = Conv2dGeometry::square(32, 32, 3, 1, 1);
+  const Both x = random_both({4, 32, 16, 16}, 5), w = random_both(g.weight_shape(), 6, 0.1f);
+  auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true, ConvAlgorithm::kWinograd);
+  Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
+  cpu->forward(x.cpu, w.cpu, nullptr, yc);
+  gpu->forward(x.gpu, w.gpu, nullptr, yg);
+  EXPECT_PARITY(yc, yg, 1e-4);  // the CPU's own Winograd test allows the same
+}
+
+TEST_F(GpuParity, BatchNormTrainingAndInference) {
+  const Shape shape{4, 8, 6, 5};
+  const Both x = random_both(shape, 7, 2.0f), gamma = random_both({8}, 8), beta = random_both({8}, 9);
+  const Both dy = random_both(shape, 10);
+  BatchNormOptions o;
+  o.eps = 1e-3;
+  auto cpu = make_batch_norm(o, x.cpu.spec()), gpu = make_batch_norm(o, x.gpu.spec());
+  Both rm = random_both({8}, 11, 0.1f), rv = random_both({8}, 12, 0.1f);
+  for (int c = 0; c < 8; ++c) rv.cpu.data()[c] = 1.0f + std::fabs(rv.cpu.data()[c]);  // variances are positive
+  rv.gpu = to_device(rv.cpu, kGpu);
+  Tensor yc(x.cpu.spec()), yg(x.gpu.spec());
+  cpu->forward_training(x.cpu, gamma.cpu, beta.cpu, yc, rm.cpu, rv.cpu);
+  gpu->forward_training(x.gpu, gamma.gpu, beta.gpu, yg, rm.gpu, rv.gpu);
+  EXPECT_PARITY(yc, yg, kFp32);
+  EXPECT_PARITY(rm.cpu, rm.gpu, kFp32);
+  EXPECT_PARITY(rv.cpu, rv.gpu, kFp32);
+  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dgc(plain_spec({8})), dgg(plain_spec({8}, kGpu)),
+      dbc(plain_spec({8})), dbg(plain_spec({8}, kGpu));
+  cpu->backward_training(x.cpu, gamma.cpu, beta.cpu, dy.cpu, dxc, dgc, dbc);
+  gpu->backward_training(x.gpu, gamma.gpu, beta.gpu, dy.gpu, dxg, dgg, dbg);
+  EXPECT_PARITY(dxc, dxg, kFp32);
+  EXPECT_PARITY(dgc, dgg, kFp32);
+  EXPECT_PARITY(dbc, dbg, kFp32);
+  cpu->forward_inference(x.cpu, gamma.cpu, beta.cpu, yc, rm.cpu, rv.cpu);
+  gpu->forward_inference(x.gpu, gamma.gpu, beta.gpu, yg, rm.gpu, rv.gpu);
+  EXPECT_PARITY(yc, yg, kFp32);
+  cpu->backward_inference(x.cpu, gamma.cpu, beta.cpu, dy.cpu, dxc, dgc, dbc, rm.cpu, rv.cpu);
+  gpu->backward_inference(x.gpu, gamma.gpu, beta.gpu, dy.gpu, dxg, dgg, dbg, rm.gpu, rv.gpu);
+  EXPECT_PARITY(dxc, dxg, kFp32);
+  EXPECT_PARITY(dgc, dgg, kFp32);
+  EXPECT_PARITY(dbc, dbg, kFp32);
+}
+
+void pool_parity(std::unique_ptr<Pool2dOp> cpu, std::unique_ptr<Pool2dOp> gpu, const Both& x, double tol) {
+  Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
+  cpu->forward(x.cpu, yc, true);
+  gpu->forward(x.gpu, yg, true);
+  EXPECT_PARITY(yc, yg, tol);
+  const Both dy = random_both(gpu->y_spec().shape, 21);
+  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec());
+  cpu->backward(in_layout(dy.cpu, cpu->y_spec()), dxc);
+  gpu->backward(dy.gpu, dxg);
+  EXPECT_PARITY(dxc, dxg, tol);
+}
+
+TEST_F(GpuParity, PoolingMaxAverageAndAdaptive) {
+  const Both x = random_both({2, 8, 13, 12}, 20);
+  for (const PoolKind kind : {PoolKind::kMax, PoolKind::kAvg})
+    for (const bool include_pad : {true, false}) {
+      Pool2dGeometry g;
+      g.kind = kind;
+      g.kernel_h = g.kernel_w = 3;
+      g.stride_h = g.stride_w = 2;
+      g.pad_h = g.pad_w = 1;
+      g.count_include_pad = include_pad;
+      SCOPED_TRACE(str_cat(kind == PoolKind::kMax ? "max" : "avg", include_pad ? " include pad" : " exclude pad"));
+      pool_parity(make_pool2d(g, x.cpu.spec()), make_pool2d(g, x.gpu.spec()), x, 1e-6);
+    }
+  for (const auto& [oh, ow] : {std::pair<int64_t, int64_t>{1, 1}, {5, 4}, {7, 7}}) {
+    SCOPED_TRACE(str_cat("adaptive ", oh, "x", ow));
+    pool_parity(make_adaptive_avg_pool2d(oh, ow, x.cpu.spec()), make_adaptive_avg_pool2d(oh, ow, x.gpu.spec()), x, 1e-6);
+  }
+}
+
+TEST_F(GpuParity, ReluAddAccumulateConcatFlattenAreExact) {
+  const Both a = random_both({2, 3, 4, 5}, 30), b = random_both({2, 3, 4, 5}, 31), c = random_both({2, 6, 4, 5}, 32);
+  Tensor yg(a.gpu.spec()), dxg(a.gpu.spec());
+  auto relu = make_relu(a.gpu.spec());
+  relu->forward(a.gpu, yg);
+  Tensor yc(a.cpu.spec()), dxc(a.cpu.spec());
+  make_relu(a.cpu.spec())->forward(a.cpu, yc);
+  EXPECT_EQ(rel_error(yc, yg), 0);
+  relu->backward(yg, b.gpu, dxg);
+  make_relu(a.cpu.spec())->backward(yc, b.cpu, dxc);
+  EXPECT_EQ(rel_error(dxc, dxg), 0);
+
+  make_add(a.gpu.spec(), b.gpu.spec())->forward(a.gpu, b.gpu, yg);
+  make_add(a.cpu.spec(), b.cpu.spec())->forward(a.cpu, b.cpu, yc);
+  EXPECT_EQ(rel_error(yc, yg), 0);
+  accumulate(yg, a.gpu);
+  accumulate(yc, a.cpu);
+  EXPECT_EQ(rel_error(yc, yg), 0);
+
+  auto cat_gpu = make_concat({a.gpu.spec(), c.gpu.spec()});
+  auto cat_cpu = make_concat({a.cpu.spec(), c.cpu.spec()});
+  Tensor catg(cat_gpu->y_spec()), catc(cat_cpu->y_spec());
+  cat_gpu->forward({&a.gpu, &c.gpu}, catg);
+  cat_cpu->forward({&a.cpu, &c.cpu}, catc);
+  EXPECT_EQ(rel_error(catc, catg), 0);
+  const Both dcat = random_both(cat_gpu->y_spec().shape, 33);
+  Tensor da_g(a.gpu.spec()), dc_g(c.gpu.spec()), da_c(a.cpu.spec()), dc_c(c.cpu.spec());
+  cat_gpu->backward(dcat.gpu, {&da_g, &dc_g});
+  cat_cpu->backward(in_layout(dcat.cpu, cat_cpu->y_spec()), {&da_c, &dc_c});
+  EXPECT_EQ(rel_error(da_c, da_g), 0);
+  EXPECT_EQ(rel_error(dc_c, dc_g), 0);
+
+  auto flat_gpu = make_flatten(c.gpu.spec());
+  Tensor fg(flat_gpu->y_spec()), fc(make_flatten(c.cpu.spec())->y_spec());
+  flat_gpu->forward(c.gpu, fg);
+  make_flatten(c.cpu.spec())->forward(c.cpu, fc);
+  EXPECT_EQ(rel_error(fc, fg), 0);
+}
+
+TEST_F(GpuParity, DropoutDrawsTheCpuMask) {
+  const Both x = random_both({8, 4096}, 40), dy = random_both({8, 4096}, 41);
+  auto cpu = make_dropout(0.5, x.cpu.spec()), gpu = make_dropout(0.5, x.gpu.spec());
+  Tensor yc(x.cpu.spec()), yg(x.gpu.spec()), dxc(x.cpu.spec()), dxg(x.gpu.spec());
+  cpu->forward(x.cpu, yc, true, 1234, 17);
+  gpu->forward(x.gpu, yg, true, 1234, 17);
+  EXPECT_EQ(rel_error(yc, yg), 0);
+  cpu->backward(dy.cpu, dxc);
+  gpu->backward(dy.gpu, dxg);
+  EXPECT_EQ(rel_error(dxc, dxg), 0);
+  gpu->forward(x.gpu, yg, false, 1234, 17);  // inference: identity
+  EXPECT_EQ(rel_error(x.cpu, yg), 0);
+}
+
+void linear_parity(double tol) {
+  const int64_t N = 16, I = 300, O = 70;
+  const Both x = random_both({N, I}, 50), w = random_both({O, I}, 51, 0.05f), b = random_both({O}, 52);
+  const Both dy = random_both({N, O}, 53);
+  auto cpu = make_linear(N, I, O, true, true, kCpu), gpu = make_linear(N, I, O, true, true, kGpu);
+  Tensor yc(plain_spec({N, O})), yg(plain_spec({N, O}, kGpu)), dxc(x.cpu.spec()), dxg(x.gpu.spec()),
+      dwc(w.cpu.spec()), dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
+  cpu->forward(x.cpu, w.cpu, &b.cpu, yc);
+  gpu->forward(x.gpu, w.gpu, &b.gpu, yg);
+  EXPECT_PARITY(yc, yg, tol);
+  cpu->backward_data(dy.cpu, w.cpu, dxc);
+  gpu->backward_data(dy.gpu, w.gpu, dxg);
+  EXPECT_PARITY(dxc, dxg, tol);
+  cpu->backward_weights(x.cpu, dy.cpu, dwc, &dbc);
+  gpu->backward_weights(x.gpu, dy.gpu, dwg, &dbg);
+  EXPECT_PARITY(dwc, dwg, tol);
+  EXPECT_PARITY(dbc, dbg, tol);
+}
+
+TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32); }
+
+TEST_F(GpuParity, LinearTf32) {
+  set_cuda_tf32(true);
+  linear_parity(kTf32);
+}
+
+TEST_F(GpuParity, SoftmaxCrossEntropyAndSgd) {
+  const int64_t N = 32, K = 1000;
+  const Both z = random_both({N, K}, 60, 4.0f);
+  std::vector<int32_t> t(N);
+  for (int64_t n = 0; n < N; ++n) t[n] = static_cast<int32_t>((n * 37) % K);
+  Tensor dzc(z.cpu.spec()), dzg(z.gpu.spec());
+  const LossResult lc = softmax_cross_entropy(z.cpu, t.data(), 0.1, &dzc, 0.7);
+  const LossResult lg = softmax_cross_entropy(z.gpu, t.data(), 0.1, &dzg, 0.7);
+  EXPECT_NEAR(lg.loss, lc.loss, 1e-12 * lc.loss);
+  EXPECT_EQ(lg.correct1, lc.correct1);
+  EXPECT_EQ(lg.correct5, lc.correct5);
+  EXPECT_PARITY(dzc, dzg, 1e-6);
+
+  const int64_t n = 100000;
+  Both w = random_both({n}, 61), g = random_both({n}, 62), v = random_both({n}, 63);
+  const SgdStep s{0.05f, 0.9f, 1e-4f, true};
+  sgd_update(kCpu, s, w.cpu.data(), g.cpu.data(), v.cpu.data(), n);
+  sgd_update(kGpu, s, w.gpu.data(), g.gpu.data(), v.gpu.data(), n);
+  EXPECT_PARITY(w.cpu, w.gpu, 1e-7);  // one fused multiply-add apart at most
+  EXPECT_PARITY(v.cpu, v.gpu, 1e-7);
+}
+
+std::vector<float> arena_values(const float* arena, int64_t floats, Device device) {
+  std::vector<float> v(static_cast<size_t>(floats));
+  copy_bytes(v.data(), kCpu, arena, device, v.size() * sizeof(float));
+  return v;
+}
+
+struct StepResult {
+  double loss = 0;
+  std::vector<float> grads, params;  // the arenas after backward, and after one SGD step
+  std::vector<ParamRef> refs;
+};
+
+// One step of `name` on `device` from seed-99 weights and a fixed batch. training = false runs
+// batch norm on its running statistics (forward and backward), as a frozen-BN fine-tune does.
+StepResult model_step(const std::string& name, const Shape& input, int64_t batch, double dropout, Device device,
+                      bool training) {
+  ModelOptions o;
+  o.input_shape = input;
+  o.num_classes = 10;
+  o.dropout = dropout;
+  std::unique_ptr<Graph> g = build_model(name, o);
+  g->plan(batch, device);
+  g->init_parameters(99);
+  Tensor images(plain_spec({batch, input[0], input[1], input[2]}));
+  Rng rng(70, 3);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = static_cast<float>(rng.normal());
+  std::vector<int32_t> targets(static_cast<size_t>(batch));
+  for (int64_t n = 0; n < batch; ++n) targets[n] = static_cast<int32_t>(n % 10);
+  const RunContext ctx{training, 5, 3};
+  g->forward(images.data(), ctx);
+  OutputGradients dy(*g);
+  StepResult r;
+  r.loss = graph_loss(*g, targets.data(), 0.0, &dy).loss;
+  const std::vector<const Tensor*> views = dy.views();
+  g->backward(views, ctx);
+  r.grads = arena_values(g->grad_arena(), g->arena_floats(), device);
+  Sgd sgd(*g, SgdOptions{0.9, false, 1e-4, false});
+  sgd.step(0.01);
+  r.params = arena_values(g->param_arena(), g->arena_floats(), device);
+  r.refs = g->params();
+  return r;
+}
+
+// The parameter whose gradient differs most, for messages.
+std::string worst_gradient(const StepResult& cpu, const StepResult& gpu) {
+  double worst = -1;
+  std::string name;
+  for (const ParamRef& p : cpu.refs) {
+    const auto slice = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + p.offset, v.begin() + p.offset + p.value.numel());
+    };
+    const double e = rel_error(slice(cpu.grads), slice(gpu.grads));
+    if (e > worst) worst = e, name = p.name;
+  }
+  return str_cat(name, " (", worst, ")");
+}
+
+// Exact parity where the step is well conditioned: gradients, loss and updated parameters.
+void expect_step_parity(const std::string& name, const Shape& input, int64_t batch, double dropout, bool training,
+                        double tol) {
+  SCOPED_TRACE(str_cat(name, training ? " training" : " batch norm on running statistics"));
+  const StepResult cpu = model_step(name, input, batch, dropout, kCpu, training);
+  const StepResult gpu = model_step(name, input, batch, dropout, kGpu, training);
+  const double e = rel_error(cpu.grads, gpu.grads);
+  std::cout << name << (training ? " training" : " frozen BN") << ": loss cpu " << cpu.loss << " gpu " << gpu.loss
+            << ", gradients rel. error " << e << ", worst " << worst_gradient(cpu, gpu) << "\n";
+  EXPECT_NEAR(gpu.loss, cpu.loss, tol * std::fabs(cpu.loss));
+  EXPECT_LE(e, tol) << "all gradients; worst " << worst_gradient(cpu, gpu);
+  EXPECT_LE(rel_error(cpu.params, gpu.params), tol) << "parameters after one SGD step";
+}
+
+// Note [Batch-norm conditioning]: a training step of a deep batch-norm network at initialisation
+// is ill conditioned: the CPU alone, run with 16 and then 5 threads (another summation order),
+// gives gradients 1.4% (ResNet-101) to 3.4% (Inception-v3) apart, although its loss agrees to
+// 1e-5. The same step with batch norm on its running statistics agrees to 1e-8 across thread
+// counts and to 4e-6 between GPU and CPU. So the ops are checked tightly there, and the training
+// step is held to its loss and to a bound scaled by the CPU's own spread, measured in the test.
+void expect_training_step_within_cpu_spread(const std::string& name, const Shape& input, int64_t batch) {
+  SCOPED_TRACE(name + " training");
+  const int threads = omp_get_max_threads();
+  const StepResult cpu = model_step(name, input, batch, 0.0, kCpu, true);
+  omp_set_num_threads(std::max(1, threads / 3));
+  const StepResult cpu_other = model_step(name, input, batch, 0.0, kCpu, true);
+  omp_set_num_threads(threads);
+  const StepResult gpu = model_step(name, input, batch, 0.0, kGpu, true);
+  const double spread = rel_error(cpu.grads, cpu_other.grads), e = rel_error(cpu.grads, gpu.grads);
+  std::cout << name << " training: loss cpu " << cpu.loss << " gpu " << gpu.loss << ", gradients rel. error " << e
+            << " against the CPU's own spread " << spread << " (" << threads << " vs " << std::max(1, threads / 3)
+            << " threads)\n";
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * cpu.loss);
+  EXPECT_LE(e, std::max(10 * spread, 1e-3)) << "all gradients; worst " << worst_gradient(cpu, gpu);
+}
+
+TEST_F(GpuParity, ResNet101Step) {
+  expect_step_parity("resnet101", {3, 64, 64}, 2, 0.0, false, 1e-4);
+  expect_training_step_within_cpu_spread("resnet101", {3, 64, 64}, 2);
+}
+
+TEST_F(GpuParity, Vgg16Step) {  // no batch norm: the training step itself is well conditioned
+  expect_step_parity("vgg16", {3, 32, 32}, 2, 0.5, true, 1e-4);
+}
+
+TEST_F(GpuParity, InceptionV3Step) {
+  // With frozen statistics its activations grow to 1e10 at initialisation (torchvision's small
+  // truncated-normal weights assume batch norm), so only the training step is compared.
+  expect_training_step_within_cpu_spread("inception_v3", {3, 299, 299}, 2);
+}
+
+TEST_F(GpuParity, ShortTrainingRunLossFalls) {
+  ModelOptions o;
+  auto graph = build_model("resnet_mini", o);
+  graph->plan(32, kGpu);
+  graph->init_parameters(3);
+  Sgd sgd(*graph, SgdOptions{0.9, false, 0, false});
+  const Both images = random_both({32, 1, 28, 28}, 80);
+  std::vector<int32_t> targets(32);
+  for (int n = 0; n < 32; ++n) targets[n] = n % 10;
+  OutputGradients dy(*graph);
+  double first = 0, last = 0;
+  for (uint64_t step = 0; step < 40; ++step) {
+    const RunContext ctx{true, 1, step};
+    graph->forward(images.cpu.data(), ctx);
+    last = graph_loss(*graph, targets.data(), 0.0, &dy).loss;
+    if (step == 0) first = last;
+    const std::vector<const Tensor*> views = dy.views();
+    graph->backward(views, ctx);
+    sgd.step(0.05);
+  }
+  std::cout << "resnet_mini on one fixed batch: loss " << first << " -> " << last << " in 40 steps\n";
+  EXPECT_NEAR(first, std::log(10.0), 0.5);
+  EXPECT_LT(last, 0.2 * first);
+}
+
+}  // namespace
+}  // namespace rt::testing
