@@ -4,7 +4,10 @@
 # training step on the same GPU, and print img/s and ringtrain / PyTorch.
 #
 # usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests BIN] [--models "resnet101 ..."]
-#                                [--precisions "fp32 tf32"] [--windows N]
+#                                [--precisions "fp32 tf32"] [--conv-algorithms "direct winograd"]
+#                                [--torch-bf16 yes|no] [--windows N]
+# ringtrain's conv_algorithm "direct" keeps cuDNN to its GEMM-family algorithms (exact to
+# rounding); "winograd" also lets it pick FFT and Winograd, as PyTorch's cudnn.benchmark does.
 # Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
 # PyTorch runs through $PYTHON (default python3) with torchvision; its bf16 (autocast) figure is
 # printed for reference, as ringtrain has no bf16 path yet.
@@ -12,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32" windows=5
+algorithms="direct winograd" torch_bf16=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -20,6 +24,8 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --precisions) precisions=$2; shift 2 ;;
     --windows) windows=$2; shift 2 ;;
+    --conv-algorithms) algorithms=$2; shift 2 ;;
+    --torch-bf16) torch_bf16=$2; shift 2 ;;
     *) echo "gpu_vs_pytorch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -42,22 +48,27 @@ echo "== ringtrain bench and PyTorch, batch 64, $windows windows of 10 steps eac
 for model in $models; do
   res=224; [ "$model" = inception_v3 ] && res=299
   for precision in $precisions; do
-    "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda --set train.precision="$precision" \
-      --set bench.windows="$windows" | grep '^{' >>"$out"
+    for algorithm in $algorithms; do
+      "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda --set train.precision="$precision" \
+        --set train.conv_algorithm="$algorithm" --set bench.windows="$windows" | grep '^{' >>"$out"
+    done
     "$py" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows "$windows" >>"$out"
   done
-  "$py" bench/torch_gpu_train.py "$model" 64 "$res" bf16 --windows "$windows" >>"$out"
+  [ "$torch_bf16" = yes ] && "$py" bench/torch_gpu_train.py "$model" 64 "$res" bf16 --windows "$windows" >>"$out"
 done
 
 "$py" - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-ours = {(r["model"], r["precision"]): r["median_images_per_s"] for r in rows if r.get("kind") == "bench"}
 torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
-print(f"{'model':14} {'precision':9} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}")
+print(f"{'model':14} {'precision':9} {'conv_algorithm':14} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}")
+for r in rows:
+    if r.get("kind") != "bench":
+        continue
+    o, t = r["median_images_per_s"], torch.get((r["model"], r["precision"]))
+    ratio = f"{o / t:6.2f}" if t else "     -"
+    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {o:16.1f} {t or 0:14.1f} {ratio}")
 for (model, precision), t in torch.items():
-    o = ours.get((model, precision))
-    ratio = f"{o / t:6.2f}" if o else "     -"
-    mine = f"{o:.1f}" if o else "no such path"
-    print(f"{model:14} {precision:9} {mine:>16} {t:14.1f} {ratio}")
+    if precision == "bf16":
+        print(f"{model:14} {precision:9} {'-':14} {'no bf16 path':>16} {t:14.1f}      -")
 PY

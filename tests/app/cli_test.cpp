@@ -11,6 +11,7 @@
 #include "app/safetensors.h"
 #include "base/check.h"
 #include "models/registry.h"
+#include "nn/device.h"
 
 namespace rt::testing {
 namespace {
@@ -116,6 +117,33 @@ TEST(RingtrainBinary, MissingDataFolderNamesTheFile) {
   fs::remove_all(fs::temp_directory_path() / "ringtrain_cli_data");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("/nonexistent-data/train-images-idx3-ubyte.gz"), std::string::npos) << r.output;
+}
+
+// device = "cuda" where no GPU can run it stops at start, in the driver's own words (or saying the
+// build has no CUDA), before any data is read.
+TEST(RingtrainBinary, CudaWithoutAUsableGpuFailsAtStartInTheDriversWords) {
+  std::string why;
+  if (cuda_usable(&why)) GTEST_SKIP() << "a GPU is usable here";
+  const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_cuda";
+  const fs::path p = write_config("cuda.toml", "[model]\nname = \"lenet\"\n[data]\ndir = \"/nonexistent-data\"\n"
+                                               "[train]\ndevice = \"cuda\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
+  const ProcessResult r = ringtrain("--config " + p.string());
+  fs::remove(p);
+  fs::remove_all(runs);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find(why), std::string::npos) << "expected: " << why << "\ngot: " << r.output;
+  EXPECT_EQ(r.output.find("/nonexistent-data/train-images"), std::string::npos) << "read data first:\n" << r.output;
+}
+
+TEST(RingtrainBinary, Tf32OnTheCpuIsRefused) {
+  const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_tf32";
+  const fs::path p = write_config("tf32.toml", "[train]\nprecision = \"tf32\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
+  const ProcessResult r = ringtrain("--config " + p.string());
+  fs::remove(p);
+  fs::remove_all(runs);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("train.precision = \"tf32\" applies to device = \"cuda\" only"), std::string::npos)
+      << r.output;
 }
 
 TEST(RingtrainBinary, InfoListsTheModelsAndExitsZero) {

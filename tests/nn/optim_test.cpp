@@ -75,10 +75,12 @@ TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   build_conv_bn(g, 5);
   Sgd sgd(g, SgdOptions{0.9, true, 0.01, false});
   const int64_t n = g.arena_floats();
-  for (int64_t i = 0; i < n; ++i) {
-    g.grad_arena()[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
-    sgd.momentum_arena()[i] = 0.125f * static_cast<float>(i % 5);
-  }
+  // Parameter elements only: alignment padding is zero in every arena, as the graph makes them.
+  for (const ParamRef& p : g.params())
+    for (int64_t i = p.offset; i < p.offset + p.value.numel(); ++i) {
+      g.grad_arena()[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+      sgd.momentum_arena()[i] = 0.125f * static_cast<float>(i % 5);
+    }
   const std::vector<float> w0(g.param_arena(), g.param_arena() + n), v0(sgd.momentum_arena(), sgd.momentum_arena() + n);
   sgd.step(0.1);
   const std::vector<float> w1(g.param_arena(), g.param_arena() + n), v1(sgd.momentum_arena(), sgd.momentum_arena() + n);
@@ -89,6 +91,18 @@ TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   for (size_t k = 5; k-- > 0;) sgd.step_range(0.1, cuts[k], cuts[k + 1]);  // in any order
   EXPECT_EQ(std::vector<float>(g.param_arena(), g.param_arena() + n), w1);
   EXPECT_EQ(std::vector<float>(sgd.momentum_arena(), sgd.momentum_arena() + n), v1);
+  // Updates run across the padding between parameters (one call per run of equal steps) and
+  // leave it zero.
+  int64_t padding = 0;
+  for (size_t k = 0; k < g.params().size(); ++k) {
+    const ParamRef& p = g.params()[k];
+    const int64_t next = k + 1 < g.params().size() ? g.params()[k + 1].offset : n;
+    for (int64_t i = p.offset + p.value.numel(); i < next; ++i, ++padding) {
+      ASSERT_EQ(g.param_arena()[i], 0.0f) << "padding float " << i;
+      ASSERT_EQ(sgd.momentum_arena()[i], 0.0f) << "padding float " << i;
+    }
+  }
+  EXPECT_GT(padding, 0);
 }
 
 TEST(LrSchedule, WarmupRisesLinearlyToTheBase) {

@@ -14,7 +14,7 @@
 namespace rt::cuda {
 namespace {
 
-constexpr size_t kWorkspaceLimit = size_t{1} << 30;  // per convolution; the shared workspace is the largest
+constexpr size_t kWorkspaceLimit = size_t{4} << 30;  // per convolution; the shared workspace is the largest
 constexpr float kOne = 1.0f, kZero = 0.0f;
 
 AlgorithmCache& cache() {
