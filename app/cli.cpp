@@ -1,5 +1,6 @@
 #include "app/cli.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "base/check.h"
@@ -11,6 +12,7 @@ std::string usage() {
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
+         "       ringtrain ring-demo --ranks P --elements N\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -20,6 +22,8 @@ std::string usage() {
          "           --eval uses running batch-norm statistics\n"
          "  predict  the top-5 classes of each image, with probabilities, through the config's evaluation\n"
          "           transform (shorter side resized, centre crop); W: a checkpoint or state dict\n"
+         "  ring-demo  the ring-allreduce of N numbers on P simulated ranks, step by step, from the\n"
+         "           trainer's own schedule (P 2..8, N 1..32)\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -32,7 +36,7 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   if (i < argc) {
     const std::string_view first = argv[i];
     if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "predict" ||
-        first == "info") {
+        first == "info" || first == "ring-demo") {
       a.command = first;
       ++i;
     } else if (first == "help" || first == "--help" || first == "-h") {
@@ -70,6 +74,18 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.backward = true;
     } else if (arg == "--eval") {
       a.eval_mode = true;
+    } else if (arg == "--ranks" || arg == "--elements") {
+      const std::string v = value(arg);
+      int64_t n = 0;
+      try {
+        size_t used = 0;
+        n = std::stoll(v, &used);
+        if (used != v.size()) n = 0;
+      } catch (const std::exception&) {
+      }
+      RT_CHECK(n >= 1, arg, " expects a positive integer, got '", v, "'");
+      if (arg == "--ranks") a.ranks = static_cast<int>(std::min<int64_t>(n, 1 << 20));
+      else a.elements = n;
     } else if (arg == "--input") {
       const std::string v = value(arg);
       try {
@@ -96,6 +112,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   } else if (a.command == "predict") {
     RT_CHECK(!a.config_path.empty() && !a.weights.empty() && !a.images.empty(),
              "ringtrain predict needs --config FILE, --weights FILE and --image PATH...\n", usage());
+  } else if (a.command == "ring-demo") {
+    RT_CHECK(a.ranks > 0 && a.elements > 0, "ringtrain ring-demo needs --ranks P and --elements N\n", usage());
   } else {
     RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n",
              usage());

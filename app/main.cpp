@@ -10,6 +10,7 @@
 #include "app/config.h"
 #include "app/forward.h"
 #include "app/predict.h"
+#include "app/ring_demo.h"
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "base/check.h"
@@ -67,6 +68,10 @@ int run(const CliArgs& args) {
     return 0;
   }
   if (args.command == "info") return run_info(args);
+  if (args.command == "ring-demo") {
+    std::cout << ring_demo(args.ranks, args.elements);
+    return 0;
+  }
   if (args.command == "forward") {
     const ForwardRequest request{config_of(args), args.weights, args.batch, args.out, !args.eval_mode, args.backward};
     std::cout << run_forward(request) << std::endl;
