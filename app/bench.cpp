@@ -132,10 +132,12 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
   JsonLine j;
   j.add("kind", "bench").add("model", c.model.name).add("ranks", world.size()).add("hosts", static_cast<int64_t>(hosts))
       .add("threads_per_rank", threads).add("device", c.train.device)
-      .add("precision", c.train.precision).add("batch_per_rank", B)
+      .add("gpus_per_rank", static_cast<int64_t>(device == Device::kCuda)).add("precision", c.train.precision)
+      .add("batch_per_rank", B)
       .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
       .add("collective", collective)
       .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)
+      .add("sharded_update", c.dist.sharded_update)
       .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)

@@ -6,10 +6,12 @@ set -euo pipefail
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
             libtomlplusplus-dev libstb-dev libjpeg62-turbo-dev libgtest-dev libgmock-dev)
 data_pkgs=(dataset-fashion-mnist)
+# gnuplot draws the scaling sweep's chart (bench/scaling_sweep.sh), which a test runs.
+bench_pkgs=(gnuplot-nox)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)
 
-want=("${build_pkgs[@]}" "${data_pkgs[@]}")
+want=("${build_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()
