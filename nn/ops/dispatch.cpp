@@ -113,6 +113,10 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
            logits.spec().describe());
   RT_CHECK(label_smoothing >= 0 && label_smoothing < 1, "label smoothing must be in [0, 1), got ", label_smoothing);
   if (dlogits) RT_CHECK(dlogits->spec().same_as(logits.spec()), "dlogits must match the logits' spec");
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  for (int64_t n = 0; n < N; ++n)
+    RT_CHECK(targets[n] >= 0 && targets[n] < K, "sample ", n, " of the batch has label ", targets[n], ", expected 0..",
+             K - 1);
   return BACKEND(logits.device(), softmax_cross_entropy)(logits, targets, label_smoothing, dlogits, grad_scale);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "base/check.h"
 #include "nn/graph.h"
 #include "nn/layers/batch_norm2d.h"
 #include "nn/layers/conv2d.h"
@@ -140,6 +141,18 @@ TEST(LrSchedule, CosineFallsFromBaseToTheFinalFractionAfterWarmup) {
 TEST(LrSchedule, ScalesLinearlyWithTheGlobalBatch) {
   EXPECT_DOUBLE_EQ(scaled_lr(0.1, 256), 0.1);
   EXPECT_DOUBLE_EQ(scaled_lr(0.1, 8192), 3.2);  // Goyal et al.: 32 x 256
+}
+
+TEST(SoftmaxCrossEntropy, ALabelOutsideTheClassesNamesItsSample) {
+  Tensor z(plain_spec({3, 4}));
+  const int32_t targets[3] = {0, 4, 1};
+  try {
+    softmax_cross_entropy(z, targets, 0.0, nullptr);
+    FAIL() << "label 4 of 4 classes was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sample 1 of the batch has label 4, expected 0..3"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SoftmaxCrossEntropy, MatchesHandComputedLossGradientAndTopK) {
