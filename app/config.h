@@ -74,6 +74,7 @@ struct DistConfig {
   std::string allreduce = "ring";  // "ring" (ringtrain's own) | "mpi" (MPI_Allreduce, for comparison)
   std::string transport = "auto";  // the ring's: "auto" (shm on one host, else tcp) | "shm" | "tcp" | "mpi"
   std::string tcp_interface;       // tcp transport: the network interface to use ("" = any that reaches)
+  std::string wire = "fp32";       // gradients on the ring's wire: "fp32" | "fp16" | "bf16" (sums stay float32)
   double bucket_mb = 25;           // >= 0: gradient bucket cap in MiB; 0 = one collective per tensor
   double first_bucket_mb = 1;      // > 0: cap of the first and last buckets (start early, finish soon after backward)
   bool overlap = true;             // run buckets during backward; false = all after backward

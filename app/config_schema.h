@@ -231,6 +231,11 @@ inline const std::vector<KeySpec>& config_schema() {
        .field = &member<&C::dist, &DistConfig::tcp_interface>,
        .doc = "tcp transport: the network interface whose addresses ranks connect to (\"\" = any that reaches)",
        .also = {"interface", "iface", "if_include"}},
+      {.table = "dist", .key = "wire",
+       .field = &member<&C::dist, &DistConfig::wire>,
+       .doc = "the type gradients travel in on the ring: fp16 or bf16 halve the bytes, sums stay float32, "
+              "each rank divides by the world size before sending (parameters always travel in fp32)",
+       .choices = {"fp32", "fp16", "bf16"}, .also = {"compression", "compress", "wire_dtype"}},
       {.table = "dist", .key = "bucket_mb",
        .field = &member<&C::dist, &DistConfig::bucket_mb>,
        .doc = "gradient bucket cap in MiB; 0 = one collective per tensor", .bound = at_least(0),

@@ -142,7 +142,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                       device == Device::kCpu  ? StallPolicy::Idle::kSleep
                       : world.oversubscribed() ? StallPolicy::Idle::kYield
                                                : StallPolicy::Idle::kSpin};
-    collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface);
+    collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire));
     // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
     if (device == Device::kCpu)
       graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });

@@ -4,7 +4,9 @@
 // that machine noise hits all alike. Reports the median time of the repetitions and bus bandwidth
 // in the nccl-tests convention: busbw = bytes / time x 2 (p - 1) / p; ratios are against
 // MPI_Allreduce's time.
-// usage: mpirun -np P allreduce_bench [--min-bytes 4096] [--max-bytes 268435456] [--reps 9]
+// With --wire fp16|bf16, ring_tcp_<wire> joins them: the TCP ring with gradients on a 16-bit wire
+// (dist.wire); its bytes are the float32 buffer's, as for the others.
+// usage: mpirun -np P allreduce_bench [--min-bytes 4096] [--max-bytes 268435456] [--reps 9] [--wire fp16]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,10 +60,12 @@ int main(int argc, char** argv) {
   rt::World& w = rt::World::init(&argc, &argv);
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20;
   int reps = 9;
+  std::string wire = "fp32";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--min-bytes")) min_bytes = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--max-bytes")) max_bytes = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--wire")) wire = argv[i + 1];
   }
   if (w.size() < 2) {
     std::cerr << "allreduce_bench: run under mpirun with at least 2 ranks\n";
@@ -81,14 +85,17 @@ int main(int argc, char** argv) {
     std::shared_ptr<float> memory;
   };
   std::vector<Contender> contenders;
-  auto add = [&](const char* name, const char* algorithm, const char* transport, bool own_memory) {
-    contenders.push_back({name, rt::make_collective(algorithm, w.comm(), stall, transport), own_memory, {}, nullptr});
+  auto add = [&](const std::string& name, const char* algorithm, const char* transport, bool own_memory,
+                 rt::Wire on_wire = rt::Wire::kFp32) {
+    contenders.push_back(
+        {name, rt::make_collective(algorithm, w.comm(), stall, transport, "", on_wire), own_memory, {}, nullptr});
   };
   if (rt::ShmTransport::available(w.comm())) {
     add("ring_shm", "ring", "shm", true);
     add("ring_shm_copy", "ring", "shm", false);
   }
   add("ring_tcp", "ring", "tcp", true);
+  if (wire != "fp32") add("ring_tcp_" + wire, "ring", "tcp", true, rt::parse_wire(wire));
   add("ring_mpi", "ring", "mpi", true);
   contenders.push_back({"link_tcp", std::make_unique<TcpLinkProbe>(w.comm(), stall), false, {}, nullptr});
   add("mpi", "mpi", "auto", true);

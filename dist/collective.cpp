@@ -7,9 +7,12 @@ namespace {
 
 class RingCollective final : public Collective {
  public:
-  RingCollective(std::unique_ptr<Transport> transport, std::string transport_name)
-      : transport_(std::move(transport)), ring_(*transport_), transport_name_(std::move(transport_name)) {}
-  std::string describe() const override { return "ringtrain's ring over " + transport_name_; }
+  RingCollective(std::unique_ptr<Transport> transport, std::string transport_name, Wire wire)
+      : transport_(std::move(transport)), ring_(*transport_, int64_t{1} << 17, wire),
+        transport_name_(std::move(transport_name)), wire_(wire) {}
+  std::string describe() const override {
+    return "ringtrain's ring over " + transport_name_ + (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
+  }
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
     return ring_.last_phase_switch();
   }
@@ -26,6 +29,7 @@ class RingCollective final : public Collective {
   std::unique_ptr<Transport> transport_;
   RingAllreduce ring_;
   std::string transport_name_;
+  Wire wire_;
 };
 
 class MpiCollective final : public Collective {
@@ -61,15 +65,21 @@ std::string resolve_transport(const std::string& transport, MPI_Comm comm) {
 }
 
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport, const std::string& tcp_interface) {
+                                            const std::string& transport, const std::string& tcp_interface,
+                                            Wire wire) {
   if (algorithm == "ring") {
     const std::string how = resolve_transport(transport, comm);
-    if (how == "shm") return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory");
+    if (how == "shm")
+      return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory", wire);
     if (how == "tcp")
-      return std::make_unique<RingCollective>(std::make_unique<TcpTransport>(comm, stall, tcp_interface), "TCP");
-    return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point");
+      return std::make_unique<RingCollective>(std::make_unique<TcpTransport>(comm, stall, tcp_interface), "TCP", wire);
+    return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point", wire);
   }
-  if (algorithm == "mpi") return std::make_unique<MpiCollective>(comm);
+  if (algorithm == "mpi") {
+    RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire), "\" applies to ringtrain's ring; MPI_Allreduce "
+             "(dist.allreduce = \"mpi\") sums in float32 on the wire");
+    return std::make_unique<MpiCollective>(comm);
+  }
   RT_CHECK(false, "unknown allreduce algorithm '", algorithm, "': expected ring or mpi");
   return nullptr;
 }

@@ -1,7 +1,8 @@
 // An averaging allreduce over all ranks: ringtrain's own ring, or the library's MPI_Allreduce
 // for comparison (dist.allreduce = "ring" | "mpi"). The ring moves its bytes over shared memory,
 // its own TCP connections or MPI point-to-point (dist.transport = "auto" | "shm" | "tcp" | "mpi";
-// auto: shared memory when every rank is on one host, else TCP).
+// auto: shared memory when every rank is on one host, else TCP), its gradients in float32 or a
+// 16-bit type (dist.wire).
 #pragma once
 
 #include <chrono>
@@ -47,7 +48,7 @@ class Collective {
 // Collective over comm.
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
                                             const std::string& transport = "auto",
-                                            const std::string& tcp_interface = "");
+                                            const std::string& tcp_interface = "", Wire wire = Wire::kFp32);
 // The transport make_collective picks for the ring: "shm", "tcp" or "mpi". Collective over comm.
 std::string resolve_transport(const std::string& transport, MPI_Comm comm);
 

@@ -1,12 +1,14 @@
 // The ring's byte kernels: add a received slice into the local one (on the last reduce-scatter
-// step scaling the sum to the average in the same pass), and copy a slice into shared memory
-// without leaving it in this core's cache.
+// step scaling the sum to the average in the same pass), the same from a 16-bit wire type
+// (wire_format.h), and copy a slice into shared memory without leaving it in this core's cache.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "dist/wire_format.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -21,6 +23,19 @@ inline void add_into(float* __restrict dst, const float* __restrict src, size_t 
   } else {
     for (size_t i = 0; i < n; ++i) dst[i] = (dst[i] + src[i]) * scale;
   }
+}
+
+// dst[i] = (dst[i] + src[i]) * scale, src in a 16-bit wire type, the sum in float32.
+inline void add_from_wire(float* __restrict dst, const uint16_t* __restrict src, size_t n, float scale, Wire wire) {
+  for (size_t i = 0; i < n; ++i) dst[i] = (dst[i] + from_wire(src[i], wire)) * scale;
+}
+
+inline void narrow_to_wire(const float* __restrict src, uint16_t* __restrict dst, size_t n, Wire wire) {
+  for (size_t i = 0; i < n; ++i) dst[i] = to_wire(src[i], wire);
+}
+
+inline void widen_from_wire(const uint16_t* __restrict src, float* __restrict dst, size_t n, Wire wire) {
+  for (size_t i = 0; i < n; ++i) dst[i] = from_wire(src[i], wire);
 }
 
 // memcpy with non-temporal stores: the bytes go to memory, not into this core's cache, so the

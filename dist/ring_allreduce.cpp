@@ -1,13 +1,14 @@
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
-#include <vector>
 
+#include "dist/reduce_kernel.h"
 #include "dist/ring_schedule.h"
 
 namespace rt {
 
-RingAllreduce::RingAllreduce(Transport& transport, int64_t slice_floats) : t_(transport), slice_(slice_floats) {}
+RingAllreduce::RingAllreduce(Transport& transport, int64_t slice_floats, Wire wire)
+    : t_(transport), slice_(slice_floats), wire_(wire) {}
 
 void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) {
   phase_switch_.reset();
@@ -35,41 +36,82 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
                               const WaitContext& context, const ShardUpdate* update) {
   const int world = t_.world(), rank = t_.rank();
   const int next = ring_next(rank, world), prev = ring_prev(rank, world);
-  const float scale = 1.0f / static_cast<float>(world);
   const int steps = ring_step_count(world);
-  auto slice_bytes = [&](const ChunkRange& c, int64_t at) {
-    return sizeof(float) * static_cast<size_t>(std::min(slice_, c.count - at));
+  // Which phases travel in the wire type: the reduce-scatter of gradients, and their all-gather
+  // unless what is gathered is parameters (a sharded update) or optimizer state (gather()).
+  const bool narrow_reduce = wire_ != Wire::kFp32;
+  const bool narrow_gather = narrow_reduce && update == nullptr && first_step == 0;
+  const size_t elem_bytes = wire_bytes(wire_);
+  if (narrow_reduce) {
+    send_stage_.resize(std::max(send_stage_.size(), static_cast<size_t>(count)));
+    recv_stage_.resize(std::max(recv_stage_.size(), static_cast<size_t>(count)));
+  }
+  // Note [Wire scaling]: a 16-bit wire carries each rank's share of the average; float32 carries
+  // the sum, scaled to the average by the receiver of the last reduce-scatter step.
+  const float inv_world = 1.0f / static_cast<float>(world);
+  if (narrow_reduce && first_step == 0)
+    for (int64_t i = 0; i < count; ++i) reduced[i] *= inv_world;
+  const float final_scale = narrow_reduce ? 1.0f : inv_world;
+
+  auto slice_len = [&](const ChunkRange& c, int64_t at) { return std::min(slice_, c.count - at); };
+  // Sends elements [at, at + n) of a float buffer: as they are, or narrowed into the send stage.
+  auto send_floats = [&](const float* buffer, int64_t at, int64_t n, bool narrow) {
+    if (!narrow) return t_.post_send(buffer + at, sizeof(float) * static_cast<size_t>(n), next);
+    uint16_t* w = send_stage_.data() + at;
+    narrow_to_wire(buffer + at, w, static_cast<size_t>(n), wire_);
+    return t_.post_send(w, elem_bytes * static_cast<size_t>(n), next);
   };
   // The chunk a rank receives at step s is the chunk it sends at step s + 1 (Note [Ring
   // schedule]), so each slice is forwarded as soon as it is final, not after the whole step:
   // the next step's transfer overlaps this step's reduction.
   std::vector<Transport::Handle> sends;  // sends of the step about to be waited for
   const RingStep opening = ring_step(rank, world, first_step);
-  float* const opening_buffer = opening.reduce ? reduced : gathered;
   const ChunkRange first = chunk_range(count, world, opening.send_chunk);
   for (int64_t at = 0; at < first.count; at += slice_)
-    sends.push_back(t_.post_send(opening_buffer + first.begin + at, slice_bytes(first, at), next));
+    sends.push_back(opening.reduce ? send_floats(reduced, first.begin + at, slice_len(first, at), narrow_reduce)
+                                   : send_floats(gathered, first.begin + at, slice_len(first, at), false));
   WaitContext ctx = context;
   for (int step = first_step; step < steps; ++step) {
     const RingStep s = ring_step(rank, world, step);
+    const bool narrow = s.reduce ? narrow_reduce : narrow_gather;
     const ChunkRange in = chunk_range(count, world, s.recv_chunk);
-    // Reduce-scatter receives are added in (and scaled to the average on the last of them);
-    // all-gather receives land in place.
-    float* dst = (s.reduce ? reduced : gathered) + in.begin;
-    // What the next step sends of this chunk: after the last reduction, the gathered buffer.
-    const float* forward = (s.final_reduce ? gathered : s.reduce ? reduced : gathered) + in.begin;
+    // Reduce-scatter receives are added in (and scaled on the last of them); all-gather receives
+    // land in place. With the wire type both land in the receive stage first.
+    float* dst = s.reduce ? reduced : gathered;
     std::vector<Transport::Handle> recvs, next_sends;
-    for (int64_t at = 0; at < in.count; at += slice_) {
-      const size_t bytes = slice_bytes(in, at);
-      recvs.push_back(s.reduce ? t_.post_recv_reduce(dst + at, bytes / sizeof(float), prev, s.final_reduce ? scale : 1.0f)
-                               : t_.post_recv(dst + at, bytes, prev));
+    for (int64_t at = in.begin; at < in.begin + in.count; at += slice_) {
+      const int64_t n = slice_len(in, at - in.begin);
+      if (narrow)
+        recvs.push_back(t_.post_recv(recv_stage_.data() + at, elem_bytes * static_cast<size_t>(n), prev));
+      else if (s.reduce)
+        recvs.push_back(t_.post_recv_reduce(dst + at, static_cast<size_t>(n), prev, s.final_reduce ? final_scale : 1.0f));
+      else
+        recvs.push_back(t_.post_recv(dst + at, sizeof(float) * static_cast<size_t>(n), prev));
     }
     ctx.what = s.reduce ? "reduce-scatter receive" : "all-gather receive";
     for (size_t k = 0; k < recvs.size(); ++k) {
       t_.wait(recvs[k], ctx);
-      const int64_t begin = static_cast<int64_t>(k) * slice_;
-      if (s.final_reduce && update) update->apply(in.begin + begin, static_cast<int64_t>(slice_bytes(in, begin) / sizeof(float)));
-      if (step + 1 < steps) next_sends.push_back(t_.post_send(forward + begin, slice_bytes(in, begin), next));
+      const int64_t at = in.begin + static_cast<int64_t>(k) * slice_;
+      const int64_t n = slice_len(in, at - in.begin);
+      const size_t un = static_cast<size_t>(n);
+      if (narrow && s.reduce)
+        add_from_wire(dst + at, recv_stage_.data() + at, un, 1.0f, wire_);
+      else if (narrow)
+        widen_from_wire(recv_stage_.data() + at, dst + at, un, wire_);
+      if (s.final_reduce && update) update->apply(at, n);
+      if (step + 1 == steps) continue;
+      // Forward the slice: a partial sum onward, or the finished one into the all-gather (the
+      // owner rounds its own copy to what it sends, so every rank ends with the same values).
+      if (s.final_reduce && narrow_gather) {
+        next_sends.push_back(send_floats(dst, at, n, true));
+        widen_from_wire(send_stage_.data() + at, dst + at, un, wire_);
+      } else if (s.reduce && !s.final_reduce) {
+        next_sends.push_back(send_floats(reduced, at, n, narrow_reduce));
+      } else if (narrow_gather) {
+        next_sends.push_back(t_.post_send(recv_stage_.data() + at, elem_bytes * un, next));
+      } else {
+        next_sends.push_back(send_floats(gathered, at, n, false));
+      }
     }
     ctx.what = s.reduce ? "reduce-scatter send" : "all-gather send";
     for (Transport::Handle h : sends) t_.wait(h, ctx);

@@ -1,14 +1,17 @@
 // Ring-allreduce (average) of a float buffer over a Transport, following Note [Ring schedule].
 // Each step's chunk travels in slices: all of a step's receives and sends are posted at once and
-// each received slice is reduced while the later ones are still in flight.
+// each received slice is reduced while the later ones are still in flight. Gradients may travel
+// in a 16-bit wire type (wire_format.h); sums are always formed in float32.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "dist/transport.h"
+#include "dist/wire_format.h"
 
 namespace rt {
 
@@ -23,14 +26,17 @@ struct ShardUpdate {
 
 class RingAllreduce {
  public:
-  explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17);
-  // data[0, count) becomes the average over all ranks, on every rank.
+  explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17, Wire wire = Wire::kFp32);
+  // data[0, count) becomes the average over all ranks, on every rank: bit-identical on every rank
+  // whatever the wire type (the owner of each chunk rounds its own copy as it sends it).
   void run(float* data, int64_t count, const WaitContext& context);
   // data[0, count) is averaged; each rank applies `update` to the chunk it finishes, and every
   // rank receives update.gather's other chunks from their owners. data's other chunks are left
-  // partly reduced.
+  // partly reduced. Only the gradients' reduce-scatter uses the wire type: parameters are
+  // all-gathered in float32, as rounding them would change the model.
   void run(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update);
-  // The all-gather phase alone: each rank's owned chunk of data[0, count) (owned_chunk) to every rank.
+  // The all-gather phase alone, in float32: each rank's owned chunk of data[0, count) (owned_chunk)
+  // to every rank.
   void gather(float* data, int64_t count, const WaitContext& context);
   // When the last run finished its reduce-scatter (its all-gather took the rest); unset for runs
   // with nothing to exchange. For the timeline's phase spans.
@@ -44,6 +50,10 @@ class RingAllreduce {
 
   Transport& t_;
   int64_t slice_;
+  Wire wire_;
+  // With a 16-bit wire: what this rank sends and receives, at the same element offsets as the
+  // buffer being reduced.
+  std::vector<uint16_t> send_stage_, recv_stage_;
   std::optional<std::chrono::steady_clock::time_point> phase_switch_;
 };
 
