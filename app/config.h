@@ -71,7 +71,7 @@ struct ScheduleConfig {
 };
 
 struct DistConfig {
-  std::string allreduce = "ring";  // "ring" (ringtrain's own) | "mpi" (MPI_Allreduce, for comparison)
+  std::string allreduce = "ring";  // "ring" (ringtrain's own) | "mpi" (MPI_Allreduce) | "nccl" (ncclAllReduce, cuda)
   std::string transport = "auto";  // the ring's: "auto" (shm on one host, else tcp) | "shm" | "tcp" | "mpi"
   std::string tcp_interface;       // tcp transport: the network interface to use ("" = any that reaches)
   std::string wire = "fp32";       // gradients on the ring's wire: "fp32" | "fp16" | "bf16" (sums stay float32)

@@ -220,7 +220,9 @@ inline const std::vector<KeySpec>& config_schema() {
 
       {.table = "dist", .key = "allreduce",
        .field = &member<&C::dist, &DistConfig::allreduce>,
-       .doc = "ring: ringtrain's own ring; mpi: MPI_Allreduce, for comparison", .choices = {"ring", "mpi"},
+       .doc = "ring: ringtrain's own ring (on the GPU over NCCL point-to-point); mpi: MPI_Allreduce, nccl: "
+              "ncclAllReduce (device = cuda), for comparison",
+       .choices = {"ring", "mpi", "nccl"},
        .also = {"algorithm", "backend"}},
       {.table = "dist", .key = "transport",
        .field = &member<&C::dist, &DistConfig::transport>,

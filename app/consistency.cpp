@@ -1,6 +1,7 @@
 #include "app/consistency.h"
 
 #include <sstream>
+#include <vector>
 
 #include "base/check.h"
 
@@ -70,9 +71,21 @@ std::vector<std::pair<std::string, std::string>> model_items(const Graph& graph)
   return items;
 }
 
+void on_host(float* data, int64_t n, Device device, const std::function<void(float*)>& fn) {
+  if (device == Device::kCpu) return fn(data);
+  std::vector<float> host(static_cast<size_t>(n));
+  const size_t bytes = sizeof(float) * host.size();
+  copy_bytes(host.data(), Device::kCpu, data, device, bytes);
+  fn(host.data());
+  copy_bytes(data, device, host.data(), Device::kCpu, bytes);
+}
+
 void broadcast_model_state(Graph& graph, const World& world) {
-  world.broadcast(graph.param_arena(), graph.arena_floats(), 0);
-  for (const BufferRef& b : graph.buffers()) world.broadcast(const_cast<float*>(b.value.data()), b.value.numel(), 0);
+  auto broadcast = [&](float* data, int64_t n) {
+    on_host(data, n, graph.device(), [&](float* v) { world.broadcast(v, n, 0); });
+  };
+  broadcast(graph.param_arena(), graph.arena_floats());
+  for (const BufferRef& b : graph.buffers()) broadcast(const_cast<float*>(b.value.data()), b.value.numel());
 }
 
 }  // namespace rt

@@ -4,6 +4,8 @@
 // in the same order.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,5 +26,9 @@ std::vector<std::pair<std::string, std::string>> config_items(const std::string&
 std::vector<std::pair<std::string, std::string>> model_items(const Graph& graph);
 
 void broadcast_model_state(Graph& graph, const World& world);
+
+// MPI moves host memory: runs fn on data[0, n) where it is on the CPU, or on a host copy that is
+// copied back afterwards when it is on the GPU.
+void on_host(float* data, int64_t n, Device device, const std::function<void(float*)>& fn);
 
 }  // namespace rt

@@ -20,6 +20,7 @@
 #include "base/check.h"
 #include "data/image_folder_batches.h"
 #include "data/sampler.h"
+#include "dist/cuda/device_collective.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
 #include "nn/ops/softmax_cross_entropy.h"
@@ -81,6 +82,23 @@ class Span {
   double start_;
 };
 
+// Settings that only one device can honour, refused at start on any number of ranks.
+void check_device_settings(const Config& config, Device device) {
+  const DistConfig& dc = config.dist;
+  if (device == Device::kCpu) {
+    RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
+             "\" applies to device = \"cuda\" only; the CPU computes in float32");
+    RT_CHECK(dc.allreduce != "nccl", "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    return;
+  }
+  RT_CHECK(dc.allreduce != "mpi", "dist.allreduce = \"mpi\" moves host memory; with device = \"cuda\" use ring "
+           "(ours, over NCCL point-to-point) or nccl (ncclAllReduce)");
+  RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport, "\" moves host memory; with device = \"cuda\" "
+           "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
+  RT_CHECK(dc.allreduce != "nccl" || dc.wire == "fp32", "dist.wire = \"", dc.wire, "\" applies to ringtrain's ring; "
+           "ncclAllReduce (dist.allreduce = \"nccl\") moves float32");
+}
+
 }  // namespace
 
 int64_t current_training_step() { return g_step.load(); }
@@ -95,14 +113,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const Device device = parse_device(config.train.device);
   if (device == Device::kCuda) {
     // Before any other CUDA call: one GPU per rank on each host, chosen by local rank.
-    RT_CHECK(world.size() == 1, "train.device = \"cuda\" runs on one rank in this version: the ring over NCCL "
-             "is not built yet (run without mpirun, or with device = \"cpu\")");
     select_cuda_device(world.local_rank());
     set_cuda_tf32(config.train.precision == "tf32");
-  } else {
-    RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
-             "\" applies to device = \"cuda\" only; the CPU computes in float32");
   }
+  check_device_settings(config, device);
 
   const DataConfig& d = config.data;
   synthetic_ = d.source == "synthetic";
@@ -142,7 +156,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                       device == Device::kCpu  ? StallPolicy::Idle::kSleep
                       : world.oversubscribed() ? StallPolicy::Idle::kYield
                                                : StallPolicy::Idle::kSpin};
-    collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire));
+    if (device == Device::kCuda)
+      collective = make_device_collective(dc.allreduce, world.comm(), parse_wire(dc.wire));
+    else
+      collective = make_collective(dc.allreduce, world.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire));
     // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
     if (device == Device::kCpu)
       graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
@@ -195,7 +212,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)); };
     auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
     std::optional<ArenaUpdate> update;
-    if (dc.sharded_update)  // SGD runs in the communication thread, on this rank's share (Note [Sharded update])
+    // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
+    // GPU it follows the allreduce on the compute stream instead: the communication thread only
+    // enqueues work (Note [Device collectives]).
+    if (dc.sharded_update && device == Device::kCpu)
       update = ArenaUpdate{[this](int64_t offset, int64_t count) {
                              // On the communication thread, beside the compute threads: an OpenMP team
                              // here would take their cores, and the update is bound by memory anyway.
@@ -258,11 +278,11 @@ void Trainer::write_metric(const std::string& line) {
 void Trainer::average_buffers() {
   if (world_.size() == 1) return;
   const float inv = 1.0f / static_cast<float>(world_.size());
-  for (const BufferRef& b : graph_->buffers()) {
-    float* v = const_cast<float*>(b.value.data());
-    world_.allreduce_sum(v, b.value.numel());
-    for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
-  }
+  for (const BufferRef& b : graph_->buffers())
+    on_host(const_cast<float*>(b.value.data()), b.value.numel(), graph_->device(), [&](float* v) {
+      world_.allreduce_sum(v, b.value.numel());
+      for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
+    });
 }
 
 void Trainer::gather_optimizer_state() {

@@ -43,6 +43,19 @@ class Collective {
   }
   // Where the last average() switched from reduce-scatter to all-gather, if it has such phases.
   virtual std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return std::nullopt; }
+
+  // Note [Device collectives]: a collective on GPU memory (dist/cuda/device_collective.h) only
+  // enqueues its work: average() returns at once, its transfers and kernels run on a
+  // communication stream of their own. Three calls order that stream against the compute stream
+  // without ever blocking the host; host collectives, which work on finished memory, ignore them.
+  // At start: how many buckets there will be and the largest one, so buffers are sized once.
+  virtual void prepare(size_t buckets, int64_t largest_bucket_floats) { (void)buckets, (void)largest_bucket_floats; }
+  // Main thread: the compute stream has enqueued everything bucket `bucket`'s gradients depend on;
+  // the bucket's average() will wait for that point on the GPU.
+  virtual void mark_ready(int bucket) { (void)bucket; }
+  // Main thread, after every average() of the step has returned: work enqueued on the compute
+  // stream from now on waits for the collective's.
+  virtual void join_compute() {}
 };
 
 // Collective over comm.

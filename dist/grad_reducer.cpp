@@ -16,6 +16,9 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
   pending_params_.resize(buckets_.size());
   ready_us_.resize(buckets_.size());
+  int64_t largest = 0;
+  for (const Bucket& b : buckets_) largest = std::max(largest, b.count);
+  collective_->prepare(buckets_.size(), largest);
   thread_ = std::thread([this] { comm_loop(); });
 }
 
@@ -40,7 +43,10 @@ void GradReducer::on_grad_ready(size_t param) {
   std::lock_guard<std::mutex> lock(mu_);
   const size_t b = bucket_of_param_.at(param);
   RT_ASSERT(pending_params_[b] > 0);
-  if (--pending_params_[b] == 0) ready_us_[b] = timeline_ ? timeline_->now_us() : 0;
+  if (--pending_params_[b] == 0) {
+    ready_us_[b] = timeline_ ? timeline_->now_us() : 0;
+    collective_->mark_ready(static_cast<int>(b));
+  }
   if (overlap_) launch_ready_buckets();
 }
 
@@ -56,6 +62,7 @@ void GradReducer::finish() {
   RT_ASSERT(launched_ == buckets_.size());  // every gradient was reported
   cv_.wait(lock, [&] { return done_ == buckets_.size() || error_; });
   if (error_) std::rethrow_exception(error_);
+  collective_->join_compute();
 }
 
 void GradReducer::gather_updated(float* state_arena) {

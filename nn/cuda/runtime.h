@@ -61,4 +61,8 @@ inline unsigned blocks_for(int64_t n, int threads = 256) {
   return static_cast<unsigned>(b < 65535 * 16 ? (b > 0 ? b : 1) : 65535 * 16);
 }
 
+// Inside a kernel launched with blocks_for(n) blocks: element i of n, grid-strided so any grid covers all.
+#define RT_FOR_EACH_ELEMENT(i, n) \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
+
 }  // namespace rt::cuda

@@ -146,6 +146,16 @@ TEST(RingtrainBinary, Tf32OnTheCpuIsRefused) {
       << r.output;
 }
 
+TEST(RingtrainBinary, NcclOnTheCpuIsRefusedEvenOnOneRank) {
+  const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_nccl";
+  const fs::path p = write_config("nccl.toml", "[dist]\nallreduce = \"nccl\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
+  const ProcessResult r = ringtrain("--config " + p.string());
+  fs::remove(p);
+  fs::remove_all(runs);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("dist.allreduce = \"nccl\" needs train.device = \"cuda\""), std::string::npos) << r.output;
+}
+
 TEST(RingtrainBinary, InfoListsTheModelsAndExitsZero) {
   const ProcessResult r = ringtrain("info");
   EXPECT_EQ(r.status, 0) << r.output;

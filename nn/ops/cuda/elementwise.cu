@@ -9,9 +9,6 @@
 namespace rt::cuda {
 namespace {
 
-#define RT_FOR_EACH_ELEMENT(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
-
 __global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
   RT_FOR_EACH_ELEMENT(i, n) y[i] = relu_forward(x[i]);
 }

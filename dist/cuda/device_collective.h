@@ -1,0 +1,43 @@
+// The collectives of the CUDA backend, on GPU memory (Note [Device collectives] in
+// dist/collective.h): ringtrain's ring, with NCCL point-to-point moving each step's chunk between
+// neighbours and a kernel of ours adding it in (dist.allreduce = "ring"), and NCCL's own
+// ncclAllReduce as the baseline to compare against (dist.allreduce = "nccl"). Plain C++: streams
+// are passed as void* (a cudaStream_t), so the trainer includes this without the CUDA headers.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "dist/collective.h"
+#include "dist/wire_format.h"
+
+namespace rt {
+
+// How the device ring moves one step's bytes: `send_bytes` from `send` to rank `next` and
+// `recv_bytes` into `recv` from rank `prev`, enqueued on `stream` so that neither waits for the
+// other. NCCL point-to-point in the trainer. NCCL refuses two ranks on one GPU, so the tests also
+// run the ring over a host-staged exchange, to check its steps and kernels at several ranks on
+// the one GPU a test machine has.
+class DeviceExchange {
+ public:
+  virtual ~DeviceExchange() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
+                        void* stream) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// "ring" (ours over NCCL point-to-point) or "nccl" (ncclAllReduce) over comm's ranks, one GPU
+// each, on the GPU select_cuda_device chose. Collective over comm. rt::Error in a build without
+// CUDA.
+std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire);
+// NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
+std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
+// ringtrain's ring on GPU memory over any exchange.
+std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire);
+
+}  // namespace rt

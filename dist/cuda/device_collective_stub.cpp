@@ -1,0 +1,24 @@
+// A build without CUDA has no device collectives; asking for one is an error, not a link failure.
+#include "base/check.h"
+#include "dist/cuda/device_collective.h"
+
+namespace rt {
+namespace {
+constexpr const char* kNotBuilt =
+    "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
+}
+
+std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
+std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
+std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange>, Wire) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
+
+}  // namespace rt

@@ -1,0 +1,200 @@
+// The collectives on GPU memory (CTest labels gpu and mpi), under mpirun -np 1 and -np 3:
+// - ringtrain's device ring at every wire type against the CPU ring (a second implementation of
+//   the same schedule and arithmetic) on the same inputs: bit for bit, at awkward sizes. The ring
+//   runs over a host-staged exchange here, because NCCL refuses two ranks on one GPU and a test
+//   machine has one; its steps and kernels are what this checks.
+// - the ring over NCCL point-to-point and ncclAllReduce against the closed form, where each rank
+//   has a GPU of its own (else they skip, saying so), and NCCL's exchange with itself at 1 rank.
+// - the trainer's wiring, a GradReducer over the device ring: a bucket waits on the GPU for the
+//   compute stream's writes, and finish() makes later compute work wait for the averages.
+// Without a usable GPU every test skips, saying why.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/collective.h"
+#include "dist/cuda/device_collective.h"
+#include "dist/grad_reducer.h"
+#include "dist/mpi_transport.h"
+#include "dist/world.h"
+#include "nn/cuda/runtime.h"
+#include "nn/device.h"
+
+namespace rt {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+class DeviceRingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+    int gpus = 0;
+    cudaGetDeviceCount(&gpus);
+    gpus_ = gpus;
+    // Ranks beyond the GPU count share them (the staged-exchange tests allow it; NCCL does not).
+    select_cuda_device(World::get().local_rank() % gpus);
+  }
+  // NCCL takes one GPU per rank: true when this job has that.
+  bool one_gpu_per_rank() const { return World::get().local_size() <= gpus_; }
+  int gpus_ = 0;
+};
+
+StallPolicy quiet_stall() {
+  return {30, 120, [](const std::string&) {}, [](const std::string& m) { World::get().abort(m); },
+          StallPolicy::Idle::kYield};
+}
+
+// Moves each step's bytes through host memory with MPI: synchronous, slow, and independent of
+// NCCL, so several ranks can share one GPU.
+class StagedExchange final : public DeviceExchange {
+ public:
+  int rank() const override { return World::get().rank(); }
+  int world() const override { return World::get().size(); }
+  std::string describe() const override { return "a host-staged MPI exchange"; }
+  void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
+                void* stream) override {
+    const auto s = static_cast<cudaStream_t>(stream);
+    std::vector<char> out(send_bytes), in(recv_bytes);
+    RT_CHECK(cudaMemcpyAsync(out.data(), send, send_bytes, cudaMemcpyDeviceToHost, s) == cudaSuccess, "copy out");
+    RT_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync");
+    MPI_Sendrecv(out.data(), static_cast<int>(send_bytes), MPI_BYTE, next, 11, in.data(), static_cast<int>(recv_bytes),
+                 MPI_BYTE, prev, 11, World::get().comm(), MPI_STATUS_IGNORE);
+    RT_CHECK(cudaMemcpyAsync(recv, in.data(), recv_bytes, cudaMemcpyHostToDevice, s) == cudaSuccess, "copy in");
+    RT_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync");
+  }
+};
+
+std::vector<float> contribution(int64_t count, int rank) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 0.37f * static_cast<float>(rank + 1) + static_cast<float>(static_cast<int>(i % 53) - 26) * 0.11f;
+  return v;
+}
+
+// data on the GPU, averaged by c, back on the host.
+std::vector<float> average_on_gpu(Collective& c, const std::vector<float>& data) {
+  const size_t bytes = sizeof(float) * data.size();
+  std::shared_ptr<void> gpu = allocate_zeroed(Device::kCuda, bytes);
+  copy_bytes(gpu.get(), Device::kCuda, data.data(), Device::kCpu, bytes);
+  c.average(static_cast<float*>(gpu.get()), static_cast<int64_t>(data.size()), {});
+  c.join_compute();
+  std::vector<float> out(data.size());
+  copy_bytes(out.data(), Device::kCpu, gpu.get(), Device::kCuda, bytes);  // on the compute stream
+  return out;
+}
+
+size_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return i;
+  return a.size();
+}
+
+TEST_F(DeviceRingTest, MatchesTheCpuRingBitForBitAtEveryWireType) {
+  const World& w = World::get();
+  for (Wire wire : {Wire::kFp32, Wire::kFp16, Wire::kBf16}) {
+    auto gpu_ring = make_device_ring(std::make_unique<StagedExchange>(), wire);
+    MpiTransport transport(w.comm(), quiet_stall());
+    RingAllreduce cpu_ring(transport, int64_t{1} << 17, wire);
+    for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{(1 << 18) + 3}}) {
+      std::vector<float> on_cpu = contribution(count, w.rank());
+      const std::vector<float> on_gpu = average_on_gpu(*gpu_ring, on_cpu);
+      cpu_ring.run(on_cpu.data(), count, {});
+      const size_t at = first_difference(on_gpu, on_cpu);
+      EXPECT_EQ(at, on_cpu.size()) << gpu_ring->describe() << ", count " << count << ": element " << at << " is "
+                                   << on_gpu[at] << " on the GPU, " << on_cpu[at] << " on the CPU";
+    }
+  }
+}
+
+TEST_F(DeviceRingTest, RingOverNcclAndNcclAllReduceGiveTheAverage) {
+  if (!one_gpu_per_rank())
+    GTEST_SKIP() << "NCCL takes one GPU per rank; " << World::get().local_size() << " ranks share " << gpus_
+                 << " GPU(s) on this host";
+  const World& w = World::get();
+  for (const char* algorithm : {"ring", "nccl"}) {
+    auto c = make_device_collective(algorithm, w.comm(), Wire::kFp32);
+    for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{(1 << 20) + 5}}) {
+      const std::vector<float> out = average_on_gpu(*c, contribution(count, w.rank()));
+      // Rank r adds 0.37 (r + 1) to a pattern shared by all: the average adds 0.37 (world + 1) / 2.
+      const std::vector<float> pattern = contribution(count, -1);
+      const double offset = 0.37 * (w.size() + 1) / 2.0;
+      size_t bad = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const double want = pattern[i] + offset;
+        if (std::abs(out[i] - want) > 1e-5 * (1 + std::abs(want))) ++bad;
+      }
+      EXPECT_EQ(bad, 0u) << c->describe() << ", count " << count;
+    }
+  }
+}
+
+// At one rank the ring has no steps, so this is what exercises NCCL's send and receive: rank 0
+// sends to and receives from itself.
+TEST_F(DeviceRingTest, NcclExchangeMovesBytesToItsNeighbour) {
+  if (!one_gpu_per_rank()) GTEST_SKIP() << "NCCL takes one GPU per rank";
+  const World& w = World::get();
+  auto x = make_nccl_exchange(w.comm());
+  const std::vector<float> mine = contribution(4099, w.rank());
+  const size_t bytes = sizeof(float) * mine.size();
+  std::shared_ptr<void> send = allocate_zeroed(Device::kCuda, bytes), recv = allocate_zeroed(Device::kCuda, bytes);
+  copy_bytes(send.get(), Device::kCuda, mine.data(), Device::kCpu, bytes);
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  x->exchange(send.get(), bytes, (w.rank() + 1) % w.size(), recv.get(), bytes, (w.rank() + w.size() - 1) % w.size(), s);
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaStreamDestroy(s));
+  std::vector<float> got(mine.size());
+  copy_bytes(got.data(), Device::kCpu, recv.get(), Device::kCuda, bytes);
+  EXPECT_EQ(got, contribution(4099, (w.rank() + w.size() - 1) % w.size()));
+}
+
+// The trainer's wiring (Note [Device collectives]): a GradReducer over the device ring, its
+// gradients written by the compute stream only after a host function has slept 200 ms, each
+// parameter reported ready right after its write is enqueued, long before it lands. Every bucket
+// must average the written values (its stream waited for the bucket's mark), and a copy on the
+// compute stream after finish() must see the averages. At one rank the ring has no steps, so this
+// needs several.
+TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
+  const World& w = World::get();
+  if (w.size() == 1) GTEST_SKIP() << "needs several ranks (mpirun -np 3 runs it)";
+  const std::vector<ParamExtent> params = {{0, 1000}, {1024, 70001}, {71040, 5}, {71168, 30000}};
+  const std::vector<Bucket> buckets = plan_buckets(params, 2000, 80000);
+  ASSERT_GE(buckets.size(), 2u);
+  const int64_t count = params.back().offset + params.back().count;
+  const size_t bytes = sizeof(float) * static_cast<size_t>(count);
+  std::shared_ptr<void> arena = allocate_zeroed(Device::kCuda, bytes);
+  synchronize(Device::kCuda);
+  GradReducer reducer(static_cast<float*>(arena.get()), params, buckets,
+                      make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32), /*overlap=*/true, nullptr);
+  const std::vector<float> mine = contribution(count, w.rank());
+  const cudaStream_t compute = cuda::context().stream;
+  reducer.begin_step(0);
+  CUDA_OK(cudaLaunchHostFunc(compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamExtent& p = params[i];
+    CUDA_OK(cudaMemcpyAsync(static_cast<float*>(arena.get()) + p.offset, mine.data() + p.offset,
+                            sizeof(float) * static_cast<size_t>(p.count), cudaMemcpyHostToDevice, compute));
+    reducer.on_grad_ready(i);
+  }
+  reducer.finish();
+  std::vector<float> out(mine.size());
+  copy_bytes(out.data(), Device::kCpu, arena.get(), Device::kCuda, bytes);
+  MpiTransport transport(w.comm(), quiet_stall());
+  RingAllreduce cpu_ring(transport);
+  std::vector<float> want(mine.size(), 0.0f);  // gaps between parameters stay zero
+  for (const ParamExtent& p : params) std::copy(mine.begin() + p.offset, mine.begin() + p.offset + p.count, want.begin() + p.offset);
+  for (const Bucket& b : buckets) cpu_ring.run(want.data() + b.offset, b.count, {});
+  const size_t at = first_difference(out, want);
+  EXPECT_EQ(at, out.size()) << "element " << at << " is " << out[at] << ", the CPU ring says " << want[at];
+}
+
+}  // namespace
+}  // namespace rt
