@@ -13,6 +13,7 @@ std::string usage() {
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
          "       ringtrain ring-demo --ranks P --elements N\n"
+         "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -24,6 +25,9 @@ std::string usage() {
          "           transform (shorter side resized, centre crop); W: a checkpoint or state dict\n"
          "  ring-demo  the ring-allreduce of N numbers on P simulated ranks, step by step, from the\n"
          "           trainer's own schedule (P 2..8, N 1..32)\n"
+         "  simulate the predicted step time and scaling efficiency of the config's model and [dist]\n"
+         "           settings at each rank count on the cluster CLUSTER describes (configs/clusters/);\n"
+         "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -36,7 +40,7 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   if (i < argc) {
     const std::string_view first = argv[i];
     if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "predict" ||
-        first == "info" || first == "ring-demo") {
+        first == "info" || first == "ring-demo" || first == "simulate") {
       a.command = first;
       ++i;
     } else if (first == "help" || first == "--help" || first == "-h") {
@@ -74,6 +78,18 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.backward = true;
     } else if (arg == "--eval") {
       a.eval_mode = true;
+    } else if (arg == "--ranks" && a.command == "simulate") {
+      a.rank_list = value(arg);
+    } else if (arg == "--network") {
+      a.network = value(arg);
+    } else if (arg == "--cycle-ms") {
+      const std::string v = value(arg);
+      try {
+        a.cycle_ms = std::stod(v);
+      } catch (const std::exception&) {
+        a.cycle_ms = -1;
+      }
+      RT_CHECK(a.cycle_ms >= 0, "--cycle-ms expects a duration in milliseconds (0 or more), got '", v, "'");
     } else if (arg == "--ranks" || arg == "--elements") {
       const std::string v = value(arg);
       int64_t n = 0;
@@ -112,6 +128,9 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   } else if (a.command == "predict") {
     RT_CHECK(!a.config_path.empty() && !a.weights.empty() && !a.images.empty(),
              "ringtrain predict needs --config FILE, --weights FILE and --image PATH...\n", usage());
+  } else if (a.command == "simulate") {
+    RT_CHECK(!a.config_path.empty() && !a.rank_list.empty() && !a.network.empty(),
+             "ringtrain simulate needs --config FILE, --ranks P1,P2,... and --network FILE\n", usage());
   } else if (a.command == "ring-demo") {
     RT_CHECK(a.ranks > 0 && a.elements > 0, "ringtrain ring-demo needs --ranks P and --elements N\n", usage());
   } else {

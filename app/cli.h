@@ -1,4 +1,4 @@
-// Command-line parsing: `ringtrain [train|eval|bench|forward|predict|info|ring-demo] --config FILE
+// Command-line parsing: `ringtrain [train|eval|bench|forward|predict|info|ring-demo|simulate] --config FILE
 // [--set table.key=value ...] [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
 // trains. Bad arguments are rt::Error with the usage hint.
 #pragma once
@@ -9,7 +9,7 @@
 namespace rt {
 
 struct CliArgs {
-  std::string command = "train";  // train | eval | bench | forward | predict | info | ring-demo | help | version
+  std::string command = "train";  // train | eval | bench | forward | predict | info | ring-demo | simulate | help | version
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
@@ -21,6 +21,9 @@ struct CliArgs {
   bool eval_mode = false;           // forward --eval
   int ranks = 0;                    // ring-demo --ranks P
   int64_t elements = 0;             // ring-demo --elements N
+  std::string rank_list;            // simulate --ranks 8,16,...
+  std::string network;              // simulate --network FILE
+  double cycle_ms = 0;              // simulate --cycle-ms C
 };
 
 CliArgs parse_cli(int argc, const char* const* argv);

@@ -11,6 +11,7 @@
 #include "app/forward.h"
 #include "app/predict.h"
 #include "app/ring_demo.h"
+#include "app/simulate.h"
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "base/check.h"
@@ -78,6 +79,11 @@ int run(const CliArgs& args) {
     return 0;
   }
 
+  if (args.command == "simulate") {
+    std::cout << simulate_report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list),
+                                 args.network, args.cycle_ms / 1e3) << std::flush;
+    return 0;
+  }
   if (args.command == "predict") {
     std::cout << run_predict(load_config(args.config_path, args.overrides), args.weights, args.images) << std::flush;
     return 0;

@@ -14,6 +14,7 @@
 
 #include "app/atomic_file.h"
 #include "app/consistency.h"
+#include "app/gradient_buckets.h"
 #include "app/image_options.h"
 #include "app/json.h"
 #include "app/progress.h"
@@ -206,11 +207,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
   if (world.size() > 1) {
-    std::vector<ParamExtent> extents;
-    for (const ParamRef& p : graph_->params()) extents.push_back({p.offset, p.value.numel()});
     const DistConfig& dc = config.dist;
-    const auto mib = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)); };
-    auto buckets = plan_buckets(extents, mib(dc.first_bucket_mb), mib(dc.bucket_mb));
+    GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
     std::optional<ArenaUpdate> update;
     // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
     // GPU it follows the allreduce on the compute stream instead: the communication thread only
@@ -224,7 +222,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                              sgd_->step_range(lr_, offset, offset + count);
                            },
                            graph_->param_arena()};
-    reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(extents), std::move(buckets),
+    reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                              std::move(collective), dc.overlap, timeline_.get(), std::move(update));
     graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
   }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "app/simulate.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "dist/world.h"
@@ -153,6 +154,42 @@ TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
   EXPECT_EQ(static_cast<int64_t>(r.step_losses.size()), resumed.steps_per_epoch());
   EXPECT_EQ(resumed.position().epochs_done, 2);
   w.barrier();
+}
+
+}  // namespace
+}  // namespace rt::testing
+
+namespace rt::testing {
+namespace {
+
+// `ringtrain simulate` plans its buckets with the trainer's own function: for the paper's three
+// models, the buckets a 2-rank trainer's reducer averages are exactly the simulator's.
+TEST(DataParallel, SimulatorBucketsAreTheTrainersForThePapersModels) {
+  const World& w = World::get();
+  if (w.size() != 2) GTEST_SKIP() << "runs at 2 ranks (the paper's models are large)";
+  for (const char* name : {"resnet101", "vgg16", "inception_v3"}) {
+    Config c;
+    c.model.name = name;
+    c.model.num_classes = 1000;
+    c.data.source = "synthetic";
+    // The buckets depend on the parameters alone, not the image size (Inception's aux head needs 299).
+    c.data.image_size = std::string(name) == "inception_v3" ? 0 : 64;
+    c.train.batch_per_rank = 1;
+    c.train.threads = 1;
+    c.dist.bucket_mb = 16;
+    c.dist.first_bucket_mb = 2;
+    std::ostringstream log;
+    Trainer trainer(c, log, w);
+    ASSERT_NE(trainer.reducer(), nullptr);
+    const std::vector<Bucket>& real = trainer.reducer()->buckets();
+    const SimulatedModel sim = plan_model_for_simulation(c);
+    ASSERT_EQ(sim.gradients.buckets.size(), real.size()) << name;
+    for (size_t b = 0; b < real.size(); ++b) {
+      EXPECT_EQ(sim.gradients.buckets[b].offset, real[b].offset) << name << " bucket " << b;
+      EXPECT_EQ(sim.gradients.buckets[b].count, real[b].count) << name << " bucket " << b;
+      EXPECT_EQ(sim.gradients.buckets[b].first_param, real[b].first_param) << name << " bucket " << b;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+#include "app/simulate.h"
+
+#include <toml++/toml.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "app/gradient_buckets.h"
+#include "base/check.h"
+#include "dist/wire_format.h"
+#include "models/registry.h"
+
+namespace rt {
+namespace {
+
+// Reads a cluster file strictly: every key known, every value of the expected kind and range.
+class ClusterReader {
+ public:
+  explicit ClusterReader(const std::string& path) : path_(path) {
+    try {
+      root_ = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+      RT_CHECK(false, "cannot read cluster file '", path, "': ", e.description(), " at line ", e.source().begin.line);
+    }
+  }
+
+  // Only these keys in `table` ("" = the top level).
+  void only(const std::string& table, const std::set<std::string>& keys) const {
+    const toml::table* t = table.empty() ? &root_ : root_[table].as_table();
+    if (!t) return;
+    for (const auto& [k, v] : *t) {
+      const std::string key(k.str());
+      RT_CHECK(keys.count(key), path_, ":", v.source().begin.line, ": unknown key '", where(table, key), "'");
+    }
+  }
+
+  double number(const std::string& table, const std::string& key, double lo, bool required, double fallback = 0) const {
+    const toml::node_view<const toml::node> n = table.empty() ? root_[key] : root_[table][key];
+    if (!n) {
+      RT_CHECK(!required, path_, ": missing key '", where(table, key), "'");
+      return fallback;
+    }
+    const std::optional<double> v = n.value<double>();
+    RT_CHECK(v.has_value(), path_, ":", n.node()->source().begin.line, ": '", where(table, key), "' must be a number");
+    RT_CHECK(*v > lo, path_, ":", n.node()->source().begin.line, ": '", where(table, key), "' must be above ", lo,
+             ", got ", *v);
+    return *v;
+  }
+
+  bool flag(const std::string& table, const std::string& key) const {
+    const auto n = root_[table][key];
+    if (!n) return false;
+    const std::optional<bool> v = n.value<bool>();
+    RT_CHECK(v.has_value(), path_, ": '", where(table, key), "' must be true or false");
+    return *v;
+  }
+
+  // images_per_s.<model>, naming the models the file has when the config's is missing.
+  double images_per_s(const std::string& model) const {
+    const toml::table* t = root_["compute"]["images_per_s"].as_table();
+    RT_CHECK(t != nullptr, path_, ": missing table 'compute.images_per_s' (one rank's images/s per model)");
+    std::string known;
+    for (const auto& [k, v] : *t) known += (known.empty() ? "" : ", ") + std::string(k.str());
+    RT_CHECK(t->contains(model), path_, ": compute.images_per_s has no figure for ", model, " (it has ", known, ")");
+    const std::optional<double> v = (*t)[model].value<double>();
+    RT_CHECK(v.has_value() && *v > 0, path_, ": compute.images_per_s.", model, " must be a positive number");
+    return *v;
+  }
+
+ private:
+  static std::string where(const std::string& table, const std::string& key) {
+    return table.empty() ? key : table + "." + key;
+  }
+  std::string path_;
+  toml::table root_;
+};
+
+}  // namespace
+
+ClusterFile load_cluster_file(const std::string& path, const std::string& model_name) {
+  ClusterReader r(path);
+  r.only("", {"ranks_per_host", "bandwidth_efficiency", "intra_host", "inter_host", "compute"});
+  r.only("intra_host", {"gbit_per_s", "latency_us"});
+  r.only("inter_host", {"gbit_per_s", "latency_us"});
+  r.only("compute", {"batch_per_rank", "images_per_s", "estimate"});
+  ClusterFile f;
+  f.cluster.ranks_per_host = static_cast<int>(r.number("", "ranks_per_host", 0, true));
+  f.bandwidth_efficiency = r.number("", "bandwidth_efficiency", 0, false, 1);
+  RT_CHECK(f.bandwidth_efficiency <= 1, path, ": bandwidth_efficiency is a share of the link, at most 1, got ",
+           f.bandwidth_efficiency);
+  for (auto [table, link] : {std::pair{"intra_host", &f.cluster.intra_host}, {"inter_host", &f.cluster.inter_host}}) {
+    link->bytes_per_s = r.number(table, "gbit_per_s", 0, true) * 1e9 / 8 * f.bandwidth_efficiency;
+    link->latency_s = r.number(table, "latency_us", -1, true) / 1e6;
+  }
+  f.batch_per_rank = static_cast<int64_t>(r.number("compute", "batch_per_rank", 0, true));
+  f.images_per_s = r.images_per_s(model_name);
+  f.estimate = r.flag("compute", "estimate");
+  return f;
+}
+
+ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s) {
+  const std::vector<LayerRow> rows = graph.layer_table();
+  double total_macs = 0;
+  for (const LayerRow& row : rows) total_macs += static_cast<double>(row.macs);
+  RT_CHECK(total_macs > 0, "the model has no multiply-adds to spread backward's time over");
+  ComputeProfile p;
+  p.forward_s = step_s / 3;
+  p.backward_s = step_s - p.forward_s;
+  // Backward runs the layers last to first; each layer's gradients are final when it is done.
+  std::map<std::string, double> done_at;
+  double t = 0;
+  for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
+    t += p.backward_s * static_cast<double>(row->macs) / total_macs;
+    done_at[row->name] = t;
+  }
+  for (const ParamRef& param : graph.params()) {
+    const std::string layer = param.name.substr(0, param.name.rfind('.'));
+    const auto it = done_at.find(layer);
+    RT_CHECK(it != done_at.end(), "parameter ", param.name, " belongs to no layer of the table");
+    p.ready_s.push_back(it->second);
+  }
+  return p;
+}
+
+std::vector<int> parse_rank_list(const std::string& text) {
+  std::vector<int> ranks;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int n = 0;
+    size_t used = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    RT_CHECK(used == item.size() && n >= 1, "--ranks expects positive integers separated by commas (8,16,32), got '",
+             item, "' in '", text, "'");
+    ranks.push_back(n);
+  }
+  RT_CHECK(!ranks.empty(), "--ranks expects positive integers separated by commas (8,16,32)");
+  return ranks;
+}
+
+SimulatedModel plan_model_for_simulation(const Config& config) {
+  Shape input = find_model(config.model.name).default_input;
+  if (config.data.image_size > 0) input[1] = input[2] = config.data.image_size;
+  const ModelOptions mo{input, config.model.num_classes, config.model.dropout, config.model.aux_logits};
+  SimulatedModel m;
+  m.graph = build_model(config.model.name, mo);
+  m.graph->plan(1, Device::kCpu, /*training=*/true);
+  m.gradients = plan_gradient_buckets(*m.graph, config.dist);
+  return m;
+}
+
+std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
+                            double cycle_s) {
+  ClusterFile f = load_cluster_file(network_path, config.model.name);
+  f.cluster.cycle_s = cycle_s;
+  const SimulatedModel m = plan_model_for_simulation(config);
+  const GradientBuckets& g = m.gradients;
+  const double step_1 = static_cast<double>(f.batch_per_rank) / f.images_per_s;
+  const ComputeProfile profile = profile_from_multiply_adds(*m.graph, step_1);
+  const double element_bytes = static_cast<double>(wire_bytes(parse_wire(config.dist.wire)));
+  const ClusterModel& c = f.cluster;
+
+  std::ostringstream out;
+  char line[256];
+  out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank, one rank "
+      << f.images_per_s << " img/s" << (f.estimate ? " (an estimate, not a measurement)" : "") << "\n";
+  std::snprintf(line, sizeof line,
+                "# cluster %s: %d ranks per host; inside a host %.0f Gbit/s, %.1f us; between hosts %.0f Gbit/s, "
+                "%.1f us (%.0f%% of each link's bandwidth); %s\n",
+                network_path.c_str(), c.ranks_per_host, c.intra_host.bytes_per_s * 8 / 1e9 / f.bandwidth_efficiency,
+                c.intra_host.latency_s * 1e6, c.inter_host.bytes_per_s * 8 / 1e9 / f.bandwidth_efficiency,
+                c.inter_host.latency_s * 1e6, 100 * f.bandwidth_efficiency,
+                cycle_s > 0 ? str_cat("collectives start every ", cycle_s * 1e3, " ms (Horovod's cycle)").c_str()
+                            : "each bucket starts when ready (ringtrain)");
+  out << line;
+  std::snprintf(line, sizeof line,
+                "# %zu buckets (dist.first_bucket_mb = %g, dist.bucket_mb = %g), %s backward, %s on the wire, "
+                "%.1f MB of gradients\n",
+                g.buckets.size(), config.dist.first_bucket_mb, config.dist.bucket_mb,
+                config.dist.overlap ? "overlapped with" : "after", config.dist.wire.c_str(),
+                static_cast<double>(g.params.empty() ? 0 : g.params.back().offset + g.params.back().count) * 4 / 1e6);
+  out << line;
+  out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency\n";
+  for (int p : ranks) {
+    const StepPrediction s = simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes);
+    const double images = static_cast<double>(p * f.batch_per_rank) / s.step_s;
+    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.1f %7.1f %9.3f\n", p,
+                  (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3,
+                  s.comm_busy_s * 1e3, s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace rt

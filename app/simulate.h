@@ -1,0 +1,60 @@
+// `ringtrain simulate --config X.toml --ranks 8,16,...,512 --network CLUSTER.toml [--cycle-ms C]`: the predicted
+// step time and scaling efficiency of X's model and [dist] settings on a described cluster, from
+// dist/step_simulator.h with the trainer's own bucket plan (app/gradient_buckets.h).
+//
+// The cluster file (configs/clusters/ has the Horovod paper's, a modern one and this machine's):
+//   ranks_per_host = 4
+//   bandwidth_efficiency = 1.0          # optional: the share of each link's bandwidth a ring step gets
+//   [intra_host]  gbit_per_s = 100, latency_us = 5
+//   [inter_host]  gbit_per_s = 25,  latency_us = 10
+//   [compute]     batch_per_rank = 64, estimate = false,
+//                 images_per_s = { resnet101 = 119.4, vgg16 = 130.9, inception_v3 = 134.4 }
+// Compute: one rank's step is batch / images_per_s; a third of it is forward, two thirds backward
+// (training costs about three times the forward multiply-adds), and backward's time is spread over
+// the layers, last to first, in proportion to their multiply-adds. A gradient is ready when its
+// layer's share is done.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/config.h"
+#include "app/gradient_buckets.h"
+#include "dist/step_simulator.h"
+#include "nn/graph.h"
+
+namespace rt {
+
+struct ClusterFile {
+  ClusterModel cluster;
+  int64_t batch_per_rank = 64;
+  double images_per_s = 0;  // one rank alone, for the config's model
+  bool estimate = false;    // the figure is an estimate, not a measurement: the report says so
+  double bandwidth_efficiency = 1;
+};
+
+// rt::Error naming the file, the key and what was expected.
+ClusterFile load_cluster_file(const std::string& path, const std::string& model_name);
+
+// The profile of a planned graph whose one-rank training step takes step_s.
+ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s);
+
+// The config's model planned at batch 1 on the CPU, and its gradient buckets under the config's
+// [dist]: what simulate_report works from.
+struct SimulatedModel {
+  std::unique_ptr<Graph> graph;
+  GradientBuckets gradients;
+};
+SimulatedModel plan_model_for_simulation(const Config& config);
+
+// "8,16,32" -> {8, 16, 32}; rt::Error for anything but positive integers.
+std::vector<int> parse_rank_list(const std::string& text);
+
+// The report: a header of '#' lines, then one whitespace-separated row per rank count (gnuplot
+// reads it as it is).
+// cycle_s > 0 models Horovod's cycles (a collective starts only on a cycle boundary).
+std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
+                            double cycle_s = 0);
+
+}  // namespace rt

@@ -1,0 +1,46 @@
+#include "dist/step_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "dist/ring_schedule.h"
+
+namespace rt {
+
+double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& cluster) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const LinkModel& link = ranks > cluster.ranks_per_host ? cluster.inter_host : cluster.intra_host;
+  const double per_step = link.latency_s + bytes / ranks / link.bytes_per_s;
+  return ring_step_count(ranks) * per_step;
+}
+
+StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
+                             const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
+                             double bytes_per_element) {
+  RT_CHECK(profile.ready_s.size() == params.size(), "the compute profile has ", profile.ready_s.size(),
+           " gradients, the model ", params.size());
+  StepPrediction p;
+  p.ranks = ranks;
+  p.compute_s = profile.forward_s + profile.backward_s;
+  double launched = 0, comm_free = 0;  // from backward's start
+  if (ranks > 1) {
+    for (const Bucket& b : buckets) {
+      double ready = overlap ? 0.0 : profile.backward_s;
+      for (size_t i = b.first_param; i < b.end_param; ++i) ready = std::max(ready, profile.ready_s[i]);
+      launched = std::max(launched, ready);  // in arena order, never ahead of an earlier bucket
+      double start = std::max(launched, comm_free);
+      // The next cycle boundary; a start on a boundary (up to rounding) stays.
+      if (cluster.cycle_s > 0) start = std::ceil(start / cluster.cycle_s - 1e-9) * cluster.cycle_s;
+      const double t = ring_allreduce_seconds(static_cast<double>(b.count) * bytes_per_element, ranks, cluster);
+      p.comm_busy_s += t;
+      comm_free = start + t;
+    }
+  }
+  p.step_s = profile.forward_s + std::max(profile.backward_s, comm_free);
+  p.exposed_comm_s = p.step_s - p.compute_s;
+  p.efficiency = p.compute_s / p.step_s;
+  return p;
+}
+
+}  // namespace rt

@@ -1,0 +1,59 @@
+// A model of one data-parallel training step at any number of ranks, for `ringtrain simulate`:
+// compute from a per-parameter profile of when backward finishes each gradient, communication
+// from the real bucket plan (bucket_plan.h, the trainer's own) launched in the trainer's order
+// (Note [Bucket order]: in arena order, one bucket at a time), each bucket costing what the ring
+// schedule (ring_schedule.h) costs on the cluster's links.
+//
+// Note [Ring cost]: an allreduce of B bytes over p ranks is 2(p - 1) steps; in each, every rank
+// sends B / p bytes to its successor while receiving as much from its predecessor. Ranks are
+// placed host by host, so the ring crosses each host boundary once and every step is as slow as
+// its slowest link: the inter-host link when there is more than one host, else the intra-host
+// one. Time = 2(p - 1) (latency + B / (p bandwidth)).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/bucket_plan.h"
+
+namespace rt {
+
+struct LinkModel {
+  double bytes_per_s = 1e9;
+  double latency_s = 0;
+};
+
+struct ClusterModel {
+  int ranks_per_host = 1;
+  LinkModel intra_host, inter_host;
+  // Horovod's fusion of its day ran in cycles: a collective could start only at a cycle boundary.
+  // 0: none (ringtrain launches a bucket as soon as it is ready).
+  double cycle_s = 0;
+};
+
+// Note [Ring cost], for one allreduce.
+double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& cluster);
+
+// When backward finishes each gradient, in arena order (the order they become final).
+struct ComputeProfile {
+  double forward_s = 0;            // forward and loss, before backward starts
+  double backward_s = 0;           // the whole backward pass
+  std::vector<double> ready_s;     // per parameter: from backward's start
+};
+
+struct StepPrediction {
+  int ranks = 1;
+  double step_s = 0;            // forward, backward and whatever communication is left after it
+  double compute_s = 0;         // forward and backward alone (the one-rank step)
+  double comm_busy_s = 0;       // the sum of the buckets' allreduce times
+  double exposed_comm_s = 0;    // step_s - compute_s: communication backward did not hide
+  double efficiency = 1;        // compute_s / step_s: per-rank throughput against one rank alone
+};
+
+// buckets over params (arena order, as plan_buckets made them); bytes_per_element: 4 in float32,
+// 2 with a 16-bit wire. overlap = false: every bucket waits for backward's end.
+StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
+                             const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
+                             double bytes_per_element = 4);
+
+}  // namespace rt
