@@ -25,6 +25,7 @@
 #include "dist/world.h"
 #include "nn/cuda/runtime.h"
 #include "nn/device.h"
+#include "tests/dist/test_stall.h"
 
 namespace rt {
 namespace {
@@ -46,11 +47,6 @@ class DeviceRingTest : public ::testing::Test {
   bool one_gpu_per_rank() const { return World::get().local_size() <= gpus_; }
   int gpus_ = 0;
 };
-
-StallPolicy quiet_stall() {
-  return {30, 120, [](const std::string&) {}, [](const std::string& m) { World::get().abort(m); },
-          StallPolicy::Idle::kYield};
-}
 
 // Moves each step's bytes through host memory with MPI: synchronous, slow, and independent of
 // NCCL, so several ranks can share one GPU.
@@ -101,7 +97,7 @@ TEST_F(DeviceRingTest, MatchesTheCpuRingBitForBitAtEveryWireType) {
   const World& w = World::get();
   for (Wire wire : {Wire::kFp32, Wire::kFp16, Wire::kBf16}) {
     auto gpu_ring = make_device_ring(std::make_unique<StagedExchange>(), wire);
-    MpiTransport transport(w.comm(), quiet_stall());
+    MpiTransport transport(w.comm(), test_stall());
     RingAllreduce cpu_ring(transport, int64_t{1} << 17, wire);
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{(1 << 18) + 3}}) {
       std::vector<float> on_cpu = contribution(count, w.rank());
@@ -187,7 +183,7 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   reducer.finish();
   std::vector<float> out(mine.size());
   copy_bytes(out.data(), Device::kCpu, arena.get(), Device::kCuda, bytes);
-  MpiTransport transport(w.comm(), quiet_stall());
+  MpiTransport transport(w.comm(), test_stall());
   RingAllreduce cpu_ring(transport);
   std::vector<float> want(mine.size(), 0.0f);  // gaps between parameters stay zero
   for (const ParamExtent& p : params) std::copy(mine.begin() + p.offset, mine.begin() + p.offset + p.count, want.begin() + p.offset);

@@ -14,15 +14,10 @@
 #include "dist/collective.h"
 #include "dist/grad_reducer.h"
 #include "dist/world.h"
+#include "tests/dist/test_stall.h"
 
 namespace rt {
 namespace {
-
-StallPolicy test_stall() {
-  return {30, 120, [](const std::string& m) { std::cerr << "stall warning: " << m << "\n"; },
-          [](const std::string& m) { World::get().abort(m); },
-          World::get().oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin};
-}
 
 // Rank r holds r * 1000 + (i % 97): the average is (world - 1) * 500 + (i % 97).
 void fill(std::vector<float>& v, int rank) {

@@ -12,15 +12,10 @@
 
 #include "dist/collective.h"
 #include "dist/world.h"
+#include "tests/dist/test_stall.h"
 
 namespace rt {
 namespace {
-
-StallPolicy wire_test_stall() {
-  return {30, 120, [](const std::string& m) { std::cerr << "stall warning: " << m << "\n"; },
-          [](const std::string& m) { World::get().abort(m); },
-          World::get().oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin};
-}
 
 // Relative rounding of one conversion: half an ulp at the type's precision.
 double unit_roundoff(Wire wire) { return wire == Wire::kFp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
@@ -67,7 +62,7 @@ TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
   const World& w = World::get();
   for (Wire wire : {Wire::kFp16, Wire::kBf16})
     for (const char* transport : kTransports) {
-      auto c = make_collective("ring", w.comm(), wire_test_stall(), transport, "", wire);
+      auto c = make_collective("ring", w.comm(), test_stall(), transport, "", wire);
       for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{131071 * 3 + 5}}) {
         std::vector<float> v = contribution(count, w.rank(), 100.0f);
         c->average(v.data(), count, {});
@@ -81,7 +76,7 @@ TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
 // 40000 on every rank: any sum of two overflows fp16 (largest 65504); each rank's share does not.
 TEST(WireRing, Fp16DividesBeforeSendingSoLargeGradientsDoNotOverflow) {
   const World& w = World::get();
-  auto c = make_collective("ring", w.comm(), wire_test_stall(), "shm", "", Wire::kFp16);
+  auto c = make_collective("ring", w.comm(), test_stall(), "shm", "", Wire::kFp16);
   std::vector<float> v = contribution(4099, w.rank(), 40000.0f);
   c->average(v.data(), static_cast<int64_t>(v.size()), {});
   expect_near_average(v, w.size(), 40000.0f, Wire::kFp16, c->describe() + ", values near 40000");
@@ -92,7 +87,7 @@ TEST(WireRing, Fp16DividesBeforeSendingSoLargeGradientsDoNotOverflow) {
 TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
   const World& w = World::get();
   for (const char* transport : kTransports) {
-    auto c = make_collective("ring", w.comm(), wire_test_stall(), transport, "", Wire::kBf16);
+    auto c = make_collective("ring", w.comm(), test_stall(), transport, "", Wire::kBf16);
     const int64_t count = 131071 + 13;
     std::vector<float> g = contribution(count, w.rank(), 3.0f), params(static_cast<size_t>(count), 0.0f);
     const ShardUpdate update{[&](int64_t begin, int64_t n) {
@@ -109,7 +104,7 @@ TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
 
 TEST(WireRing, MpiAllreduceRefusesANarrowWire) {
   try {
-    make_collective("mpi", World::get().comm(), wire_test_stall(), "auto", "", Wire::kFp16);
+    make_collective("mpi", World::get().comm(), test_stall(), "auto", "", Wire::kFp16);
     FAIL() << "MPI_Allreduce accepted dist.wire = fp16";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("applies to ringtrain's ring"), std::string::npos) << e.what();
