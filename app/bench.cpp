@@ -10,6 +10,8 @@
 #include <ostream>
 
 #include "app/json.h"
+#include "app/step_profile.h"
+#include "base/check.h"
 #include "base/rng.h"
 
 namespace rt {
@@ -31,11 +33,38 @@ std::string json_array(const std::vector<double>& v) {
   return s + "]";
 }
 
+// Runs `steps` profiled steps and writes their mean times to `path`.
+template <typename Step>
+void write_profile(Trainer& trainer, Step& step, int64_t steps, const std::string& path, std::ostream& out) {
+  StepTimes times;
+  trainer.profile_steps(&times);
+  for (int64_t s = 0; s < steps; ++s) step();
+  trainer.profile_steps(nullptr);
+  const Config& c = trainer.config();
+  const double n = static_cast<double>(times.steps);
+  StepProfile p{c.model.name, c.train.batch_per_rank, times.forward_s / n, times.optimizer_s / n, {}};
+  const std::vector<LayerRow> rows = trainer.graph().layer_table();
+  for (size_t i = 0; i < rows.size(); ++i) p.layers.emplace_back(rows[i].name, times.backward_s.at(i) / n);
+  write_step_profile(path, p, str_cat("ringtrain bench --profile: ", c.model.name, ", ", c.train.device, ", ",
+                                      omp_get_max_threads(), " thread(s), mean of ", times.steps,
+                                      " steps, seconds per step"));
+  double backward = 0;
+  for (const auto& [name, seconds] : p.layers) backward += seconds;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "bench: profile of %lld steps: forward %.1f ms, backward %.1f ms, optimizer %.1f ms; written to %s\n",
+                static_cast<long long>(times.steps), p.forward_s * 1e3, backward * 1e3, p.optimizer_s * 1e3,
+                path.c_str());
+  out << line << std::flush;
+}
+
 }  // namespace
 
-BenchResult run_bench(Trainer& trainer, std::ostream& out) {
+BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path) {
   const Config& c = trainer.config();
   const World& world = trainer.world();
+  RT_CHECK(profile_path.empty() || world.size() == 1, "bench --profile measures one rank's compute (the simulator "
+           "adds the communication): run it without mpirun, with train.threads as each rank would have it");
   const BenchConfig& b = c.bench;
   const int64_t B = c.train.batch_per_rank;
   const Shape in = trainer.input_shape();
@@ -103,6 +132,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out) {
     if (talk) out << line << std::flush;
   }
   r.rank_images_per_s = world.allgather(window_images * static_cast<double>(b.windows) / own_seconds);
+  if (!profile_path.empty()) write_profile(trainer, step, b.steps_per_window, profile_path, out);
 
   const std::vector<double>& v = r.window_images_per_s;
   for (double x : v) r.mean += x / static_cast<double>(v.size());

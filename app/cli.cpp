@@ -9,15 +9,17 @@ namespace rt {
 
 std::string usage() {
   return "usage: ringtrain [train|eval|bench|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
+         "       ringtrain bench --config FILE --profile OUT\n"
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
          "       ringtrain ring-demo --ranks P --elements N\n"
-         "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C]\n"
+         "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
-         "           (the [bench] table); under mpirun the total is all images / the slowest rank's time\n"
+         "           (the [bench] table); under mpirun the total is all images / the slowest rank's time;\n"
+         "           --profile OUT then times forward, each layer's backward and SGD (one rank)\n"
          "  forward  one pass of a model on weights W and a batch B (safetensors: \"input\" (N, C, H, W),\n"
          "           \"target\" (N)); writes logits, loss, buffers and, with --backward, every gradient to O;\n"
          "           --eval uses running batch-norm statistics\n"
@@ -27,7 +29,8 @@ std::string usage() {
          "           trainer's own schedule (P 2..8, N 1..32)\n"
          "  simulate the predicted step time and scaling efficiency of the config's model and [dist]\n"
          "           settings at each rank count on the cluster CLUSTER describes (configs/clusters/);\n"
-         "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did\n"
+         "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did; --profile P\n"
+         "           takes the compute from a bench --profile file instead of the cluster's images/s\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -80,6 +83,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.eval_mode = true;
     } else if (arg == "--ranks" && a.command == "simulate") {
       a.rank_list = value(arg);
+    } else if (arg == "--profile") {
+      a.profile = value(arg);
     } else if (arg == "--network") {
       a.network = value(arg);
     } else if (arg == "--cycle-ms") {

@@ -24,6 +24,7 @@ struct CliArgs {
   std::string rank_list;            // simulate --ranks 8,16,...
   std::string network;              // simulate --network FILE
   double cycle_ms = 0;              // simulate --cycle-ms C
+  std::string profile;              // bench --profile FILE (writes), simulate --profile FILE (reads)
 };
 
 CliArgs parse_cli(int argc, const char* const* argv);

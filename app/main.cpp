@@ -81,7 +81,7 @@ int run(const CliArgs& args) {
 
   if (args.command == "simulate") {
     std::cout << simulate_report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list),
-                                 args.network, args.cycle_ms / 1e3) << std::flush;
+                                 args.network, args.cycle_ms / 1e3, args.profile) << std::flush;
     return 0;
   }
   if (args.command == "predict") {
@@ -102,7 +102,7 @@ int run(const CliArgs& args) {
   }
   if (args.command == "bench") {
     Trainer trainer(config, std::cout, world);
-    run_bench(trainer, std::cout);
+    run_bench(trainer, std::cout, args.profile);
     return 0;
   }
   if (world.rank() == 0)

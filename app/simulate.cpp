@@ -79,24 +79,26 @@ class ClusterReader {
 
 }  // namespace
 
-ClusterFile load_cluster_file(const std::string& path, const std::string& model_name) {
+ClusterFile load_cluster_file(const std::string& path, const std::string& model_name, bool need_compute) {
   ClusterReader r(path);
-  r.only("", {"ranks_per_host", "bandwidth_efficiency", "intra_host", "inter_host", "compute"});
+  r.only("", {"ranks_per_host", "bandwidth_efficiency", "overlap_slowdown", "intra_host", "inter_host", "compute"});
   r.only("intra_host", {"gbit_per_s", "latency_us"});
   r.only("inter_host", {"gbit_per_s", "latency_us"});
   r.only("compute", {"batch_per_rank", "images_per_s", "estimate"});
   ClusterFile f;
   f.cluster.ranks_per_host = static_cast<int>(r.number("", "ranks_per_host", 0, true));
   f.bandwidth_efficiency = r.number("", "bandwidth_efficiency", 0, false, 1);
+  f.cluster.overlap_slowdown = r.number("", "overlap_slowdown", -1e-12, false, 0);
   RT_CHECK(f.bandwidth_efficiency <= 1, path, ": bandwidth_efficiency is a share of the link, at most 1, got ",
            f.bandwidth_efficiency);
   for (auto [table, link] : {std::pair{"intra_host", &f.cluster.intra_host}, {"inter_host", &f.cluster.inter_host}}) {
     link->bytes_per_s = r.number(table, "gbit_per_s", 0, true) * 1e9 / 8 * f.bandwidth_efficiency;
     link->latency_s = r.number(table, "latency_us", -1, true) / 1e6;
   }
+  f.estimate = r.flag("compute", "estimate");
+  if (!need_compute) return f;
   f.batch_per_rank = static_cast<int64_t>(r.number("compute", "batch_per_rank", 0, true));
   f.images_per_s = r.images_per_s(model_name);
-  f.estimate = r.flag("compute", "estimate");
   return f;
 }
 
@@ -121,6 +123,24 @@ ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s) {
     RT_CHECK(it != done_at.end(), "parameter ", param.name, " belongs to no layer of the table");
     p.ready_s.push_back(it->second);
   }
+  return p;
+}
+
+ComputeProfile profile_from_measurement(const Graph& graph, const StepProfile& measured, const std::string& source) {
+  const std::vector<LayerRow> rows = graph.layer_table();
+  RT_CHECK(measured.layers.size() == rows.size(), source, " profiles ", measured.model, " with ", measured.layers.size(),
+           " layers; the config's model has ", rows.size());
+  ComputeProfile p;
+  p.forward_s = measured.forward_s;
+  p.optimizer_s = measured.optimizer_s;
+  std::map<std::string, double> done_at;
+  for (size_t i = rows.size(); i-- > 0;) {
+    RT_CHECK(measured.layers[i].first == rows[i].name, source, ": layer ", i, " is ", measured.layers[i].first,
+             ", the model's is ", rows[i].name);
+    p.backward_s += measured.layers[i].second;
+    done_at[rows[i].name] = p.backward_s;
+  }
+  for (const ParamRef& param : graph.params()) p.ready_s.push_back(done_at.at(param.name.substr(0, param.name.rfind('.'))));
   return p;
 }
 
@@ -156,20 +176,33 @@ SimulatedModel plan_model_for_simulation(const Config& config) {
 }
 
 std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
-                            double cycle_s) {
-  ClusterFile f = load_cluster_file(network_path, config.model.name);
+                            double cycle_s, const std::string& profile_path) {
+  ClusterFile f = load_cluster_file(network_path, config.model.name, profile_path.empty());
   f.cluster.cycle_s = cycle_s;
   const SimulatedModel m = plan_model_for_simulation(config);
   const GradientBuckets& g = m.gradients;
-  const double step_1 = static_cast<double>(f.batch_per_rank) / f.images_per_s;
-  const ComputeProfile profile = profile_from_multiply_adds(*m.graph, step_1);
+  ComputeProfile profile;
+  if (profile_path.empty()) {
+    profile = profile_from_multiply_adds(*m.graph, static_cast<double>(f.batch_per_rank) / f.images_per_s);
+  } else {
+    const StepProfile measured = read_step_profile(profile_path);
+    RT_CHECK(measured.model == config.model.name, profile_path, " profiles ", measured.model, ", the config's model is ",
+             config.model.name);
+    profile = profile_from_measurement(*m.graph, measured, profile_path);
+    f.batch_per_rank = measured.batch_per_rank;
+    f.images_per_s = static_cast<double>(measured.batch_per_rank) / measured.step_s();
+  }
   const double element_bytes = static_cast<double>(wire_bytes(parse_wire(config.dist.wire)));
   const ClusterModel& c = f.cluster;
 
   std::ostringstream out;
   char line[256];
   out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank, one rank "
-      << f.images_per_s << " img/s" << (f.estimate ? " (an estimate, not a measurement)" : "") << "\n";
+      << f.images_per_s << " img/s"
+      << (!profile_path.empty() ? str_cat(" (measured per layer: ", profile_path, ")")
+          : f.estimate            ? std::string(" (an estimate, not a measurement)")
+                                  : std::string(""))
+      << "\n";
   std::snprintf(line, sizeof line,
                 "# cluster %s: %d ranks per host; inside a host %.0f Gbit/s, %.1f us; between hosts %.0f Gbit/s, "
                 "%.1f us (%.0f%% of each link's bandwidth); %s\n",
@@ -190,7 +223,7 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
   for (int p : ranks) {
     const StepPrediction s = simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes);
     const double images = static_cast<double>(p * f.batch_per_rank) / s.step_s;
-    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.1f %7.1f %9.3f\n", p,
+    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f\n", p,
                   (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3,
                   s.comm_busy_s * 1e3, s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);
     out << line;

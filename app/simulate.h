@@ -21,6 +21,7 @@
 
 #include "app/config.h"
 #include "app/gradient_buckets.h"
+#include "app/step_profile.h"
 #include "dist/step_simulator.h"
 #include "nn/graph.h"
 
@@ -34,11 +35,15 @@ struct ClusterFile {
   double bandwidth_efficiency = 1;
 };
 
-// rt::Error naming the file, the key and what was expected.
-ClusterFile load_cluster_file(const std::string& path, const std::string& model_name);
+// rt::Error naming the file, the key and what was expected. need_compute = false: the [compute]
+// table may be absent (a measured profile gives the compute).
+ClusterFile load_cluster_file(const std::string& path, const std::string& model_name, bool need_compute = true);
 
 // The profile of a planned graph whose one-rank training step takes step_s.
 ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s);
+// The profile `ringtrain bench --profile` measured (app/step_profile.h) for this graph: rt::Error
+// when its model or layers are not the graph's.
+ComputeProfile profile_from_measurement(const Graph& graph, const StepProfile& measured, const std::string& source);
 
 // The config's model planned at batch 1 on the CPU, and its gradient buckets under the config's
 // [dist]: what simulate_report works from.
@@ -54,7 +59,9 @@ std::vector<int> parse_rank_list(const std::string& text);
 // The report: a header of '#' lines, then one whitespace-separated row per rank count (gnuplot
 // reads it as it is).
 // cycle_s > 0 models Horovod's cycles (a collective starts only on a cycle boundary).
+// profile_path: a `bench --profile` file to take the compute from, instead of the cluster file's
+// images/s spread by multiply-adds.
 std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
-                            double cycle_s = 0);
+                            double cycle_s = 0, const std::string& profile_path = "");
 
 }  // namespace rt

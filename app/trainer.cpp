@@ -287,7 +287,21 @@ void Trainer::gather_optimizer_state() {
   if (reducer_ && reducer_->updates_parameters()) reducer_->gather_updated(sgd_->momentum_arena());
 }
 
+void Trainer::profile_steps(StepTimes* times) {
+  profile_ = times;
+  graph_->time_backward_layers(times ? &times->backward_s : nullptr);
+}
+
 LossResult Trainer::train_step(const float* images, const int32_t* labels) {
+  // Profiling: seconds since the last mark, with the device's queue drained first.
+  auto profile_mark = [this, last = std::chrono::steady_clock::now()]() mutable {
+    synchronize(graph_->device());
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return s;
+  };
+  if (profile_) profile_mark();
   Timeline* tl = timeline_.get();
   g_step = position_.step;
   const TrainConfig& t = config_.train;
@@ -299,6 +313,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
     Span span(tl, "forward");
     graph_->forward(images, ctx);
     loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get());
+    if (profile_) profile_->forward_s += profile_mark();
   }
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
            lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
@@ -312,8 +327,11 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
   }
   if (!reducer_ || !reducer_->updates_parameters()) {
     Span span(tl, "optimizer");
+    if (profile_) profile_mark();
     sgd_->step(lr_);
+    if (profile_) profile_->optimizer_s += profile_mark();
   }
+  if (profile_) ++profile_->steps;
   ++position_.step;
   position_.images_seen += t.batch_per_rank * world_.size();
   return loss;

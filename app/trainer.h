@@ -33,6 +33,14 @@ struct TrainResult {
   double images_per_s = 0;          // global training images / train_seconds
 };
 
+// Where profiled steps' time went (`ringtrain bench --profile`), summed over the steps.
+struct StepTimes {
+  int64_t steps = 0;
+  double forward_s = 0;             // forward and the loss
+  std::vector<double> backward_s;   // per layer, rows as Graph::layer_table()
+  double optimizer_s = 0;           // SGD after the allreduce
+};
+
 class Trainer {
  public:
   // `out` receives the human-readable log (rank 0 prints progress; other ranks only warnings).
@@ -67,6 +75,9 @@ class Trainer {
   // train() does this before each checkpoint and when it returns. Every rank calls it.
   void gather_optimizer_state();
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // While `times` is set, train_step waits for the device between phases and around every layer's
+  // backward, and adds where the time went to *times. Null: off.
+  void profile_steps(StepTimes* times);
 
  private:
   void prepare_run_folder();
@@ -77,6 +88,7 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
+  StepTimes* profile_ = nullptr;
   bool synthetic_ = false;  // data.source = "synthetic": no data sets, only train_step (bench)
   std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data
   Shape input_shape_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "dist/ring_schedule.h"
@@ -15,6 +17,28 @@ double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& clust
   return ring_step_count(ranks) * per_step;
 }
 
+namespace {
+
+// When backward has done `work` seconds of its own compute, if it runs 1 + slowdown times slower
+// while a collective is in flight (`busy`: the collectives' intervals, in order).
+double time_for_work(double work, const std::vector<std::pair<double, double>>& busy, double slowdown) {
+  double t = 0, done = 0;
+  for (auto [from, to] : busy) {
+    if (to <= t) continue;
+    from = std::max(from, t);
+    if (done + (from - t) >= work) return t + (work - done);
+    done += from - t;
+    t = from;
+    const double slowed = (to - from) / (1 + slowdown);
+    if (done + slowed >= work) return t + (work - done) * (1 + slowdown);
+    done += slowed;
+    t = to;
+  }
+  return t + (work - done);
+}
+
+}  // namespace
+
 StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
                              double bytes_per_element) {
@@ -22,12 +46,15 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
            " gradients, the model ", params.size());
   StepPrediction p;
   p.ranks = ranks;
-  p.compute_s = profile.forward_s + profile.backward_s;
+  p.compute_s = profile.forward_s + profile.backward_s + profile.optimizer_s;
   double launched = 0, comm_free = 0;  // from backward's start
+  std::vector<std::pair<double, double>> busy;  // the collectives' intervals
+  const double slowdown = cluster.overlap_slowdown;
   if (ranks > 1) {
     for (const Bucket& b : buckets) {
-      double ready = overlap ? 0.0 : profile.backward_s;
-      for (size_t i = b.first_param; i < b.end_param; ++i) ready = std::max(ready, profile.ready_s[i]);
+      double work = 0;  // backward's own compute up to this bucket's last gradient
+      for (size_t i = b.first_param; i < b.end_param; ++i) work = std::max(work, profile.ready_s[i]);
+      const double ready = overlap ? time_for_work(work, busy, slowdown) : profile.backward_s;
       launched = std::max(launched, ready);  // in arena order, never ahead of an earlier bucket
       double start = std::max(launched, comm_free);
       // The next cycle boundary; a start on a boundary (up to rounding) stays.
@@ -35,9 +62,11 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
       const double t = ring_allreduce_seconds(static_cast<double>(b.count) * bytes_per_element, ranks, cluster);
       p.comm_busy_s += t;
       comm_free = start + t;
+      busy.emplace_back(start, comm_free);
     }
   }
-  p.step_s = profile.forward_s + std::max(profile.backward_s, comm_free);
+  const double backward_end = time_for_work(profile.backward_s, busy, slowdown);
+  p.step_s = profile.forward_s + std::max(backward_end, comm_free) + profile.optimizer_s;
   p.exposed_comm_s = p.step_s - p.compute_s;
   p.efficiency = p.compute_s / p.step_s;
   return p;

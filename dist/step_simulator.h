@@ -29,6 +29,10 @@ struct ClusterModel {
   // Horovod's fusion of its day ran in cycles: a collective could start only at a cycle boundary.
   // 0: none (ringtrain launches a bucket as soon as it is ready).
   double cycle_s = 0;
+  // How much slower backward runs while a collective is in flight: 0.3 = 30% slower. On CPU hosts
+  // the ring's copies, its sums and the kernel's network stack share the cores and memory with
+  // backward (tour chapter 4); a GPU's copy engines and NIC leave it near 0.
+  double overlap_slowdown = 0;
 };
 
 // Note [Ring cost], for one allreduce.
@@ -39,12 +43,13 @@ struct ComputeProfile {
   double forward_s = 0;            // forward and loss, before backward starts
   double backward_s = 0;           // the whole backward pass
   std::vector<double> ready_s;     // per parameter: from backward's start
+  double optimizer_s = 0;          // after the last allreduce
 };
 
 struct StepPrediction {
   int ranks = 1;
-  double step_s = 0;            // forward, backward and whatever communication is left after it
-  double compute_s = 0;         // forward and backward alone (the one-rank step)
+  double step_s = 0;            // forward, backward, the communication left after it, the optimizer
+  double compute_s = 0;         // forward, backward and optimizer alone (the one-rank step)
   double comm_busy_s = 0;       // the sum of the buckets' allreduce times
   double exposed_comm_s = 0;    // step_s - compute_s: communication backward did not hide
   double efficiency = 1;        // compute_s / step_s: per-rank throughput against one rank alone

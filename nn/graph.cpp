@@ -1,5 +1,6 @@
 #include "nn/graph.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -275,6 +276,13 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
   }
   for (Node& n : nodes_) n.dy_written = false;
   size_t param_index = 0;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point layer_start;
+  if (layer_seconds_) {
+    layer_seconds_->resize(nodes_.size() - 1, 0.0);
+    synchronize(device_);
+    layer_start = Clock::now();
+  }
   for (size_t i = nodes_.size(); i-- > 1;) {
     Node& n = nodes_[i];
     const Tensor* dy = &n.dy;
@@ -302,6 +310,12 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
     }
     n.layer->backward(x, n.y, *dy, dx, ctx);
     for (int j : accumulate_into) accumulate(nodes_[j].dy, nodes_[j].dy_extra);
+    if (layer_seconds_) {
+      synchronize(device_);
+      const Clock::time_point now = Clock::now();
+      (*layer_seconds_)[i - 1] += std::chrono::duration<double>(now - layer_start).count();
+      layer_start = now;
+    }
     const size_t count = n.layer->param_specs().size();
     for (size_t k = 0; k < count; ++k, ++param_index)
       if (grad_ready_) grad_ready_(param_index);

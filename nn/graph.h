@@ -90,6 +90,10 @@ class Graph {
   // For a graph with one output.
   void backward(const Tensor& dout, const RunContext& ctx);
   void on_grad_ready(GradReadyFn fn) { grad_ready_ = std::move(fn); }
+  // Profiling (`ringtrain bench --profile`): while `seconds` is set, backward waits for the
+  // device around every layer and adds each layer's backward time to (*seconds)[row], row as in
+  // layer_table(). Off (null) by default: the waits would cost a GPU its queue.
+  void time_backward_layers(std::vector<double>* seconds) { layer_seconds_ = seconds; }
 
   std::vector<ParamRef>& params() { return params_; }
   const std::vector<ParamRef>& params() const { return params_; }
@@ -145,6 +149,7 @@ class Graph {
   bool planned_ = false;
   bool training_ = true;
   GradReadyFn grad_ready_;
+  std::vector<double>* layer_seconds_ = nullptr;
 };
 
 }  // namespace rt

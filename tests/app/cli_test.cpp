@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "app/checkpoint.h"
 #include "app/cli.h"
@@ -154,6 +156,42 @@ TEST(RingtrainBinary, NcclOnTheCpuIsRefusedEvenOnOneRank) {
   fs::remove_all(runs);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("dist.allreduce = \"nccl\" needs train.device = \"cuda\""), std::string::npos) << r.output;
+}
+
+// bench --profile writes one line per layer; simulate --profile reads it back and predicts the
+// one-rank step as the profile's own sum.
+TEST(RingtrainBinary, BenchProfileFeedsSimulate) {
+  const fs::path dir = fs::temp_directory_path() / "ringtrain_cli_profile";
+  fs::create_directories(dir);
+  const fs::path config = write_config("profile.toml", "[model]\nname = \"lenet\"\n[data]\nsource = \"synthetic\"\n"
+                                                       "[train]\nbatch_per_rank = 4\nthreads = 1\n"
+                                                       "[bench]\nwarmup_steps = 1\nwindows = 2\nsteps_per_window = 2\n");
+  const fs::path profile = dir / "lenet.profile", cluster = dir / "cluster.toml";
+  const ProcessResult bench = ringtrain("bench --config " + config.string() + " --profile " + profile.string());
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("bench: profile of 2 steps"), std::string::npos) << bench.output;
+  std::ofstream(cluster) << "ranks_per_host = 2\n[intra_host]\ngbit_per_s = 80\nlatency_us = 1\n"
+                            "[inter_host]\ngbit_per_s = 1\nlatency_us = 50\n";
+  const ProcessResult sim = ringtrain("simulate --config " + config.string() + " --ranks 1,4 --network " +
+                                      cluster.string() + " --profile " + profile.string());
+  fs::remove(config);
+  fs::remove_all(dir);
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  EXPECT_NE(sim.output.find("(measured per layer: "), std::string::npos) << sim.output;
+  // Row "1 1 step ..." then "4 2 ...": four ranks over a 1 Gbit/s link take longer than one.
+  std::istringstream rows(sim.output);
+  std::string line;
+  std::vector<double> step_ms;
+  while (std::getline(rows, line))
+    if (!line.empty() && line[0] != '#') {
+      std::istringstream f(line);
+      int ranks = 0, hosts = 0;
+      double step = 0;
+      f >> ranks >> hosts >> step;
+      step_ms.push_back(step);
+    }
+  ASSERT_EQ(step_ms.size(), 2u) << sim.output;
+  EXPECT_GT(step_ms[1], step_ms[0]) << sim.output;
 }
 
 TEST(RingtrainBinary, InfoListsTheModelsAndExitsZero) {

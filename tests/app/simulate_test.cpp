@@ -68,7 +68,12 @@ TEST(Simulate, BucketsStartWhenReadyAndOneAtATime) {
   // ...but with 4 ms cycles: 12-18, 20-26, 32-38.
   c.cycle_s = 0.004;
   EXPECT_NEAR(simulate_step(profile, params, buckets, 2, true, c).step_s, 0.005 + 0.038, 1e-12);
+  // Backward at half speed while a ring runs: ready at 10; then 23 (3 ms of work during 10-16);
+  // then 36 (3 more during 23-29), which is also backward's end; the last ring ends at 42.
   c.cycle_s = 0;
+  c.overlap_slowdown = 1.0;
+  EXPECT_NEAR(simulate_step(profile, params, buckets, 2, true, c).step_s, 0.005 + 0.042, 1e-12);
+  c.overlap_slowdown = 0;
   const StepPrediction half = simulate_step(profile, params, buckets, 2, false, c, 2);
   EXPECT_NEAR(half.step_s, 0.005 + 0.030 + 3 * 0.003, 1e-12);
   EXPECT_NEAR(half.efficiency, 0.035 / half.step_s, 1e-12);
@@ -111,6 +116,44 @@ TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
   std::filesystem::remove(path);
   EXPECT_THROW(parse_rank_list("8,sixteen"), Error);
   EXPECT_EQ(parse_rank_list("8,16,512"), (std::vector<int>{8, 16, 512}));
+}
+
+// A measured profile: each gradient is ready when its layer's measured backward is done, counted
+// from the last layer; forward and optimizer frame the step; a profile of another model or with
+// other layers is refused.
+TEST(Simulate, MeasuredProfileTimesEachGradientByItsLayer) {
+  Config config;
+  config.model.name = "lenet";
+  const SimulatedModel m = plan_model_for_simulation(config);
+  const std::vector<LayerRow> rows = m.graph->layer_table();
+  StepProfile measured{"lenet", 8, 0.010, 0.002, {}};
+  for (size_t i = 0; i < rows.size(); ++i) measured.layers.emplace_back(rows[i].name, 0.001 * static_cast<double>(i + 1));
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "rt_profile_test.txt";
+  write_step_profile(path.string(), measured, "test");
+  const StepProfile back = read_step_profile(path.string());
+  EXPECT_EQ(back.layers, measured.layers);
+  EXPECT_EQ(back.batch_per_rank, 8);
+  const ComputeProfile p = profile_from_measurement(*m.graph, back, path.string());
+  const double n = static_cast<double>(rows.size());
+  EXPECT_NEAR(p.backward_s, 0.001 * n * (n + 1) / 2, 1e-12);
+  EXPECT_NEAR(back.step_s(), 0.012 + p.backward_s, 1e-12);
+  // The last layer (the classifier) is done first, after its own 1 ms x n.
+  EXPECT_NEAR(p.ready_s.front(), 0.001 * n, 1e-12);
+  EXPECT_NEAR(p.ready_s.back(), p.backward_s, 1e-12);
+  const StepPrediction alone = simulate_step(p, m.gradients.params, m.gradients.buckets, 1, true, two_links(1));
+  EXPECT_NEAR(alone.step_s, back.step_s(), 1e-12);
+  StepProfile renamed = measured;
+  renamed.layers[1].first = "conv9";
+  try {
+    profile_from_measurement(*m.graph, renamed, "p.txt");
+    ADD_FAILURE() << "a profile with another layer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 1 is conv9, the model's is " + rows[1].name), std::string::npos)
+        << e.what();
+  }
+  std::ofstream(path) << "model lenet\nbatch_per_rank 8\nlayer conv1 fast\n";
+  EXPECT_THROW(read_step_profile(path.string()), Error);
+  std::filesystem::remove(path);
 }
 
 // The paper's scaling efficiencies (REFERENCE.md): 16 GPUs over RDMA, and 128 and 512 GPUs.
