@@ -6,17 +6,20 @@
 # measured and simulated images/s and their ratio (the simulator models ringtrain's ring, not
 # MPI_Allreduce: that row has no prediction). Needs root (network namespaces, tc).
 #   bench/validate_simulator.sh [--models "resnet101 vgg16 inception_v3"] [--rates "1gbit 500mbit"]
-#                               [--variants yes|no] [--out DIR]
+#                               [--variants yes|no] [--four yes|no] [--out DIR]
 # --variants yes adds, for the first model at the first rate: MPI_Allreduce, overlap off, and one
-# collective per tensor (bucket_mb = 0).
+# collective per tensor (bucket_mb = 0). --four yes adds 4 ranks, two per namespace host, at each
+# rate: four ranks share the two cores, so their compute profile is measured with four processes
+# running at once, as in the job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes out=runs/validate
+models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes four=no out=runs/validate
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
+    --four) four=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "validate_simulator.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -35,12 +38,29 @@ settings() {
        --set bench.warmup_steps=1 --set bench.windows=3 --set bench.steps_per_window=3
 }
 images_per_s() { grep -o '"images_per_s":[0-9.]*' | head -1 | cut -d: -f2; }
-simulated() { grep -v '^#' | awk '$1 == 2 {print $7}'; }
+simulated() { grep -v '^#' | awk -v p="${1:-2}" '$1 == p {print $7}'; }
+launch() {  # launch RANKS_PER_HOST ringtrain-args...: bench across the two namespace hosts
+  local per=$1
+  shift
+  # --bind-to none: each "host" would otherwise bind its ranks from core 0, the same cores.
+  ip netns exec rt-a mpirun --allow-run-as-root --bind-to none -H "rt-a:$per,rt-b:$per" -np $((2 * per)) \
+    --mca plm_rsh_agent "$(bash scripts/netns_hosts.sh agent)" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 "$bin" "$@"
+}
 
 printf '%-13s %-7s %-22s %10s %10s %7s\n' model rate run measured simulated "sim/meas" | tee "$out/validation.txt"
 for model in $models; do
   read -r -a set <<< "$(settings "$model")"
   "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --profile "$out/$model.profile" > "$out/$model.profile.log"
+  if [[ $four == yes ]]; then
+    # Four processes at once on the two cores, as four ranks will be; three keep running (more
+    # windows) while the fourth takes its profile.
+    for k in 1 2 3; do
+      "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=6 > /dev/null &
+    done
+    "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --profile "$out/$model.profile4" > /dev/null
+    wait
+  fi
   for rate in $rates; do
     bash scripts/netns_hosts.sh up "$rate" > /dev/null
     gbit=$(echo "$rate" | awk '/mbit$/ {print $0 / 1000; next} {print $0 + 0}')
@@ -53,11 +73,7 @@ for model in $models; do
     for run in "${runs[@]}"; do
       name=${run%%:*}
       read -r -a extra <<< "${run#*:}"
-      # --bind-to none: each "host" would otherwise bind its one rank to core 0, the same core.
-      measured=$(ip netns exec rt-a mpirun --allow-run-as-root --bind-to none -H rt-a:1,rt-b:1 -np 2 \
-                   --mca plm_rsh_agent "$(bash scripts/netns_hosts.sh agent)" --mca btl self,tcp \
-                   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
-                   "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" | images_per_s)
+      measured=$(launch 1 bench --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" | images_per_s)
       # The simulator models ringtrain's ring; MPI_Allreduce's own algorithm it does not.
       if [[ $name == mpi ]]; then
         printf '%-13s %-7s %-22s %10.3f %10s %7s\n' "$model" "$rate" "$name" "$measured" - - | tee -a "$out/validation.txt"
@@ -68,6 +84,14 @@ for model in $models; do
       printf '%-13s %-7s %-22s %10.3f %10.3f %7.2f\n' "$model" "$rate" "$name" "$measured" "$sim" \
         "$(awk -v s="$sim" -v m="$measured" 'BEGIN {print s / m}')" | tee -a "$out/validation.txt"
     done
+    if [[ $four == yes ]]; then
+      sed 's/^ranks_per_host = .*/ranks_per_host = 2/' "$out/cluster_$rate.toml" > "$out/cluster4_$rate.toml"
+      measured=$(launch 2 bench --config configs/cpu/resnet101.toml "${set[@]}" | images_per_s)
+      sim=$("$bin" simulate --config configs/cpu/resnet101.toml "${set[@]}" --ranks 1,4 \
+              --network "$out/cluster4_$rate.toml" --profile "$out/$model.profile4" | simulated 4)
+      printf '%-13s %-7s %-22s %10.3f %10.3f %7.2f\n' "$model" "$rate" "4 ranks, 2 per host" "$measured" "$sim" \
+        "$(awk -v s="$sim" -v m="$measured" 'BEGIN {print s / m}')" | tee -a "$out/validation.txt"
+    fi
     bash scripts/netns_hosts.sh down > /dev/null
   done
 done
