@@ -1,6 +1,8 @@
 #include "app/cli.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string_view>
 
 #include "base/check.h"
@@ -36,6 +38,21 @@ std::string usage() {
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
          "  --resume continue training (or evaluate) from DIR/checkpoint.safetensors\n";
 }
+
+namespace {
+
+// `text` as a number when all of it is one; nothing otherwise.
+std::optional<double> number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 CliArgs parse_cli(int argc, const char* const* argv) {
   CliArgs a;
@@ -89,32 +106,20 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.network = value(arg);
     } else if (arg == "--cycle-ms") {
       const std::string v = value(arg);
-      try {
-        a.cycle_ms = std::stod(v);
-      } catch (const std::exception&) {
-        a.cycle_ms = -1;
-      }
-      RT_CHECK(a.cycle_ms >= 0, "--cycle-ms expects a duration in milliseconds (0 or more), got '", v, "'");
+      const std::optional<double> ms = number(v);
+      RT_CHECK(ms && *ms >= 0, "--cycle-ms expects a duration in milliseconds (0 or more), got '", v, "'");
+      a.cycle_ms = *ms;
     } else if (arg == "--ranks" || arg == "--elements") {
       const std::string v = value(arg);
-      int64_t n = 0;
-      try {
-        size_t used = 0;
-        n = std::stoll(v, &used);
-        if (used != v.size()) n = 0;
-      } catch (const std::exception&) {
-      }
-      RT_CHECK(n >= 1, arg, " expects a positive integer, got '", v, "'");
-      if (arg == "--ranks") a.ranks = static_cast<int>(std::min<int64_t>(n, 1 << 20));
-      else a.elements = n;
+      const std::optional<double> n = number(v);
+      RT_CHECK(n && *n >= 1 && *n == std::floor(*n), arg, " expects a positive integer, got '", v, "'");
+      if (arg == "--ranks") a.ranks = static_cast<int>(std::min(*n, double{1 << 20}));
+      else a.elements = static_cast<int64_t>(std::min(*n, 1e15));
     } else if (arg == "--input") {
       const std::string v = value(arg);
-      try {
-        a.input = std::stoll(v);
-      } catch (const std::exception&) {
-        a.input = -1;
-      }
-      RT_CHECK(a.input >= 1, "--input expects a positive image size, got '", v, "'");
+      const std::optional<double> n = number(v);
+      RT_CHECK(n && *n >= 1 && *n == std::floor(*n), "--input expects a positive image size, got '", v, "'");
+      a.input = static_cast<int64_t>(std::min(*n, 1e9));
     } else if (arg.rfind("--set=", 0) == 0) {
       a.overrides.emplace_back(arg.substr(6));
     } else if (arg.rfind("--config=", 0) == 0) {
