@@ -5,16 +5,21 @@
 # is no 1-rank run), with the efficiency printed at each point and in a second panel.
 #
 # usage: bench/scaling_sweep.sh --config FILE --ranks "1 2 4 8" [--out DIR] [--bin RINGTRAIN]
-#          [--mpirun "mpirun ARGS"] [--hostfile FILE] [--title TEXT] [--set table.key=value ...]
+#          [--mpirun "mpirun ARGS"] [--hostfile FILE | --hosts "h1 h2 ..."] [--title TEXT]
+#          [--set table.key=value ...]
 #   --out       where sweep.jsonl, sweep.csv and sweep.png go (default runs/sweep)
 #   --mpirun    the launcher without -np (default: mpirun --bind-to none --map-by slot, plus
 #               --allow-run-as-root as root and --oversubscribe beyond this host's cores)
 #   --hostfile  passed to mpirun for runs across hosts
+#   --hosts     spread each run over these hosts in ring order, host by host: P ranks take
+#               ceil(P / hosts) slots on as many hosts as they fill (-H h1:k,h2:k --map-by slot),
+#               so the ring crosses each host boundary once (round robin would cross it at every
+#               hop: README, "Predicting a cluster")
 #   --set       passed to every ringtrain bench run (e.g. --set dist.overlap=false)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-config="" ranks="" out=runs/sweep bin=./build/ringtrain launcher="" hostfile="" title="" sets=()
+config="" ranks="" out=runs/sweep bin=./build/ringtrain launcher="" hostfile="" hosts="" title="" sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -23,6 +28,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --mpirun) launcher=$2; shift 2 ;;
     --hostfile) hostfile=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
     --title) title=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     *) echo "scaling_sweep: unknown argument '$1' (see the usage at the top of $0)" >&2; exit 2 ;;
@@ -43,6 +49,14 @@ for p in $ranks; do
     [ "$p" -gt "$(nproc)" ] && [ -z "$hostfile" ] && run+=(--oversubscribe)
   fi
   [ -n "$hostfile" ] && run+=(--hostfile "$hostfile")
+  if [ -n "$hosts" ]; then
+    read -r -a host_list <<< "$hosts"
+    per=$(( (p + ${#host_list[@]} - 1) / ${#host_list[@]} ))
+    used=$(( (p + per - 1) / per ))
+    spec=$(printf "%s:$per," "${host_list[@]:0:$used}")
+    run+=(-H "${spec%,}")
+    [[ " ${run[*]} " == *" --map-by "* ]] || run+=(--map-by slot)
+  fi
   echo "scaling_sweep: $p rank(s)" >&2
   line=$("${run[@]}" -np "$p" "$bin" bench --config "$config" "${sets[@]}" | grep '^{"kind":"bench"' | tail -1)
   [ -n "$line" ] || { echo "scaling_sweep: the $p-rank run printed no JSON line" >&2; exit 1; }
