@@ -1,7 +1,7 @@
 // Gradients on the wire in a narrower type (dist.wire = "fp32" | "fp16" | "bf16"): the ring sends
 // 16-bit values and adds what it receives into float32, so half the bytes cross each link while
-// every sum is still formed in float32. The conversions are RT_HD so that the CPU ring and the
-// CUDA ring round identically; both round to nearest, ties to even, as the hardware does.
+// every sum is still formed in float32. The conversions (base/half_float.h) are RT_HD so that the
+// CPU ring and the CUDA ring round identically.
 //
 // Note [Wire scaling]: with a 16-bit wire each rank divides its gradients by the world size before
 // the first send, rather than the sum after the last step. fp16 tops out at 65504, and a sum of
@@ -11,10 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 
-#include "base/host_device.h"
+#include "base/half_float.h"
 
 namespace rt {
 
@@ -23,71 +22,6 @@ enum class Wire { kFp32, kFp16, kBf16 };
 Wire parse_wire(std::string_view name);  // "fp32" | "fp16" | "bf16", else rt::Error
 const char* wire_name(Wire wire);
 inline size_t wire_bytes(Wire wire) { return wire == Wire::kFp32 ? 4 : 2; }
-
-RT_HD inline uint32_t float_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
-
-RT_HD inline float float_of_bits(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
-
-// bfloat16 is float32's top half: round the bottom half away, to nearest even. NaN stays NaN.
-RT_HD inline uint16_t float_to_bf16(float f) {
-  uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-RT_HD inline float bf16_to_float(uint16_t h) { return float_of_bits(static_cast<uint32_t>(h) << 16); }
-
-// IEEE half: 5 exponent bits (bias 15), 10 mantissa bits, subnormals below 2^-14, largest 65504.
-RT_HD inline uint16_t float_to_fp16(float f) {
-  const uint32_t u = float_bits(f);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7fffffffu;
-  if (a >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to infinity
-  if (a < 0x38800000u) {
-    // Below half's smallest normal: the result is round(|f| / 2^-24), a subnormal (or the smallest
-    // normal, when it rounds up to it).
-    const uint32_t shift = 126u - (a >> 23);  // |f| = m * 2^-(shift + 24) with the implicit bit in m
-    if (shift > 24u) return static_cast<uint16_t>(sign);
-    const uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    uint32_t q = m >> shift;
-    const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    if (rest > half || (rest == half && (q & 1u))) ++q;
-    return static_cast<uint16_t>(sign | q);
-  }
-  uint32_t h = (((a >> 23) - 112u) << 10) | ((a & 0x7fffffu) >> 13);
-  const uint32_t rest = a & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right
-  return static_cast<uint16_t>(sign | h);
-}
-
-RT_HD inline float fp16_to_float(uint16_t h) {
-  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1fu) return float_of_bits(sign | 0x7f800000u | (m << 13));
-  if (e == 0) {
-    const float v = static_cast<float>(m) * 5.9604644775390625e-08f;  // m * 2^-24, exact
-    return sign ? -v : v;
-  }
-  return float_of_bits(sign | ((e + 112u) << 23) | (m << 13));
-}
 
 RT_HD inline uint16_t to_wire(float f, Wire wire) { return wire == Wire::kBf16 ? float_to_bf16(f) : float_to_fp16(f); }
 RT_HD inline float from_wire(uint16_t h, Wire wire) { return wire == Wire::kBf16 ? bf16_to_float(h) : fp16_to_float(h); }

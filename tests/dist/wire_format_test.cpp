@@ -1,4 +1,5 @@
-// The 16-bit wire conversions (dist/wire_format.h) against independent references: the CPU's own
+// The 16-bit conversions (base/half_float.h: the ring's wire, the GPU's 16-bit activations)
+// against independent references: the CPU's own
 // F16C instructions for fp16 where the CPU has them, and everywhere a brute-force "nearest of the
 // two neighbouring values, ties to even" computed in double, plus the round trip of every fp16
 // and bf16 value.
