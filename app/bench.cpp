@@ -173,6 +173,12 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
       .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);
+  if (const LossScaler* s = trainer.loss_scaler()) {
+    j.add("loss_scale", s->scale()).add("skipped_steps", s->skipped_steps());
+    std::snprintf(line, sizeof line, "bench: fp16 loss scale %g, %lld step(s) skipped for overflow\n", s->scale(),
+                  static_cast<long long>(s->skipped_steps()));
+    if (talk) out << line;
+  }
   r.json = j.str();
   // Arrays go in by hand: JsonLine writes scalars only.
   r.json.insert(r.json.size() - 1, ",\"windows\":" + json_array(v) + ",\"per_rank\":" + json_array(r.rank_images_per_s));

@@ -57,7 +57,7 @@ struct TrainConfig {
   int64_t threads = 0;             // compute threads per process; 0 = cores of this host / ranks on it
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string conv_algorithm = "direct";  // "direct" (exact) | "winograd" (3x3 stride 1: faster, rounds more)
-  std::string precision = "fp32";  // "fp32" | "tf32" (CUDA only)
+  std::string precision = "fp32";  // "fp32" | "tf32" | "bf16" | "fp16" (all but fp32: CUDA only)
   bool operator==(const TrainConfig&) const = default;
 };
 

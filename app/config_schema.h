@@ -189,8 +189,10 @@ inline const std::vector<KeySpec>& config_schema() {
       {.table = "train", .key = "precision",
        .field = &member<&C::train, &TrainConfig::precision>,
        .doc = "fp32: true float32 everywhere; tf32: CUDA convolutions and matrix products round "
-              "their inputs to TF32 on tensor cores (float32 storage and accumulation)",
-       .choices = {"fp32", "tf32"}, .also = {"dtype", "amp", "mixed_precision"}},
+              "their inputs to TF32 on tensor cores (float32 storage and accumulation); bf16 / fp16 (CUDA): "
+              "activations between convolutions in 16 bits (NHWC), float32 weights, fully connected layers "
+              "in TF32; fp16 adds dynamic loss scaling, skipping the steps whose gradients overflow",
+       .choices = {"fp32", "tf32", "bf16", "fp16"}, .also = {"dtype", "amp", "mixed_precision"}},
       {.table = "train", .key = "conv_algorithm",
        .field = &member<&C::train, &TrainConfig::conv_algorithm>,
        .doc = "direct: exact, matches PyTorch; winograd: 3x3 stride-1 convolutions by Winograd "

@@ -24,6 +24,7 @@
 #include "dist/cuda/device_collective.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
+#include "nn/ops/sgd_update.h"
 #include "nn/ops/softmax_cross_entropy.h"
 
 namespace rt {
@@ -115,7 +116,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (device == Device::kCuda) {
     // Before any other CUDA call: one GPU per rank on each host, chosen by local rank.
     select_cuda_device(world.local_rank());
-    set_cuda_tf32(config.train.precision == "tf32");
+    set_cuda_precision(parse_precision(config.train.precision));
   }
   check_device_settings(config, device);
 
@@ -175,6 +176,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});
+  if (config.train.precision == "fp16") scaler_ = std::make_unique<LossScaler>();
 
   require_same_on_all_ranks("config key", config_items(resolved_), world);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
@@ -308,11 +310,12 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
   const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
   lr_ = schedule_.at(position_.step);  // before begin_step: a sharded update reads it
   if (reducer_) reducer_->begin_step(position_.step);
+  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
   LossResult loss;
   {
     Span span(tl, "forward");
     graph_->forward(images, ctx);
-    loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get());
+    loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get(), nullptr, loss_scale);
     if (profile_) profile_->forward_s += profile_mark();
   }
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
@@ -325,10 +328,13 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
     Span span(tl, "wait for allreduce");
     reducer_->finish();
   }
-  if (!reducer_ || !reducer_->updates_parameters()) {
+  // fp16: every rank holds the same averaged gradients, so every rank skips alike.
+  const bool apply = !scaler_ || scaler_->update(all_finite(graph_->device(), graph_->grad_arena(),
+                                                            graph_->arena_floats()), position_.step);
+  if (apply && (!reducer_ || !reducer_->updates_parameters())) {
     Span span(tl, "optimizer");
     if (profile_) profile_mark();
-    sgd_->step(lr_);
+    sgd_->step(lr_, 1.0 / loss_scale);
     if (profile_) profile_->optimizer_s += profile_mark();
   }
   if (profile_) ++profile_->steps;
@@ -405,12 +411,16 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     record.add("kind", "epoch").add("epoch", epoch + 1).add("step", position_.step).add("train_loss", train_loss)
         .add("train_top1", train_top1).add("epoch_seconds", seconds_since(epoch_start)).add("data_wait", data_wait)
         .add("skipped_files", skipped);
+    if (scaler_) record.add("loss_scale", scaler_->scale()).add("skipped_steps", scaler_->skipped_steps());
     char line[256];
     std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%, data wait %.1f%%",
                   static_cast<long long>(epoch + 1), static_cast<long long>(t.epochs), train_loss, 100 * train_top1,
                   100 * data_wait);
     std::string summary = line;
     if (skipped > 0) summary += str_cat(", ", skipped, " unreadable file(s) skipped");
+    if (scaler_)
+      summary += str_cat(", fp16 loss scale ", scaler_->scale(), ", ", scaler_->skipped_steps(),
+                         " step(s) skipped for overflow so far");
     const bool last = epoch + 1 == t.epochs;
     if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
@@ -431,6 +441,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     }
   }
   gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
+  if (scaler_) result.skipped_steps = scaler_->skipped_steps();
   result.images_per_s = result.train_seconds > 0 ? static_cast<double>(trained_images) / result.train_seconds : 0;
   return result;
 }

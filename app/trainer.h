@@ -15,6 +15,7 @@
 #include "dist/timeline.h"
 #include "dist/world.h"
 #include "nn/graph_loss.h"
+#include "nn/optim/loss_scale.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
@@ -31,6 +32,7 @@ struct TrainResult {
   EvalResult last_eval;             // after the final epoch
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
   double images_per_s = 0;          // global training images / train_seconds
+  int64_t skipped_steps = 0;        // fp16: steps whose gradients overflowed, so were not applied (all runs)
 };
 
 // Where profiled steps' time went (`ringtrain bench --profile`), summed over the steps.
@@ -78,6 +80,8 @@ class Trainer {
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
+  // fp16's dynamic loss scaling; null for other precisions.
+  const LossScaler* loss_scaler() const { return scaler_.get(); }
 
  private:
   void prepare_run_folder();
@@ -95,6 +99,7 @@ class Trainer {
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;
   LrSchedule schedule_;

@@ -4,18 +4,19 @@
 # training step on the same GPU, and print img/s and ringtrain / PyTorch.
 #
 # usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests BIN] [--models "resnet101 ..."]
-#                                [--precisions "fp32 tf32"] [--conv-algorithms "direct winograd"]
-#                                [--torch-bf16 yes|no] [--windows N]
+#                                [--precisions "fp32 tf32 bf16 fp16"] [--conv-algorithms "direct winograd"]
+#                                [--windows N]
 # ringtrain's conv_algorithm "direct" keeps cuDNN to its GEMM-family algorithms (exact to
 # rounding); "winograd" also lets it pick FFT and Winograd, as PyTorch's cudnn.benchmark does.
 # Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
-# PyTorch runs through $PYTHON (default python3) with torchvision; its bf16 (autocast) figure is
-# printed for reference, as ringtrain has no bf16 path yet.
+# PyTorch runs through $PYTHON (default python3) with torchvision: bf16 and fp16 under autocast
+# (fp16 with its GradScaler) and channels_last, its fastest recipe for tensor cores, beside
+# ringtrain's 16-bit NHWC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32" windows=5
-algorithms="direct winograd" torch_bf16=yes
+build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32 bf16 fp16" windows=5
+algorithms="direct winograd"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -25,7 +26,6 @@ while [ $# -gt 0 ]; do
     --precisions) precisions=$2; shift 2 ;;
     --windows) windows=$2; shift 2 ;;
     --conv-algorithms) algorithms=$2; shift 2 ;;
-    --torch-bf16) torch_bf16=$2; shift 2 ;;
     *) echo "gpu_vs_pytorch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -52,9 +52,10 @@ for model in $models; do
       "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda --set train.precision="$precision" \
         --set train.conv_algorithm="$algorithm" --set bench.windows="$windows" | grep '^{' >>"$out"
     done
-    "$py" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows "$windows" >>"$out"
+    layout=()
+    [[ $precision == bf16 || $precision == fp16 ]] && layout=(--channels-last)
+    "$py" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows "$windows" "${layout[@]}" >>"$out"
   done
-  [ "$torch_bf16" = yes ] && "$py" bench/torch_gpu_train.py "$model" 64 "$res" bf16 --windows "$windows" >>"$out"
 done
 
 "$py" - "$out" <<'PY'
@@ -67,8 +68,6 @@ for r in rows:
         continue
     o, t = r["median_images_per_s"], torch.get((r["model"], r["precision"]))
     ratio = f"{o / t:6.2f}" if t else "     -"
-    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {o:16.1f} {t or 0:14.1f} {ratio}")
-for (model, precision), t in torch.items():
-    if precision == "bf16":
-        print(f"{model:14} {precision:9} {'-':14} {'no bf16 path':>16} {t:14.1f}      -")
+    skipped = f"  ({r['skipped_steps']} step(s) skipped for fp16 overflow)" if r.get("skipped_steps") else ""
+    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {o:16.1f} {t or 0:14.1f} {ratio}{skipped}")
 PY

@@ -3,7 +3,7 @@
 
 usage: python3 bench/torch_gpu_train.py MODEL BATCH RES PRECISION [--steps N] [--windows W] [--channels-last]
 MODEL: resnet101 | vgg16 | inception_v3 (with its aux head and loss weight 0.4, as configs/inception_v3.toml)
-PRECISION: fp32 (TF32 off) | tf32 | bf16 (autocast)
+PRECISION: fp32 (TF32 off) | tf32 | bf16 (autocast) | fp16 (autocast and GradScaler, as fp16 training needs)
 Prints one JSON line: model, batch, res, precision, median images/s over the windows.
 """
 import argparse, json, statistics, time
@@ -17,7 +17,8 @@ p.add_argument("--steps", type=int, default=20); p.add_argument("--windows", typ
 p.add_argument("--channels-last", action="store_true")
 a = p.parse_args()
 
-tf32 = a.precision in ("tf32", "bf16")
+half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+tf32 = a.precision != "fp32"
 torch.backends.cuda.matmul.allow_tf32 = tf32
 torch.backends.cudnn.allow_tf32 = tf32
 torch.backends.cudnn.benchmark = True  # algorithm by timing, as ringtrain's find API
@@ -30,18 +31,20 @@ opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
 x = torch.randn(a.batch, 3, a.res, a.res, device="cuda").to(memory_format=fmt)
 y = torch.randint(0, 1000, (a.batch,), device="cuda")
 loss_fn = torch.nn.CrossEntropyLoss()
+scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "fp16")
 
 
 def step():
     opt.zero_grad(set_to_none=True)
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+    with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
         out = m(x)
         if isinstance(out, tuple):  # Inception-v3 in training: (logits, aux_logits)
             loss = loss_fn(out[0], y) + 0.4 * loss_fn(out[1], y)
         else:
             loss = loss_fn(out, y)
-    loss.backward()
-    opt.step()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
 
 
 for _ in range(5):

@@ -25,11 +25,28 @@ Device parse_device(std::string_view name) {
   return Device::kCpu;
 }
 
+Precision parse_precision(std::string_view name) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16})
+    if (name == precision_name(p)) return p;
+  RT_CHECK(false, "unknown precision '", name, "': expected fp32, tf32, bf16 or fp16");
+  return Precision::kFp32;
+}
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+  }
+  return "?";
+}
+
 #ifdef RINGTRAIN_WITH_CUDA
 bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }
 void select_cuda_device(int index) { cuda::select_device(index); }
-void set_cuda_tf32(bool allowed) { cuda::set_tf32(allowed); }
+void set_cuda_precision(Precision precision) { cuda::set_precision(precision); }
 #else
 bool cuda_built() { return false; }
 std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
@@ -38,7 +55,7 @@ bool cuda_usable(std::string* why) {
   return false;
 }
 void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
-void set_cuda_tf32(bool) { RT_CHECK(false, kNotBuilt); }
+void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
 #endif
 
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {

@@ -24,9 +24,15 @@ bool cuda_usable(std::string* why);
 // Makes GPU `index` the one this process uses; must come before any other CUDA call. rt::Error
 // when there is no such GPU.
 void select_cuda_device(int index);
-// Whether CUDA convolutions and matrix products may round float32 inputs to TF32 on tensor cores
-// (train.precision = "tf32"); off by default. Applies to ops planned afterwards.
-void set_cuda_tf32(bool allowed);
+// What the CUDA backend computes in (train.precision); see Note [Mixed precision] in
+// nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and
+// matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and
+// their gradients between convolutions in 16 bits (NHWC), parameters and everything else float32.
+// Applies to ops planned afterwards.
+enum class Precision { kFp32, kTf32, kBf16, kFp16 };
+Precision parse_precision(std::string_view name);  // "fp32" | "tf32" | "bf16" | "fp16", else rt::Error
+const char* precision_name(Precision precision);
+void set_cuda_precision(Precision precision);
 
 // Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes.
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes);

@@ -22,9 +22,10 @@ class OutputGradients {
   std::vector<Tensor> dy_;
 };
 
-// After graph.forward(): loss = sum_k w_k CE(output k). Writes d(loss)/d(output k) into
-// grads (if non-null). `per_output` (if non-null) receives each output's unweighted loss.
+// After graph.forward(): loss = sum_k w_k CE(output k). Writes d(loss)/d(output k), times
+// grad_scale (the loss scale under fp16, else 1), into grads (if non-null). `per_output` (if
+// non-null) receives each output's unweighted loss.
 LossResult graph_loss(const Graph& graph, const int32_t* targets, double label_smoothing, OutputGradients* grads,
-                      std::vector<double>* per_output = nullptr);
+                      std::vector<double>* per_output = nullptr, double grad_scale = 1);
 
 }  // namespace rt

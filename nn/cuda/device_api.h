@@ -6,11 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "nn/device.h"
+
 namespace rt::cuda {
 
 bool usable(std::string* why);
 void select_device(int index);
-void set_tf32(bool allowed);
+void set_precision(Precision precision);
 std::shared_ptr<void> allocate_zeroed(size_t bytes);
 void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes);
 void zero(void* dst, size_t bytes);

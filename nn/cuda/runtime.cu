@@ -34,7 +34,7 @@ Context make_context() {
   RT_CU(cudnnSetStream(c.cudnn, c.stream));
   RT_CU(cublasCreate(&c.cublas));
   RT_CU(cublasSetStream(c.cublas, c.stream));
-  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_tf32
+  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
   return c;
 }
 
@@ -53,10 +53,11 @@ Context& context() {
   return c;
 }
 
-void set_tf32(bool allowed) {
+void set_precision(Precision precision) {
   Context& c = context();
-  c.tf32 = allowed;
-  RT_CU(cublasSetMathMode(c.cublas, allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  c.precision = precision;
+  c.tf32 = precision != Precision::kFp32;
+  RT_CU(cublasSetMathMode(c.cublas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
 }
 
 void reserve_workspace(size_t bytes) {

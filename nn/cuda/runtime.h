@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nn/device.h"
+
 namespace rt::cuda {
 
 [[noreturn]] void fail(const char* library, const char* words, const char* call, const char* file, int line);
@@ -39,13 +41,16 @@ struct Context {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
-  bool tf32 = false;  // convolutions and matrix products may round inputs to TF32 (train.precision)
+  Precision precision = Precision::kFp32;  // train.precision; see Note [Mixed precision]
+  // Float32 convolutions and matrix products may round inputs to TF32: with tf32, and with bf16 /
+  // fp16 for what stays float32 (the fully connected layers).
+  bool tf32 = false;
 };
 
 Context& context();
 
-// Sets whether tensor cores may run float32 work in TF32 (applies to ops planned afterwards).
-void set_tf32(bool allowed);
+// Sets train.precision (applies to ops planned afterwards).
+void set_precision(Precision precision);
 
 // Plan time: the shared workspace will hold at least `bytes`. Run time: its current address.
 void reserve_workspace(size_t bytes);

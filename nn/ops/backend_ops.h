@@ -38,4 +38,5 @@
   LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,        \
                                    Tensor* dlogits, double grad_scale);                                         \
   void sgd_update(const SgdStep& step, float* w, const float* g, float* v, int64_t n);                          \
+  bool all_finite(const float* x, int64_t n);                                                                   \
   }

@@ -21,10 +21,6 @@ void require_cpu(Device device, const char* op) {
 #define BACKEND(device, fn) (require_cpu((device), #fn), &cpu::fn)
 #endif
 
-void require_plain_on_gpu(const TensorSpec& x, const char* op) {
-  RT_CHECK(x.device == Device::kCpu || x.is_plain(), op, " on the GPU takes plain tensors, got ", x.describe());
-}
-
 }  // namespace
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
@@ -74,7 +70,6 @@ std::unique_ptr<ConcatOp> make_concat(const std::vector<TensorSpec>& xs) {
                  x.shape[3] == xs[0].shape[3],
              "concat inputs must agree in N, H, W: ", shape_str(xs[0].shape), " vs ", shape_str(x.shape));
     RT_CHECK(x.device == xs[0].device, "concat inputs must be on one device");
-    require_plain_on_gpu(x, "concat");
   }
   return BACKEND(xs[0].device, make_concat)(xs);
 }
@@ -123,5 +118,7 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
 void sgd_update(Device device, const SgdStep& step, float* w, const float* g, float* v, int64_t n) {
   BACKEND(device, sgd_update)(step, w, g, v, n);
 }
+
+bool all_finite(Device device, const float* x, int64_t n) { return BACKEND(device, all_finite)(x, n); }
 
 }  // namespace rt

@@ -18,7 +18,7 @@ RT_HD inline float relu_backward(float y, float dy) { return y > 0.0f ? dy : 0.0
 
 // torch.optim.SGD on one element (dampening 0); updates w and v.
 RT_HD inline void sgd_element(const SgdStep& s, float& w, float g, float& v) {
-  const float d = g + s.weight_decay * w;
+  const float d = g * s.grad_scale + s.weight_decay * w;
   const float m = s.momentum * v + d;
   v = m;
   w -= s.lr * (s.nesterov ? d + s.momentum * m : m);

@@ -20,7 +20,7 @@ Sgd::Sgd(Graph& graph, SgdOptions options)
 // span: the alignment padding between them is zero in all three arenas and stays zero, and one
 // call per run instead of one per parameter is what keeps the GPU's step from being hundreds of
 // tiny kernel launches.
-void Sgd::step_range(double lr, int64_t begin, int64_t end) {
+void Sgd::step_range(double lr, int64_t begin, int64_t end, double grad_scale) {
   std::vector<ParamRef>& params = graph_.params();
   // Parameters sit in increasing offset order: start at the last one beginning at or before `begin`.
   auto it = std::upper_bound(params.begin(), params.end(), begin,
@@ -40,7 +40,8 @@ void Sgd::step_range(double lr, int64_t begin, int64_t end) {
     if (lo >= hi) continue;  // alignment padding
     const bool decays = options_.decay_bias_and_bn || p.role == ParamRole::kWeight;
     const SgdStep s{static_cast<float>(lr), static_cast<float>(options_.momentum),
-                    decays ? static_cast<float>(options_.weight_decay) : 0.0f, options_.nesterov};
+                    decays ? static_cast<float>(options_.weight_decay) : 0.0f, options_.nesterov,
+                    static_cast<float>(grad_scale)};
     if (run_hi > run_lo && s.weight_decay != run.weight_decay) flush();
     if (run_hi == run_lo) run = s, run_lo = lo;
     run_hi = hi;

@@ -16,11 +16,12 @@ struct SgdOptions {
 class Sgd {
  public:
   Sgd(Graph& graph, SgdOptions options);
-  // One update of every parameter from the gradient arena.
-  void step(double lr) { step_range(lr, 0, graph_.arena_floats()); }
+  // One update of every parameter from the gradient arena, its gradients multiplied by
+  // grad_scale first (1 / the loss scale, under fp16).
+  void step(double lr, double grad_scale = 1) { step_range(lr, 0, graph_.arena_floats(), grad_scale); }
   // The same update, of the arena floats [begin, end) only (parts of parameters included): what
   // one rank applies to its share under Note [Sharded update].
-  void step_range(double lr, int64_t begin, int64_t end);
+  void step_range(double lr, int64_t begin, int64_t end, double grad_scale = 1);
   // All momentum, at the parameter arena's offsets.
   float* momentum_arena() { return momentum_.data(); }
   // The momentum buffer of parameter i (plain, its parameter's shape).

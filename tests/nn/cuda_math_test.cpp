@@ -42,6 +42,7 @@ TEST(CudaMath, ReluMatchesCpuOpForwardAndBackward) {
 
 TEST(CudaMath, SgdElementMatchesCpuUpdateAndTorchRule) {
   for (bool nesterov : {false, true}) {
+    SCOPED_TRACE(nesterov ? "nesterov" : "plain momentum");
     const SgdStep s{0.1f, 0.9f, 1e-4f, nesterov};
     const int64_t n = 1000;
     Tensor w = random_plain({n}, 3), g = random_plain({n}, 4), v = random_plain({n}, 5);
@@ -56,6 +57,24 @@ TEST(CudaMath, SgdElementMatchesCpuUpdateAndTorchRule) {
       ASSERT_FLOAT_EQ(v2[i], v.data()[i]) << "element " << i;
       ASSERT_NEAR(w2[i], expected, 1e-6 * (1 + std::fabs(expected))) << "element " << i;
     }
+  }
+}
+
+// fp16's loss scaling: gradients arrive multiplied by the scale and the step divides it out, so
+// a step on 1024 g with grad_scale 1/1024 is the step on g (both exact in binary).
+TEST(CudaMath, SgdGradScaleDividesTheLossScaleOut) {
+  const int64_t n = 1000;
+  const Tensor w0 = random_plain({n}, 6), g = random_plain({n}, 7), v0 = random_plain({n}, 8);
+  std::vector<float> scaled(g.data(), g.data() + n);
+  for (float& x : scaled) x *= 1024.0f;
+  std::vector<float> w1(w0.data(), w0.data() + n), v1(v0.data(), v0.data() + n), w2 = w1, v2 = v1;
+  SgdStep s{0.1f, 0.9f, 1e-4f, true};
+  sgd_update(Device::kCpu, s, w1.data(), g.data(), v1.data(), n);
+  s.grad_scale = 1.0f / 1024;
+  sgd_update(Device::kCpu, s, w2.data(), scaled.data(), v2.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(w1[i], w2[i]) << "element " << i;
+    ASSERT_EQ(v1[i], v2[i]) << "element " << i;
   }
 }
 

@@ -1,9 +1,12 @@
 // Batch norm on cuDNN's spatial mode, which keeps the batch mean and inverse standard deviation
 // for backward and updates the running statistics as PyTorch does (unbiased running variance).
-// cuDNN has no backward for the inference forward; that one is a kernel of ours.
+// cuDNN has no backward for the inference forward; that one is a kernel of ours. It runs on its
+// input's layout: 16-bit NHWC under mixed precision, with gamma, beta and the statistics float32
+// (what cuDNN requires of 16-bit inputs).
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/descriptors.h"
+#include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
 
 namespace rt::cuda {
@@ -13,18 +16,19 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 constexpr int kThreads = 256;
 
 // One block per channel: dbeta = sum dy, dgamma = sum dy (x - mean) / sd, dx = dy gamma / sd.
-__global__ void batch_norm_backward_constant_stats(const float* x, const float* dy, const float* gamma,
-                                                   const float* mean, const float* var, float eps, int64_t N,
-                                                   int64_t C, int64_t HW, float* dx, float* dgamma, float* dbeta) {
+template <typename T>
+__global__ void batch_norm_backward_constant_stats(const T* x, const T* dy, const float* gamma, const float* mean,
+                                                   const float* var, float eps, int64_t N, int64_t C, int64_t HW,
+                                                   Format f, T* dx, float* dgamma, float* dbeta) {
   const int64_t c = blockIdx.x;
   const float inv_sd = rsqrtf(var[c] + eps), scale = gamma[c] * inv_sd, m = mean[c];
   double sum_dy = 0, sum_dy_xhat = 0;
   for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x) {
-    const int64_t at = (i / HW * C + c) * HW + i % HW;
-    const float g = dy[at];
+    const int64_t at = f == Format::kNhwc ? i * C + c : (i / HW * C + c) * HW + i % HW;
+    const float g = load(&dy[at]);
     sum_dy += g;
-    sum_dy_xhat += g * (x[at] - m) * inv_sd;
-    dx[at] = g * scale;
+    sum_dy_xhat += g * (load(&x[at]) - m) * inv_sd;
+    store(&dx[at], g * scale);
   }
   __shared__ double s_dy[kThreads], s_xhat[kThreads];
   s_dy[threadIdx.x] = sum_dy;
@@ -46,11 +50,12 @@ __global__ void batch_norm_backward_constant_stats(const float* x, const float* 
 class CudaBatchNorm final : public BatchNormOp {
  public:
   CudaBatchNorm(const BatchNormOptions& o, const TensorSpec& x)
-      : options_(o), shape_(x.shape), saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)),
-        saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
+      : options_(o), shape_(x.shape), dtype_(dtype_of(x)), format_(format_of(x)),
+        saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)), saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
     RT_CHECK(o.eps >= CUDNN_BN_MIN_EPSILON, "cuDNN batch norm needs eps >= ", CUDNN_BN_MIN_EPSILON, ", got ", o.eps);
-    x_.set4d(x.shape);
-    stats_.set4d({1, x.shape[1], 1, 1});
+    x_.set(x);
+    // (1, C, 1, 1) float32 for every input type cuDNN takes.
+    RT_CU(cudnnDeriveBNTensorDescriptor(stats_.d, x_.d, CUDNN_BATCHNORM_SPATIAL));
   }
 
   void forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& running_mean,
@@ -79,15 +84,21 @@ class CudaBatchNorm final : public BatchNormOp {
   void backward_inference(const Tensor& x, const Tensor& gamma, const Tensor&, const Tensor& dy, Tensor& dx,
                           Tensor& dgamma, Tensor& dbeta, const Tensor& running_mean,
                           const Tensor& running_var) override {
-    batch_norm_backward_constant_stats<<<static_cast<unsigned>(shape_[1]), kThreads, 0, context().stream>>>(
-        x.data(), dy.data(), gamma.data(), running_mean.data(), running_var.data(), static_cast<float>(options_.eps),
-        shape_[0], shape_[1], shape_[2] * shape_[3], dx.data(), dgamma.data(), dbeta.data());
+    with_storage(dtype_, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      batch_norm_backward_constant_stats<<<static_cast<unsigned>(shape_[1]), kThreads, 0, context().stream>>>(
+          as<T>(x.data()), as<T>(dy.data()), gamma.data(), running_mean.data(), running_var.data(),
+          static_cast<float>(options_.eps), shape_[0], shape_[1], shape_[2] * shape_[3], format_, as<T>(dx.data()),
+          dgamma.data(), dbeta.data());
+    });
     RT_CU_LAUNCHED();
   }
 
  private:
   BatchNormOptions options_;
   Shape shape_;
+  DType dtype_;
+  Format format_;
   TensorDesc x_, stats_;
   Tensor saved_mean_, saved_inv_sd_;  // (C): the last training forward's batch statistics
 };

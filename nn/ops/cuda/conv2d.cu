@@ -2,6 +2,12 @@
 // it stays inside this file). Each direction's algorithm is chosen once per shape from cuDNN's own
 // timings under a workspace limit (see algorithm_choice.h); float32 runs with FMA math, so results
 // match the CPU's to rounding, unless train.precision allows TF32.
+//
+// Under bf16 / fp16 (Note [Mixed precision]) the convolution reads and writes 16-bit NHWC with
+// float32 accumulation on tensor cores. Its float32 weights are rounded into a 16-bit KRSC copy at
+// each forward (backward uses that same copy, as autocast does), its weight gradient comes back
+// in 16 bits and is widened into the float32 gradient, and an input in another layout (the
+// graph's plain float32 images) is converted into a buffer of the op's own first.
 #include <string>
 #include <vector>
 
@@ -9,6 +15,7 @@
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/algorithm_choice.h"
 #include "nn/ops/cuda/descriptors.h"
+#include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
 
 namespace rt::cuda {
@@ -35,6 +42,33 @@ bool is_transform(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
+// y += b per channel, for 16-bit outputs (cudnnAddTensor wants the bias in y's type).
+template <typename T>
+__global__ void add_channel_bias(const float* b, int64_t C, int64_t HW, Format f, T* y, int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) {
+    const int64_t c = f == Format::kNhwc ? i % C : i / HW % C;
+    store(&y[i], load(&y[i]) + b[c]);
+  }
+}
+
+// db[c] = the sum of dy over (n, h, w), in float32: one block per channel.
+constexpr int kSumThreads = 256;
+template <typename T>
+__global__ void channel_sums(const T* dy, int64_t N, int64_t C, int64_t HW, Format f, float* db) {
+  const int64_t c = blockIdx.x;
+  float sum = 0;
+  for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x)
+    sum += load(&dy[f == Format::kNhwc ? i * C + c : (i / HW * C + c) * HW + i % HW]);
+  __shared__ float partial[kSumThreads];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[c] = partial[0];
+}
+
 template <typename Perf>
 std::vector<AlgorithmTrial> trials_of(const Perf* perf, int count) {
   std::vector<AlgorithmTrial> trials;
@@ -47,13 +81,25 @@ std::vector<AlgorithmTrial> trials_of(const Perf* perf, int count) {
 class CudaConv2d final : public Conv2dOp {
  public:
   CudaConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm)
-      : y_spec_(plain_spec(g.output_shape(x.shape), Device::kCuda)), need_dx_(need_dx), bias_(g.bias),
-        allow_transforms_(algorithm == ConvAlgorithm::kWinograd) {
+      : need_dx_(need_dx), bias_(g.bias), allow_transforms_(algorithm == ConvAlgorithm::kWinograd), x_spec_(x),
+        w_spec_(plain_spec(g.weight_shape(), Device::kCuda)) {
     Context& c = context();
-    x_.set4d(x.shape);
-    y_.set4d(y_spec_.shape);
+    const DType t = activation_dtype(c.precision);
+    half_ = t != DType::kF32;
+    const Format f = half_ ? Format::kNhwc : Format::kNchw;
+    run_x_spec_ = gpu_spec(x.shape, t, f);
+    y_spec_ = gpu_spec(g.output_shape(x.shape), t, f);
+    w_run_spec_ = gpu_spec(g.weight_shape(), t, f);  // NHWC of (K, C/g, R, S) is cuDNN's KRSC
+    stage_x_ = !x.same_as(run_x_spec_);
+    if (stage_x_) {
+      x_run_ = Tensor(run_x_spec_);
+      if (need_dx_) dx_run_ = Tensor(run_x_spec_);
+    }
+    if (half_) w_run_ = Tensor(w_run_spec_), dw_run_ = Tensor(w_run_spec_);
+    x_.set(run_x_spec_);
+    y_.set(y_spec_);
     const Shape w = g.weight_shape();
-    RT_CU(cudnnSetFilter4dDescriptor(w_.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(w[0]),
+    RT_CU(cudnnSetFilter4dDescriptor(w_.d, cudnn_type(t), cudnn_format(f), static_cast<int>(w[0]),
                                      static_cast<int>(w[1]), static_cast<int>(w[2]), static_cast<int>(w[3])));
     if (bias_) b_.set4d({1, g.out_channels, 1, 1});
     RT_CU(cudnnSetConvolution2dDescriptor(conv_.d, static_cast<int>(g.pad_h), static_cast<int>(g.pad_w),
@@ -61,13 +107,13 @@ class CudaConv2d final : public Conv2dOp {
                                           static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     RT_CU(cudnnSetConvolutionGroupCount(conv_.d, static_cast<int>(g.groups)));
-    const cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    const cudnnMathType_t math = half_ ? CUDNN_TENSOR_OP_MATH : c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     RT_CU(cudnnSetConvolutionMathType(conv_.d, math));
     int n = 0, k = 0, h = 0, wd = 0;
     RT_CU(cudnnGetConvolution2dForwardOutputDim(conv_.d, x_.d, w_.d, &n, &k, &h, &wd));
     RT_ASSERT(Shape({n, k, h, wd}) == y_spec_.shape);
 
-    key_ = str_cat(shape_str(x.shape), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w, " s", g.stride_h, ",",
+    key_ = str_cat(shape_str(x.shape), " ", y_spec_.describe(), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w, " s", g.stride_h, ",",
                    g.stride_w, " d", g.dilation_h, ",", g.dilation_w, " g", g.groups, " m", static_cast<int>(math),
                    " t", allow_transforms_);
     fwd_ = choose("fwd", [&](auto* perf, int cap, int* got) {
@@ -89,28 +135,55 @@ class CudaConv2d final : public Conv2dOp {
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
     Context& c = context();
+    if (stage_x_) convert_layout(x.data(), x_spec_, x_run_.data(), run_x_spec_);
+    if (half_) convert_layout(w.data(), w_spec_, w_run_.data(), w_run_spec_);
+    const float* xr = stage_x_ ? x_run_.data() : x.data();
+    const float* wr = half_ ? w_run_.data() : w.data();
     set_math(fwd_);
-    RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, x.data(), w_.d, w.data(), conv_.d,
+    RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, xr, w_.d, wr, conv_.d,
                                   static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), workspace(), fwd_.workspace,
                                   &kZero, y_.d, y.data()));
-    if (b) RT_CU(cudnnAddTensor(c.cudnn, &kOne, b_.d, b->data(), &kOne, y_.d, y.data()));
+    if (!b) return;
+    if (!half_) return RT_CU(cudnnAddTensor(c.cudnn, &kOne, b_.d, b->data(), &kOne, y_.d, y.data()));
+    const Shape& s = y_spec_.shape;
+    with_storage(dtype_of(y_spec_), [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      add_channel_bias<<<blocks_for(y.numel()), 256, 0, c.stream>>>(b->data(), s[1], s[2] * s[3], Format::kNhwc,
+                                                                    as<T>(y.data()), y.numel());
+    });
+    RT_CU_LAUNCHED();
   }
 
+  // Under bf16 / fp16, w is the weights' 16-bit copy that forward made.
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     RT_CHECK(need_dx_, "conv2d was planned without backward-data");
     set_math(bwd_data_);
-    RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, w.data(), y_.d, dy.data(), conv_.d,
+    float* out = stage_x_ ? dx_run_.data() : dx.data();
+    RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, half_ ? w_run_.data() : w.data(), y_.d,
+                                       dy.data(), conv_.d,
                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm), workspace(),
-                                       bwd_data_.workspace, &kZero, x_.d, dx.data()));
+                                       bwd_data_.workspace, &kZero, x_.d, out));
+    if (stage_x_) convert_layout(dx_run_.data(), run_x_spec_, dx.data(), x_spec_);
   }
 
+  // When the input was converted, the conversion forward made is what the weights saw.
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
     Context& c = context();
     set_math(bwd_filter_);
-    RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, x.data(), y_.d, dy.data(), conv_.d,
-                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
-                                         workspace(), bwd_filter_.workspace, &kZero, w_.d, dw.data()));
-    if (db) RT_CU(cudnnConvolutionBackwardBias(c.cudnn, &kOne, y_.d, dy.data(), &kZero, b_.d, db->data()));
+    RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, stage_x_ ? x_run_.data() : x.data(), y_.d, dy.data(),
+                                         conv_.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
+                                         workspace(), bwd_filter_.workspace, &kZero, w_.d,
+                                         half_ ? dw_run_.data() : dw.data()));
+    if (half_) convert_layout(dw_run_.data(), w_run_spec_, dw.data(), w_spec_);
+    if (!db) return;
+    if (!half_) return RT_CU(cudnnConvolutionBackwardBias(c.cudnn, &kOne, y_.d, dy.data(), &kZero, b_.d, db->data()));
+    const Shape& s = y_spec_.shape;
+    with_storage(dtype_of(y_spec_), [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      channel_sums<<<static_cast<unsigned>(s[1]), kSumThreads, 0, c.stream>>>(as<T>(dy.data()), s[0], s[1],
+                                                                              s[2] * s[3], Format::kNhwc, db->data());
+    });
+    RT_CU_LAUNCHED();
   }
 
  private:
@@ -137,8 +210,12 @@ class CudaConv2d final : public Conv2dOp {
     return *best;
   }
 
-  TensorSpec y_spec_;
   bool need_dx_, bias_, allow_transforms_;
+  bool half_ = false;     // 16-bit NHWC (Note [Mixed precision])
+  bool stage_x_ = false;  // the input arrives in another layout than the one the convolution reads
+  TensorSpec x_spec_, run_x_spec_, y_spec_, w_spec_, w_run_spec_;
+  Tensor x_run_, dx_run_;  // with stage_x_: the input, and its gradient, in run_x_spec_
+  Tensor w_run_, dw_run_;  // with half_: the weights, and their gradient, in 16-bit KRSC
   std::string key_;
   TensorDesc x_, y_, b_;
   FilterDesc w_;

@@ -1,66 +1,112 @@
 // The elementwise ops as kernels of ours over the flat buffer: ReLU, residual add and gradient
-// accumulation, dropout and the SGD update, each calling its per-element function from
-// nn/ops/elementwise_math.h. Flatten and reorder are copies on the GPU, where every tensor is plain.
+// accumulation, dropout, the SGD update and the finite check of loss scaling, each calling its
+// per-element function from nn/ops/elementwise_math.h. Each runs on its input's element type and
+// keeps its layout (Note [Mixed precision]); flatten and reorder convert between layouts.
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
+#include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
 #include "nn/ops/elementwise_math.h"
 
 namespace rt::cuda {
 namespace {
 
-__global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) y[i] = relu_forward(x[i]);
+template <typename T>
+__global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], relu_forward(load(&x[i])));
 }
-__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) dx[i] = relu_backward(y[i], dy[i]);
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) store(&dx[i], relu_backward(load(&y[i]), load(&dy[i])));
 }
-__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) y[i] = a[i] + b[i];
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&a[i]) + load(&b[i]));
 }
-__global__ void accumulate_kernel(float* dst, const float* src, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) dst[i] += src[i];
+template <typename T>
+__global__ void accumulate_kernel(T* dst, const T* src, int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) store(&dst[i], load(&dst[i]) + load(&src[i]));
 }
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, uint64_t seed, uint64_t step, float p) {
-  RT_FOR_EACH_ELEMENT(i, n) y[i] = x[i] * dropout_scale(seed, step, static_cast<uint64_t>(i), p);
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, int64_t n, uint64_t seed, uint64_t step, float p) {
+  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&x[i]) * dropout_scale(seed, step, static_cast<uint64_t>(i), p));
 }
 __global__ void sgd_kernel(SgdStep s, float* w, const float* g, float* v, int64_t n) {
   RT_FOR_EACH_ELEMENT(i, n) sgd_element(s, w[i], g[i], v[i]);
+}
+__global__ void find_non_finite(const float* x, int64_t n, int* found) {
+  RT_FOR_EACH_ELEMENT(i, n) if (!isfinite(x[i])) *found = 1;
+}
+
+// Between two layouts of one (N, C, H, W) shape: element i of dst's storage order takes the
+// same (n, c, h, w) of src. With to_plain_rows, dst is flatten's plain (N, C*H*W) in PyTorch's
+// order, which is dst's NCHW order.
+template <typename S, typename D>
+__global__ void convert_kernel(const S* src, Format sf, D* dst, Format df, int64_t C, int64_t H, int64_t W,
+                               int64_t n) {
+  RT_FOR_EACH_ELEMENT(i, n) {
+    const Index4 at = element_index(df, C, H, W, i);
+    store(&dst[i], load(&src[element_offset(sf, C, H, W, at.n, at.c, at.h, at.w)]));
+  }
 }
 
 void copy_on_gpu(float* dst, const float* src, size_t bytes) {
   RT_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
 }
 
+
+void convert(const Tensor& src, float* dst, const TensorSpec& dst_spec) {
+  convert_layout(src.data(), src.spec(), dst, dst_spec);
+}
+
 class CudaRelu final : public ReluOp {
  public:
+  explicit CudaRelu(DType t) : dtype_(t) {}
   void forward(const Tensor& x, Tensor& y) override {
-    relu_forward_kernel<<<blocks_for(x.numel()), 256, 0, context().stream>>>(x.data(), y.data(), x.numel());
+    with_storage(dtype_, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      relu_forward_kernel<<<blocks_for(x.numel()), 256, 0, context().stream>>>(as<T>(x.data()), as<T>(y.data()),
+                                                                               x.numel());
+    });
     RT_CU_LAUNCHED();
   }
   void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    relu_backward_kernel<<<blocks_for(y.numel()), 256, 0, context().stream>>>(y.data(), dy.data(), dx.data(),
-                                                                               y.numel());
+    with_storage(dtype_, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      relu_backward_kernel<<<blocks_for(y.numel()), 256, 0, context().stream>>>(
+          as<T>(y.data()), as<T>(dy.data()), as<T>(dx.data()), y.numel());
+    });
     RT_CU_LAUNCHED();
   }
+
+ private:
+  DType dtype_;
 };
 
 class CudaAdd final : public AddOp {
  public:
+  explicit CudaAdd(DType t) : dtype_(t) {}
   void forward(const Tensor& a, const Tensor& b, Tensor& y) override {
-    add_kernel<<<blocks_for(a.numel()), 256, 0, context().stream>>>(a.data(), b.data(), y.data(), a.numel());
+    with_storage(dtype_, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      add_kernel<<<blocks_for(a.numel()), 256, 0, context().stream>>>(as<T>(a.data()), as<T>(b.data()),
+                                                                      as<T>(y.data()), a.numel());
+    });
     RT_CU_LAUNCHED();
   }
   void backward(const Tensor& dy, Tensor* da, Tensor* db) override {
     if (da) copy_on_gpu(da->data(), dy.data(), dy.bytes());
     if (db) copy_on_gpu(db->data(), dy.data(), dy.bytes());
   }
+
+ private:
+  DType dtype_;
 };
 
 // The mask is recomputed in backward from (seed, step): nothing is stored.
 class CudaDropout final : public DropoutOp {
  public:
-  explicit CudaDropout(double p) : p_(static_cast<float>(p)) {}
+  CudaDropout(double p, DType t) : p_(static_cast<float>(p)), dtype_(t) {}
   void forward(const Tensor& x, Tensor& y, bool training, uint64_t seed, uint64_t step) override {
     active_ = training && p_ > 0;
     seed_ = seed, step_ = step;
@@ -71,45 +117,97 @@ class CudaDropout final : public DropoutOp {
  private:
   void apply(const Tensor& in, Tensor& out) {
     if (!active_) return copy_on_gpu(out.data(), in.data(), in.bytes());
-    dropout_kernel<<<blocks_for(in.numel()), 256, 0, context().stream>>>(in.data(), out.data(), in.numel(), seed_,
-                                                                         step_, p_);
+    with_storage(dtype_, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      dropout_kernel<<<blocks_for(in.numel()), 256, 0, context().stream>>>(as<T>(in.data()), as<T>(out.data()),
+                                                                           in.numel(), seed_, step_, p_);
+    });
     RT_CU_LAUNCHED();
   }
 
   float p_;
+  DType dtype_;
   bool active_ = false;
   uint64_t seed_ = 0, step_ = 0;
 };
 
+// To plain float32 (N, C*H*W) in PyTorch's order, whatever the input's layout (Note [Mixed
+// precision]): the fully connected layers after it run in float32.
 class CudaFlatten final : public FlattenOp {
  public:
-  explicit CudaFlatten(const TensorSpec& x) : y_spec_(plain_spec({x.shape[0], numel(x.shape) / x.shape[0]}, Device::kCuda)) {}
+  explicit CudaFlatten(const TensorSpec& x)
+      : x_spec_(x), y_spec_(plain_spec({x.shape[0], numel(x.shape) / x.shape[0]}, Device::kCuda)),
+        x_as_plain_(plain_spec(x.shape, Device::kCuda)) {}
   const TensorSpec& y_spec() const override { return y_spec_; }
-  void forward(const Tensor& x, Tensor& y) override { copy_on_gpu(y.data(), x.data(), x.bytes()); }
-  void backward(const Tensor& dy, Tensor& dx) override { copy_on_gpu(dx.data(), dy.data(), dy.bytes()); }
+  void forward(const Tensor& x, Tensor& y) override { convert(x, y.data(), x_as_plain_); }
+  void backward(const Tensor& dy, Tensor& dx) override {
+    convert(Tensor(x_as_plain_, const_cast<float*>(dy.data()), nullptr), dx.data(), x_spec_);
+  }
 
  private:
-  TensorSpec y_spec_;
+  TensorSpec x_spec_, y_spec_;
+  TensorSpec x_as_plain_;  // y seen as (N, C, H, W): same bytes, plain float32
 };
 
 }  // namespace
 
-std::unique_ptr<ReluOp> make_relu(const TensorSpec&) { return std::make_unique<CudaRelu>(); }
-std::unique_ptr<AddOp> make_add(const TensorSpec&, const TensorSpec&) { return std::make_unique<CudaAdd>(); }
-std::unique_ptr<DropoutOp> make_dropout(double p, const TensorSpec&) { return std::make_unique<CudaDropout>(p); }
+std::unique_ptr<ReluOp> make_relu(const TensorSpec& x) { return std::make_unique<CudaRelu>(dtype_of(x)); }
+std::unique_ptr<AddOp> make_add(const TensorSpec& a, const TensorSpec& b) {
+  RT_CHECK(a.same_as(b), "add on the GPU needs both inputs in one layout, got ", a.describe(), " and ", b.describe());
+  return std::make_unique<CudaAdd>(dtype_of(a));
+}
+std::unique_ptr<DropoutOp> make_dropout(double p, const TensorSpec& x) {
+  return std::make_unique<CudaDropout>(p, dtype_of(x));
+}
 std::unique_ptr<FlattenOp> make_flatten(const TensorSpec& x) { return std::make_unique<CudaFlatten>(x); }
 
 void accumulate(Tensor& dst, const Tensor& src) {
-  accumulate_kernel<<<blocks_for(dst.numel()), 256, 0, context().stream>>>(dst.data(), src.data(), dst.numel());
+  RT_CHECK(dst.spec().same_as(src.spec()), "accumulate on the GPU needs one layout, got ", dst.spec().describe(),
+           " and ", src.spec().describe());
+  with_storage(dtype_of(dst.spec()), [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    accumulate_kernel<<<blocks_for(dst.numel()), 256, 0, context().stream>>>(as<T>(dst.data()), as<T>(src.data()),
+                                                                             dst.numel());
+  });
   RT_CU_LAUNCHED();
 }
 
-void reorder(const Tensor& src, Tensor& dst) { copy_on_gpu(dst.data(), src.data(), src.bytes()); }
+void reorder(const Tensor& src, Tensor& dst) { convert(src, dst.data(), dst.spec()); }
+
+void convert_layout(const float* src, const TensorSpec& src_spec, float* dst, const TensorSpec& dst_spec) {
+  const TensorSpec& ss = src_spec;
+  if (ss.same_as(dst_spec) || (ss.is_plain() && dst_spec.is_plain())) return copy_on_gpu(dst, src, ss.bytes());
+  RT_CHECK(ss.shape.size() == 4 && ss.shape == dst_spec.shape, "a GPU layout conversion takes one (N, C, H, W) shape, "
+           "got ", ss.describe(), " to ", dst_spec.describe());
+  const int64_t C = ss.shape[1], H = ss.shape[2], W = ss.shape[3], n = numel(ss.shape);
+  const Format sf = format_of(ss), df = format_of(dst_spec);
+  with_storage(dtype_of(ss), [&](auto* s_tag) {
+    using S = std::remove_pointer_t<decltype(s_tag)>;
+    with_storage(dtype_of(dst_spec), [&](auto* d_tag) {
+      using D = std::remove_pointer_t<decltype(d_tag)>;
+      convert_kernel<<<blocks_for(n), 256, 0, context().stream>>>(as<S>(src), sf, as<D>(dst), df, C, H, W, n);
+      RT_CU_LAUNCHED();
+    });
+  });
+}
 
 void sgd_update(const SgdStep& step, float* w, const float* g, float* v, int64_t n) {
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), 256, 0, context().stream>>>(step, w, g, v, n);
   RT_CU_LAUNCHED();
+}
+
+bool all_finite(const float* x, int64_t n) {
+  if (n == 0) return true;
+  int* found = static_cast<int*>(scratch(sizeof(int)));
+  const cudaStream_t s = context().stream;
+  RT_CU(cudaMemsetAsync(found, 0, sizeof(int), s));
+  find_non_finite<<<blocks_for(n), 256, 0, s>>>(x, n, found);
+  RT_CU_LAUNCHED();
+  int host = 0;
+  RT_CU(cudaMemcpyAsync(&host, found, sizeof(int), cudaMemcpyDeviceToHost, s));
+  RT_CU(cudaStreamSynchronize(s));
+  return host == 0;
 }
 
 }  // namespace rt::cuda

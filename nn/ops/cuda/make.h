@@ -1,5 +1,6 @@
-// The CUDA backend's op factories, called only by nn/ops/dispatch.cpp. Every tensor they take
-// and make is plain (NCHW, (N, K)) float32 on the GPU; see Note [CUDA memory] in nn/cuda/runtime.h.
+// The CUDA backend's op factories, called only by nn/ops/dispatch.cpp. Tensors are plain float32
+// (NCHW, (N, K)), or 16-bit NHWC activations under mixed precision (Note [Mixed precision] in
+// nn/ops/cuda/gpu_layout.h); see Note [CUDA memory] in nn/cuda/runtime.h.
 #pragma once
 
 #include "nn/ops/backend_ops.h"
