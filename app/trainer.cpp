@@ -93,12 +93,9 @@ void check_device_settings(const Config& config, Device device) {
     RT_CHECK(dc.allreduce != "nccl", "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
     return;
   }
-  RT_CHECK(dc.allreduce != "mpi", "dist.allreduce = \"mpi\" moves host memory; with device = \"cuda\" use ring "
-           "(ours, over NCCL point-to-point) or nccl (ncclAllReduce)");
+  check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
   RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport, "\" moves host memory; with device = \"cuda\" "
            "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
-  RT_CHECK(dc.allreduce != "nccl" || dc.wire == "fp32", "dist.wire = \"", dc.wire, "\" applies to ringtrain's ring; "
-           "ncclAllReduce (dist.allreduce = \"nccl\") moves float32");
 }
 
 }  // namespace

@@ -252,15 +252,9 @@ std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exc
 }
 
 std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire) {
+  check_device_allreduce(algorithm, wire);
   if (algorithm == "ring") return make_device_ring(make_nccl_exchange(comm), wire);
-  if (algorithm == "nccl") {
-    RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire), "\" applies to ringtrain's ring; ncclAllReduce "
-             "(dist.allreduce = \"nccl\") moves float32");
-    return std::make_unique<NcclAllreduce>(comm);
-  }
-  RT_CHECK(false, "dist.allreduce = \"", algorithm, "\" does not run on GPU memory: with device = \"cuda\" use ring "
-           "(ours, over NCCL point-to-point) or nccl (ncclAllReduce)");
-  return nullptr;
+  return std::make_unique<NcclAllreduce>(comm);
 }
 
 }  // namespace rt

@@ -31,6 +31,10 @@ class DeviceExchange {
   virtual std::string describe() const = 0;
 };
 
+// rt::Error unless `algorithm` moves GPU memory ("ring" or "nccl") and `wire` suits it (ncclAllReduce
+// moves float32 only); built with or without CUDA.
+void check_device_allreduce(const std::string& algorithm, Wire wire);
+
 // "ring" (ours over NCCL point-to-point) or "nccl" (ncclAllReduce) over comm's ranks, one GPU
 // each, on the GPU select_cuda_device chose. Collective over comm. rt::Error in a build without
 // CUDA.
