@@ -1,5 +1,7 @@
 #include "app/checkpoint.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -114,6 +116,11 @@ void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const
                 {"images_seen", std::to_string(pos.images_seen)},
                 {"seed", std::to_string(pos.seed)},
                 {"config", resolved_config}};
+  if (pos.loss_scale > 0) {
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.17g", pos.loss_scale);  // reads back to the same double
+    f.metadata.push_back({"loss_scale", scale});
+  }
   write_safetensors((std::filesystem::path(dir) / kCheckpointFile).string(), f);
 }
 
@@ -137,6 +144,11 @@ TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd,
   pos.step = meta_int(f, "step", path);
   pos.images_seen = meta_int(f, "images_seen", path);
   pos.seed = meta_int(f, "seed", path);
+  if (const std::string s = f.meta("loss_scale"); !s.empty()) {
+    char* end = nullptr;
+    pos.loss_scale = std::strtod(s.c_str(), &end);
+    RT_CHECK(*end == '\0' && pos.loss_scale > 0, path, ": metadata 'loss_scale' = '", s, "' is not a positive number");
+  }
   return pos;
 }
 

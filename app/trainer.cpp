@@ -250,6 +250,9 @@ void Trainer::resume(const std::string& dir) {
   position_ = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
   RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir, "': it was trained with train.seed = ",
            position_.seed, ", the config says ", config_.train.seed);
+  // fp16 continues from the saved loss scale (a checkpoint of another precision has none: the
+  // scale starts afresh and backs off within a few steps if it must).
+  if (scaler_ && position_.loss_scale > 0) scaler_->set_scale(position_.loss_scale);
   // Checkpoints fall on epoch ends; at another world size the step count per epoch differs, so
   // the schedule position is recomputed from the epochs done.
   position_.step = position_.epochs_done * steps_per_epoch_;
@@ -433,6 +436,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
       gather_optimizer_state();
       average_buffers();
+      if (scaler_) position_.loss_scale = scaler_->scale();
       if (world_.rank() == 0)
         save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
     }

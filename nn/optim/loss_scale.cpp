@@ -10,6 +10,12 @@ LossScaler::LossScaler(LossScaleOptions options) : options_(options), scale_(opt
            "loss scaling needs an initial scale > 0, growth >= 1, backoff in (0, 1) and an interval >= 1");
 }
 
+void LossScaler::set_scale(double scale) {
+  RT_CHECK(scale > 0, "a loss scale must be > 0, got ", scale);
+  scale_ = scale;
+  finite_in_a_row_ = 0;
+}
+
 bool LossScaler::update(bool finite, int64_t step) {
   if (finite) {
     if (++finite_in_a_row_ == options_.growth_interval) {

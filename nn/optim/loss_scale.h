@@ -25,6 +25,8 @@ class LossScaler {
  public:
   explicit LossScaler(LossScaleOptions options = {});
   double scale() const { return scale_; }
+  // Continues from a saved scale (a resumed run).
+  void set_scale(double scale);
   // After step `step`'s gradients are final and averaged: true when they were all finite and the
   // update should run with gradients multiplied by 1 / (the scale before this call). Adjusts the
   // scale. rt::Error when the scale would fall below options.smallest.

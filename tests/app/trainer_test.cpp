@@ -78,6 +78,22 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   EXPECT_EQ(read_safetensors(ckpt.string()).meta("epochs_done"), "2");
 }
 
+// fp16's loss scale rides in the checkpoint's metadata, exactly (2^24 + 1 needs more than float's
+// digits); a checkpoint without one (every other precision) reads back as 0.
+TEST_F(TrainerTest, CheckpointKeepsTheLossScaleExactly) {
+  Trainer t(config_, log_, World::get());
+  fs::create_directories(root_ / "scale");
+  TrainingPosition pos;
+  pos.seed = config_.train.seed;
+  pos.loss_scale = 16777217.0;
+  save_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), pos, config_.model.name, "");
+  EXPECT_EQ(load_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), config_.model.name).loss_scale,
+            16777217.0);
+  pos.loss_scale = 0;
+  save_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), pos, config_.model.name, "");
+  EXPECT_EQ(load_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), config_.model.name).loss_scale, 0);
+}
+
 TEST_F(TrainerTest, SyntheticTaskIsLearned) {
   const TrainResult r = Trainer(config_, log_, World::get()).train();
   EXPECT_GT(r.last_eval.top1, 0.9) << log_.str();  // 4 separable classes; chance is 0.25
