@@ -6,20 +6,23 @@
 # measured and simulated images/s and their ratio (the simulator models ringtrain's ring, not
 # MPI_Allreduce: that row has no prediction). Needs root (network namespaces, tc).
 #   bench/validate_simulator.sh [--models "resnet101 vgg16 inception_v3"] [--rates "1gbit 500mbit"]
-#                               [--variants yes|no] [--four yes|no] [--out DIR]
-# --variants yes adds, for the first model at the first rate: MPI_Allreduce, overlap off, and one
+#                               [--variants yes|no] [--four yes|no] [--repeats N] [--out DIR]
+# --variants yes adds, for each model at the first rate: MPI_Allreduce, overlap off, and one
 # collective per tensor (bucket_mb = 0). --four yes adds 4 ranks, two per namespace host, at each
-# rate: four ranks share the two cores, so their compute profile is measured with four processes
-# running at once, as in the job.
+# rate (with the variants where the 2-rank job has them): four ranks share the two cores, so their
+# compute profile is measured with four processes running at once, as in the job. --repeats N
+# (default 3) runs each measured job N times: the row shows the median and the range, and the
+# ratio is the simulated figure over the median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes four=no out=runs/validate
+models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes four=no repeats=3 out=runs/validate
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
     --four) four=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "validate_simulator.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -48,50 +51,74 @@ launch() {  # launch RANKS_PER_HOST ringtrain-args...: bench across the two name
     --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 "$bin" "$@"
 }
 
-printf '%-13s %-7s %-22s %10s %10s %7s\n' model rate run measured simulated "sim/meas" | tee "$out/validation.txt"
+# measure RANKS_PER_HOST ringtrain-args...: "median min max" of $repeats runs' images/s.
+measure() {
+  local per=$1 k
+  shift
+  for ((k = 0; k < repeats; k++)); do launch "$per" bench "$@" | images_per_s; done |
+    sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+                                      printf "%.3f %.3f %.3f\n", m, v[1], v[NR]}'
+}
+row() {  # row MODEL RATE RUN "MEDIAN MIN MAX" SIMULATED
+  local median min max
+  read -r median min max <<< "$4"
+  if [[ $5 == - ]]; then
+    printf '%-13s %-7s %-26s %10.3f %15s %10s %7s\n' "$1" "$2" "$3" "$median" "$min-$max" - -
+  else
+    printf '%-13s %-7s %-26s %10.3f %15s %10.3f %7.2f\n' "$1" "$2" "$3" "$median" "$min-$max" "$5" \
+      "$(awk -v s="$5" -v m="$median" 'BEGIN {print s / m}')"
+  fi
+}
+
+{
+  echo "# $repeats run(s) per row: median images/s of the job, and the range"
+  printf '%-13s %-7s %-26s %10s %15s %10s %7s\n' model rate run measured range simulated "sim/meas"
+} | tee "$out/validation.txt"
 for model in $models; do
   read -r -a set <<< "$(settings "$model")"
-  "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --profile "$out/$model.profile" > "$out/$model.profile.log"
+  # Profiles average twice the job's steps: their noise goes straight into the prediction.
+  "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=6 --profile "$out/$model.profile" \
+    > "$out/$model.profile.log"
   if [[ $four == yes ]]; then
     # Four processes at once on the two cores, as four ranks will be; three keep running (more
     # windows) while the fourth takes its profile.
     for k in 1 2 3; do
-      "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=6 > /dev/null &
+      "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=12 > /dev/null &
     done
-    "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --profile "$out/$model.profile4" > /dev/null
+    "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=6 --profile "$out/$model.profile4" \
+      > /dev/null
     wait
   fi
   for rate in $rates; do
     bash scripts/netns_hosts.sh up "$rate" > /dev/null
     gbit=$(echo "$rate" | awk '/mbit$/ {print $0 / 1000; next} {print $0 + 0}')
     sed "/\[inter_host\]/,/gbit_per_s/ s/^gbit_per_s = .*/gbit_per_s = $gbit/" configs/clusters/this_machine_netns.toml \
-      > "$out/cluster_$rate.toml"
-    runs=("default:")
-    if [[ $variants == yes && $model == "${models%% *}" && $rate == "${rates%% *}" ]]; then
-      runs+=("mpi:--set dist.allreduce=mpi" "overlap-off:--set dist.overlap=false" "bucket_mb-0:--set dist.bucket_mb=0")
+      > "$out/cluster_2_$rate.toml"
+    sed 's/^ranks_per_host = .*/ranks_per_host = 2/' "$out/cluster_2_$rate.toml" > "$out/cluster_4_$rate.toml"
+    runs=("defaults:")
+    if [[ $variants == yes && $rate == "${rates%% *}" ]]; then
+      runs+=("MPI_Allreduce:--set dist.allreduce=mpi" "overlap off:--set dist.overlap=false"
+             "bucket_mb 0:--set dist.bucket_mb=0")
     fi
-    for run in "${runs[@]}"; do
-      name=${run%%:*}
-      read -r -a extra <<< "${run#*:}"
-      measured=$(launch 1 bench --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" | images_per_s)
-      # The simulator models ringtrain's ring; MPI_Allreduce's own algorithm it does not.
-      if [[ $name == mpi ]]; then
-        printf '%-13s %-7s %-22s %10.3f %10s %7s\n' "$model" "$rate" "$name" "$measured" - - | tee -a "$out/validation.txt"
-        continue
-      fi
-      sim=$("$bin" simulate --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" --ranks 1,2 \
-              --network "$out/cluster_$rate.toml" --profile "$out/$model.profile" | simulated)
-      printf '%-13s %-7s %-22s %10.3f %10.3f %7.2f\n' "$model" "$rate" "$name" "$measured" "$sim" \
-        "$(awk -v s="$sim" -v m="$measured" 'BEGIN {print s / m}')" | tee -a "$out/validation.txt"
+    layouts=(1)
+    [[ $four == yes ]] && layouts+=(2)
+    for per in "${layouts[@]}"; do
+      ranks=$((2 * per))
+      profile=$out/$model.profile
+      ((ranks == 4)) && profile=$out/$model.profile4
+      for run in "${runs[@]}"; do
+        name="$ranks ranks, ${run%%:*}"
+        read -r -a extra <<< "${run#*:}"
+        measured=$(measure "$per" --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}")
+        # The simulator models ringtrain's ring; MPI_Allreduce's own algorithm it does not.
+        sim=-
+        if [[ $name != *MPI_Allreduce ]]; then
+          sim=$("$bin" simulate --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" --ranks "1,$ranks" \
+                  --network "$out/cluster_${ranks}_$rate.toml" --profile "$profile" | simulated "$ranks")
+        fi
+        row "$model" "$rate" "$name" "$measured" "$sim" | tee -a "$out/validation.txt"
+      done
     done
-    if [[ $four == yes ]]; then
-      sed 's/^ranks_per_host = .*/ranks_per_host = 2/' "$out/cluster_$rate.toml" > "$out/cluster4_$rate.toml"
-      measured=$(launch 2 bench --config configs/cpu/resnet101.toml "${set[@]}" | images_per_s)
-      sim=$("$bin" simulate --config configs/cpu/resnet101.toml "${set[@]}" --ranks 1,4 \
-              --network "$out/cluster4_$rate.toml" --profile "$out/$model.profile4" | simulated 4)
-      printf '%-13s %-7s %-22s %10.3f %10.3f %7.2f\n' "$model" "$rate" "4 ranks, 2 per host" "$measured" "$sim" \
-        "$(awk -v s="$sim" -v m="$measured" 'BEGIN {print s / m}')" | tee -a "$out/validation.txt"
-    fi
     bash scripts/netns_hosts.sh down > /dev/null
   done
 done
