@@ -232,7 +232,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       out_ << "synthetic images of " << shape_str(mo.input_shape);
     else
       out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(mo.input_shape);
-    out_ << ", " << device_name(device) << "\n"
+    out_ << ", " << device_name(device);
+    if (device == Device::kCuda)
+      out_ << " in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
+    out_ << "\n"
          << "ringtrain: world " << world.size() << " rank(s)" << (world.uses_mpi() ? " over MPI" : "") << ", "
          << threads << " compute threads per rank, global batch " << global_batch << " (" << config.train.batch_per_rank
          << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "

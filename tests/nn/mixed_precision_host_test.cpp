@@ -65,6 +65,22 @@ TEST(GpuLayout, ElementOffsetsAreTheNhwcTransposeAndInvert) {
     for (int64_t at = 0; at < N * C * H * W; ++at) {
       const cuda::Index4 i = cuda::element_index(f, C, H, W, at);
       ASSERT_EQ(cuda::element_offset(f, C, H, W, i.n, i.c, i.h, i.w), at) << "offset " << at;
+      ASSERT_EQ(cuda::channel_of(f, C, H * W, at), i.c) << "offset " << at;
+    }
+}
+
+// The per-channel walk (batch norm's and the bias gradient's kernels) visits each channel's
+// elements in (n, h, w) order, through the same offsets as element_offset.
+TEST(GpuLayout, ChannelWalksVisitEachChannelInOrder) {
+  const int64_t N = 2, C = 3, H = 4, W = 5;
+  for (const Format f : {Format::kNchw, Format::kNhwc})
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t i = 0;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w, ++i)
+            ASSERT_EQ(cuda::channel_element(f, C, H * W, c, i), cuda::element_offset(f, C, H, W, n, c, h, w))
+                << "channel " << c << ", element " << i;
     }
 }
 

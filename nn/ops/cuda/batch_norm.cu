@@ -24,7 +24,7 @@ __global__ void batch_norm_backward_constant_stats(const T* x, const T* dy, cons
   const float inv_sd = rsqrtf(var[c] + eps), scale = gamma[c] * inv_sd, m = mean[c];
   double sum_dy = 0, sum_dy_xhat = 0;
   for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x) {
-    const int64_t at = f == Format::kNhwc ? i * C + c : (i / HW * C + c) * HW + i % HW;
+    const int64_t at = channel_element(f, C, HW, c, i);
     const float g = load(&dy[at]);
     sum_dy += g;
     sum_dy_xhat += g * (load(&x[at]) - m) * inv_sd;

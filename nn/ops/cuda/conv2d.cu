@@ -45,10 +45,7 @@ bool is_transform(cudnnConvolutionBwdFilterAlgo_t a) {
 // y += b per channel, for 16-bit outputs (cudnnAddTensor wants the bias in y's type).
 template <typename T>
 __global__ void add_channel_bias(const float* b, int64_t C, int64_t HW, Format f, T* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) {
-    const int64_t c = f == Format::kNhwc ? i % C : i / HW % C;
-    store(&y[i], load(&y[i]) + b[c]);
-  }
+  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&y[i]) + b[channel_of(f, C, HW, i)]);
 }
 
 // db[c] = the sum of dy over (n, h, w), in float32: one block per channel.
@@ -58,7 +55,7 @@ __global__ void channel_sums(const T* dy, int64_t N, int64_t C, int64_t HW, Form
   const int64_t c = blockIdx.x;
   float sum = 0;
   for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x)
-    sum += load(&dy[f == Format::kNhwc ? i * C + c : (i / HW * C + c) * HW + i % HW]);
+    sum += load(&dy[channel_element(f, C, HW, c, i)]);
   __shared__ float partial[kSumThreads];
   partial[threadIdx.x] = sum;
   __syncthreads();
@@ -95,7 +92,10 @@ class CudaConv2d final : public Conv2dOp {
       x_run_ = Tensor(run_x_spec_);
       if (need_dx_) dx_run_ = Tensor(run_x_spec_);
     }
-    if (half_) w_run_ = Tensor(w_run_spec_), dw_run_ = Tensor(w_run_spec_);
+    if (half_) {
+      w_run_ = Tensor(w_run_spec_);
+      dw_run_ = Tensor(w_run_spec_);
+    }
     x_.set(run_x_spec_);
     y_.set(y_spec_);
     const Shape w = g.weight_shape();
@@ -113,9 +113,9 @@ class CudaConv2d final : public Conv2dOp {
     RT_CU(cudnnGetConvolution2dForwardOutputDim(conv_.d, x_.d, w_.d, &n, &k, &h, &wd));
     RT_ASSERT(Shape({n, k, h, wd}) == y_spec_.shape);
 
-    key_ = str_cat(shape_str(x.shape), " ", y_spec_.describe(), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w, " s", g.stride_h, ",",
-                   g.stride_w, " d", g.dilation_h, ",", g.dilation_w, " g", g.groups, " m", static_cast<int>(math),
-                   " t", allow_transforms_);
+    key_ = str_cat(shape_str(x.shape), " ", y_spec_.describe(), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w,
+                   " s", g.stride_h, ",", g.stride_w, " d", g.dilation_h, ",", g.dilation_w, " g", g.groups, " m",
+                   static_cast<int>(math), " t", allow_transforms_);
     fwd_ = choose("fwd", [&](auto* perf, int cap, int* got) {
       return cudnnFindConvolutionForwardAlgorithm(c.cudnn, x_.d, w_.d, conv_.d, y_.d, cap, got, perf);
     }, static_cast<cudnnConvolutionFwdAlgoPerf_t*>(nullptr));

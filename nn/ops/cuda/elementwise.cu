@@ -39,8 +39,7 @@ __global__ void find_non_finite(const float* x, int64_t n, int* found) {
 }
 
 // Between two layouts of one (N, C, H, W) shape: element i of dst's storage order takes the
-// same (n, c, h, w) of src. With to_plain_rows, dst is flatten's plain (N, C*H*W) in PyTorch's
-// order, which is dst's NCHW order.
+// same (n, c, h, w) of src. Flatten's plain (N, C*H*W) output is the NCHW order of its input's shape.
 template <typename S, typename D>
 __global__ void convert_kernel(const S* src, Format sf, D* dst, Format df, int64_t C, int64_t H, int64_t W,
                                int64_t n) {
@@ -53,7 +52,6 @@ __global__ void convert_kernel(const S* src, Format sf, D* dst, Format df, int64
 void copy_on_gpu(float* dst, const float* src, size_t bytes) {
   RT_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
 }
-
 
 void convert(const Tensor& src, float* dst, const TensorSpec& dst_spec) {
   convert_layout(src.data(), src.spec(), dst, dst_spec);
