@@ -35,22 +35,31 @@ RT_HD inline float dropout_scale(uint64_t seed, uint64_t step, uint64_t i, float
 // The input rows [begin, end) that pooling output row i reads. Fixed windows: start i * stride -
 // pad, size kernel (may reach into the padding). Adaptive windows (kernel == 0), PyTorch's rule:
 // [floor(i in / out), ceil((i + 1) in / out)).
-struct PoolAxis {
-  int64_t in = 1, out = 1, kernel = 0, stride = 1, pad = 0;
+// I is the index type: int64_t on the CPU; the GPU kernels take int32_t where every index fits,
+// since 64-bit division is many times slower there.
+template <typename I>
+struct BasicPoolAxis {
+  I in = 1, out = 1, kernel = 0, stride = 1, pad = 0;
 
-  RT_HD int64_t begin(int64_t i) const { return kernel ? i * stride - pad : i * in / out; }
-  RT_HD int64_t end(int64_t i) const { return kernel ? i * stride - pad + kernel : ((i + 1) * in + out - 1) / out; }
+  RT_HD I begin(I i) const { return kernel ? i * stride - pad : i * in / out; }
+  RT_HD I end(I i) const { return kernel ? i * stride - pad + kernel : ((i + 1) * in + out - 1) / out; }
   // The outputs whose windows may contain input row h: a superset, checked with contains().
-  RT_HD int64_t first_output(int64_t h) const {
+  RT_HD I first_output(I h) const {
     if (!kernel) return h * out / in;
     return h + pad < kernel ? 0 : (h + pad - kernel) / stride + 1;
   }
-  RT_HD int64_t last_output(int64_t h) const {
-    const int64_t last = kernel ? (h + pad) / stride : ((h + 1) * out + in - 1) / in;
+  RT_HD I last_output(I h) const {
+    const I last = kernel ? (h + pad) / stride : ((h + 1) * out + in - 1) / in;
     return last < out - 1 ? last : out - 1;
   }
-  RT_HD bool contains(int64_t i, int64_t h) const { return begin(i) <= h && h < end(i); }
+  RT_HD bool contains(I i, I h) const { return begin(i) <= h && h < end(i); }
+  template <typename J>
+  RT_HD BasicPoolAxis<J> as() const {
+    return {static_cast<J>(in), static_cast<J>(out), static_cast<J>(kernel), static_cast<J>(stride),
+            static_cast<J>(pad)};
+  }
 };
+using PoolAxis = BasicPoolAxis<int64_t>;
 
 // Softmax cross-entropy of one row of logits z[0..K) with target t, as the CPU op: writes the
 // row's loss, the number of logits strictly above the target's (0 means top-1), and, if dz is

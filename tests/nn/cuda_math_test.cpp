@@ -209,6 +209,14 @@ TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
             << ": row " << h << " is in window " << i << " outside [" << a.first_output(h) << ", "
             << a.last_output(h) << "]";
       }
+  // The GPU's 32-bit copy of each axis answers as the 64-bit one.
+  for (const PoolAxis& a : axes) {
+    const BasicPoolAxis<int32_t> b = a.as<int32_t>();
+    for (int32_t h = 0; h < b.in; ++h)
+      ASSERT_TRUE(b.first_output(h) == a.first_output(h) && b.last_output(h) == a.last_output(h)) << "row " << h;
+    for (int32_t i = 0; i < b.out; ++i)
+      ASSERT_TRUE(b.begin(i) == a.begin(i) && b.end(i) == a.end(i)) << "window " << i;
+  }
 }
 
 TEST(CudaMath, AlgorithmChoiceIsTheFastestAllowedWithinTheWorkspace) {

@@ -65,6 +65,11 @@ TEST(GpuLayout, ElementOffsetsAreTheNhwcTransposeAndInvert) {
     for (int64_t at = 0; at < N * C * H * W; ++at) {
       const cuda::Index4 i = cuda::element_index(f, C, H, W, at);
       ASSERT_EQ(cuda::element_offset(f, C, H, W, i.n, i.c, i.h, i.w), at) << "offset " << at;
+      // The 32-bit indexing the pooling kernels use where a tensor allows it.
+      const auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+      const cuda::BasicIndex4<int32_t> j = cuda::element_index(f, i32(C), i32(H), i32(W), i32(at));
+      ASSERT_TRUE(j.n == i.n && j.c == i.c && j.h == i.h && j.w == i.w) << "offset " << at;
+      ASSERT_EQ(cuda::element_offset(f, i32(C), i32(H), i32(W), j.n, j.c, j.h, j.w), at) << "offset " << at;
       ASSERT_EQ(cuda::channel_of(f, C, H * W, at), i.c) << "offset " << at;
     }
 }

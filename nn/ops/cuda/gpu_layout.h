@@ -56,16 +56,20 @@ DType dtype_of(const TensorSpec& spec);
 Format format_of(const TensorSpec& spec);
 
 // Element offset of (n, c, h, w) in an (N, C, H, W) tensor stored in `format`.
-RT_HD inline int64_t element_offset(Format format, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
-                                    int64_t w) {
+// I: int64_t, or int32_t where the tensor's size fits (cheaper division on the GPU).
+template <typename I>
+RT_HD inline I element_offset(Format format, I C, I H, I W, I n, I c, I h, I w) {
   return format == Format::kNhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
 }
 
 // The (n, c, h, w) of element offset `at` in `format`: element_offset's inverse.
-struct Index4 {
-  int64_t n, c, h, w;
+template <typename I>
+struct BasicIndex4 {
+  I n, c, h, w;
 };
-RT_HD inline Index4 element_index(Format format, int64_t C, int64_t H, int64_t W, int64_t at) {
+using Index4 = BasicIndex4<int64_t>;
+template <typename I>
+RT_HD inline BasicIndex4<I> element_index(Format format, I C, I H, I W, I at) {
   if (format == Format::kNhwc) return {at / (H * W * C), at % C, at / (W * C) % H, at / C % W};
   return {at / (C * H * W), at / (H * W) % C, at / W % H, at % W};
 }
