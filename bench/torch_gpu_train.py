@@ -31,7 +31,12 @@ opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
 x = torch.randn(a.batch, 3, a.res, a.res, device="cuda").to(memory_format=fmt)
 y = torch.randint(0, 1000, (a.batch,), device="cuda")
 loss_fn = torch.nn.CrossEntropyLoss()
-scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "fp16")
+fp16 = a.precision == "fp16"
+# torch.amp.GradScaler("cuda") since PyTorch 2.3; the older spelling warns there.
+if hasattr(torch.amp, "GradScaler"):
+    scaler = torch.amp.GradScaler("cuda", enabled=fp16)
+else:
+    scaler = torch.cuda.amp.GradScaler(enabled=fp16)
 
 
 def step():

@@ -106,22 +106,46 @@ struct StepResult {
   std::vector<ParamRef> refs;
 };
 
+// Where a model step starts besides its seed-99 weights: whether Inception-v3 has its auxiliary
+// classifier, and a rounding applied to every parameter (to measure a step's sensitivity to it).
+struct StepStart {
+  bool aux_logits = true;
+  float (*round)(float) = nullptr;
+};
+
+inline std::unique_ptr<Graph> step_graph(const std::string& name, const Shape& input, int64_t batch, double dropout,
+                                         Device device, const StepStart& start) {
+  ModelOptions o;
+  o.input_shape = input;
+  o.num_classes = 10;
+  o.dropout = dropout;
+  o.aux_logits = start.aux_logits;
+  std::unique_ptr<Graph> g = build_model(name, o);
+  g->plan(batch, device);
+  g->init_parameters(99);
+  if (start.round) {
+    std::vector<float> p = arena_values(g->param_arena(), g->arena_floats(), device);
+    for (float& v : p) v = start.round(v);
+    copy_bytes(g->param_arena(), device, p.data(), kCpu, p.size() * sizeof(float));
+  }
+  return g;
+}
+
+inline Tensor step_images(const Shape& input, int64_t batch) {
+  Tensor images(plain_spec({batch, input[0], input[1], input[2]}));
+  Rng rng(70, 3);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = static_cast<float>(rng.normal());
+  return images;
+}
+
 // One step of `name` on `device` from seed-99 weights and a fixed batch. training = false runs
 // batch norm on its running statistics (forward and backward), as a frozen-BN fine-tune does.
 // With loss_scale, backward runs on the scaled loss and the update divides it out, as fp16 training
 // does; the gradients returned are unscaled.
 inline StepResult model_step(const std::string& name, const Shape& input, int64_t batch, double dropout,
-                             Device device, bool training, double loss_scale = 1) {
-  ModelOptions o;
-  o.input_shape = input;
-  o.num_classes = 10;
-  o.dropout = dropout;
-  std::unique_ptr<Graph> g = build_model(name, o);
-  g->plan(batch, device);
-  g->init_parameters(99);
-  Tensor images(plain_spec({batch, input[0], input[1], input[2]}));
-  Rng rng(70, 3);
-  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = static_cast<float>(rng.normal());
+                             Device device, bool training, double loss_scale = 1, const StepStart& start = {}) {
+  std::unique_ptr<Graph> g = step_graph(name, input, batch, dropout, device, start);
+  const Tensor images = step_images(input, batch);
   std::vector<int32_t> targets(static_cast<size_t>(batch));
   for (int64_t n = 0; n < batch; ++n) targets[n] = static_cast<int32_t>(n % 10);
   const RunContext ctx{training, 5, 3};
@@ -138,6 +162,20 @@ inline StepResult model_step(const std::string& name, const Shape& input, int64_
   r.params = arena_values(g->param_arena(), g->arena_floats(), device);
   r.refs = g->params();
   return r;
+}
+
+// The parameter whose gradient differs most, for messages.
+inline std::string worst_gradient(const StepResult& cpu, const StepResult& gpu) {
+  double worst = -1;
+  std::string name;
+  for (const ParamRef& p : cpu.refs) {
+    const auto slice = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + p.offset, v.begin() + p.offset + p.value.numel());
+    };
+    const double e = rel_error(slice(cpu.grads), slice(gpu.grads));
+    if (e > worst) worst = e, name = p.name;
+  }
+  return str_cat(name, " (", worst, ")");
 }
 
 }  // namespace rt::testing

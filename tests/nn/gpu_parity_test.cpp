@@ -234,20 +234,6 @@ TEST_F(GpuParity, SoftmaxCrossEntropyAndSgd) {
   EXPECT_PARITY(v.cpu, v.gpu, 1e-7);
 }
 
-// The parameter whose gradient differs most, for messages.
-std::string worst_gradient(const StepResult& cpu, const StepResult& gpu) {
-  double worst = -1;
-  std::string name;
-  for (const ParamRef& p : cpu.refs) {
-    const auto slice = [&](const std::vector<float>& v) {
-      return std::vector<float>(v.begin() + p.offset, v.begin() + p.offset + p.value.numel());
-    };
-    const double e = rel_error(slice(cpu.grads), slice(gpu.grads));
-    if (e > worst) worst = e, name = p.name;
-  }
-  return str_cat(name, " (", worst, ")");
-}
-
 // Exact parity where the step is well conditioned: gradients, loss and updated parameters.
 void expect_step_parity(const std::string& name, const Shape& input, int64_t batch, double dropout, bool training,
                         double tol) {
