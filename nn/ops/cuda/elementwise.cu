@@ -40,11 +40,11 @@ __global__ void find_non_finite(const float* x, int64_t n, int* found) {
 
 // Between two layouts of one (N, C, H, W) shape: element i of dst's storage order takes the
 // same (n, c, h, w) of src. Flatten's plain (N, C*H*W) output is the NCHW order of its input's shape.
-template <typename S, typename D>
-__global__ void convert_kernel(const S* src, Format sf, D* dst, Format df, int64_t C, int64_t H, int64_t W,
-                               int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) {
-    const Index4 at = element_index(df, C, H, W, i);
+// I: the index type (with_index_type); 64-bit division is many times slower on the GPU.
+template <typename S, typename D, typename I>
+__global__ void convert_kernel(const S* src, Format sf, D* dst, Format df, I C, I H, I W, I n) {
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const BasicIndex4<I> at = element_index(df, C, H, W, i);
     store(&dst[i], load(&src[element_offset(sf, C, H, W, at.n, at.c, at.h, at.w)]));
   }
 }
@@ -183,7 +183,11 @@ void convert_layout(const float* src, const TensorSpec& src_spec, float* dst, co
     using S = std::remove_pointer_t<decltype(s_tag)>;
     with_storage(dtype_of(dst_spec), [&](auto* d_tag) {
       using D = std::remove_pointer_t<decltype(d_tag)>;
-      convert_kernel<<<blocks_for(n), 256, 0, context().stream>>>(as<S>(src), sf, as<D>(dst), df, C, H, W, n);
+      with_index_type(n, [&](auto* i_tag) {
+        using I = std::remove_pointer_t<decltype(i_tag)>;
+        convert_kernel<<<blocks_for(n), 256, 0, context().stream>>>(as<S>(src), sf, as<D>(dst), df, I(C), I(H),
+                                                                    I(W), I(n));
+      });
       RT_CU_LAUNCHED();
     });
   });

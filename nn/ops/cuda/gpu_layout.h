@@ -62,6 +62,17 @@ RT_HD inline I element_offset(Format format, I C, I H, I W, I n, I c, I h, I w) 
   return format == Format::kNhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
 }
 
+// Calls f with a tag (a null pointer) of the index type a kernel over `largest` elements takes:
+// int32_t where every offset, plus a grid stride (< 2^29, see blocks_for), fits in one.
+template <typename F>
+void with_index_type(int64_t largest, F&& f) {
+  if (largest < (int64_t{1} << 30)) {
+    f(static_cast<int32_t*>(nullptr));
+  } else {
+    f(static_cast<int64_t*>(nullptr));
+  }
+}
+
 // The (n, c, h, w) of element offset `at` in `format`: element_offset's inverse.
 template <typename I>
 struct BasicIndex4 {

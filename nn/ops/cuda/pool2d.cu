@@ -84,17 +84,6 @@ __global__ void pool_backward(PoolPlan p, const T* dy, const int32_t* argmax, T*
   }
 }
 
-// Calls f with a tag of the index type: int32_t where every offset, plus a grid stride (< 2^29),
-// fits in one.
-template <typename F>
-void with_index_type(int64_t largest, F&& f) {
-  if (largest < (int64_t{1} << 30)) {  // leaves room for the grid stride past the end
-    f(static_cast<int32_t*>(nullptr));
-  } else {
-    f(static_cast<int64_t*>(nullptr));
-  }
-}
-
 class CudaPool2d final : public Pool2dOp {
  public:
   explicit CudaPool2d(const PoolPlan& plan, const Shape& x)
