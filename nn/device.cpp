@@ -47,6 +47,7 @@ bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }
 void select_cuda_device(int index) { cuda::select_device(index); }
 void set_cuda_precision(Precision precision) { cuda::set_precision(precision); }
+void set_cudnn_graph_use(CudnnGraphUse use) { cuda::set_conv_graph_use(use); }
 #else
 bool cuda_built() { return false; }
 std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
@@ -56,6 +57,7 @@ bool cuda_usable(std::string* why) {
 }
 void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
 void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
+void set_cudnn_graph_use(CudnnGraphUse) { RT_CHECK(false, kNotBuilt); }
 #endif
 
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {

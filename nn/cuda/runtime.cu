@@ -1,5 +1,6 @@
 #include "nn/cuda/runtime.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -25,6 +26,15 @@ struct Buffer {
 
 Buffer g_workspace, g_scratch;
 
+CudnnGraphUse graph_use_from_environment() {
+  const char* v = std::getenv("RINGTRAIN_CUDNN_GRAPH");
+  const std::string value = v ? v : "";
+  if (value.empty() || value == "0") return CudnnGraphUse::kNever;
+  if (value == "1") return CudnnGraphUse::kWhereFaster;
+  RT_CHECK(value == "always", "RINGTRAIN_CUDNN_GRAPH is '", value, "'; expected 0, 1 or always");
+  return CudnnGraphUse::kAlways;
+}
+
 Context make_context() {
   Context c;
   c.device = g_selected < 0 ? 0 : g_selected;
@@ -35,6 +45,7 @@ Context make_context() {
   RT_CU(cublasCreate(&c.cublas));
   RT_CU(cublasSetStream(c.cublas, c.stream));
   RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
+  c.conv_graph = graph_use_from_environment();
   return c;
 }
 
@@ -59,6 +70,8 @@ void set_precision(Precision precision) {
   c.tf32 = precision != Precision::kFp32;
   RT_CU(cublasSetMathMode(c.cublas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
 }
+
+void set_conv_graph_use(CudnnGraphUse use) { context().conv_graph = use; }
 
 void reserve_workspace(size_t bytes) {
   context();

@@ -45,6 +45,7 @@ struct Context {
   // Float32 convolutions and matrix products may round inputs to TF32: with tf32, and with bf16 /
   // fp16 for what stays float32 (the fully connected layers).
   bool tf32 = false;
+  CudnnGraphUse conv_graph = CudnnGraphUse::kNever;  // see nn/device.h
 };
 
 Context& context();

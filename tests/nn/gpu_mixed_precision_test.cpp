@@ -46,6 +46,7 @@ class GpuMixedPrecision : public GpuParity, public ::testing::WithParamInterface
     GpuParity::SetUp();
     if (IsSkipped()) return;
     set_cuda_precision(GetParam().precision);
+    set_cudnn_graph_use(CudnnGraphUse::kNever);
   }
   const Half& half() const { return GetParam(); }
 };
@@ -77,8 +78,9 @@ TEST_P(GpuMixedPrecision, ConvolutionsWriteSixteenBitNhwc) {
   EXPECT_NE(s.describe().find("nhwc"), std::string::npos) << s.describe();
 }
 
-TEST_P(GpuMixedPrecision, Conv2d) {
-  const Half& h = half();
+// Returns how many convolution directions ran a plan of cuDNN's graph API.
+int expect_conv2d_parity(const Half& h) {
+  int graph_directions = 0;
   for (const auto& [g, x_shape] : conv_cases()) {
     SCOPED_TRACE(str_cat(h.name, " conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x",
                          g.kernel_w, " g", g.groups));
@@ -90,6 +92,7 @@ TEST_P(GpuMixedPrecision, Conv2d) {
       SCOPED_TRACE(staged ? "input plain float32" : "input 16-bit nhwc");
       const Tensor xg = staged ? to_device(x.cpu, kGpu) : x.gpu;
       auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, xg.spec(), true);
+      graph_directions += gpu->graph_api_directions();
       Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
       cpu->forward(x.cpu, w.cpu, g.bias ? &b.cpu : nullptr, yc);
       gpu->forward(xg, w.gpu, g.bias ? &b.gpu : nullptr, yg);
@@ -109,6 +112,19 @@ TEST_P(GpuMixedPrecision, Conv2d) {
       }
     }
   }
+  return graph_directions;
+}
+
+TEST_P(GpuMixedPrecision, Conv2d) { expect_conv2d_parity(half()); }
+
+// The same through cuDNN's graph API wherever it has a plan (Note [cuDNN graph API]).
+TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
+  set_cudnn_graph_use(CudnnGraphUse::kAlways);
+  const int used = expect_conv2d_parity(half());
+  set_cudnn_graph_use(CudnnGraphUse::kNever);
+  // 5 cases x 2 inputs x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
+  std::cout << half().name << ": the graph API ran " << used << " of 30 convolution directions\n";
+  EXPECT_GE(used, 24);
 }
 
 TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {

@@ -7,13 +7,18 @@
 // float32 accumulation on tensor cores. Its float32 weights are rounded into a 16-bit KRSC copy at
 // each forward (backward uses that same copy, as autocast does), its weight gradient comes back
 // in 16 bits and is widened into the float32 gradient, and an input in another layout (the
-// graph's plain float32 images) is converted into a buffer of the op's own first.
+// graph's plain float32 images) is converted into a buffer of the op's own first. With
+// RINGTRAIN_CUDNN_GRAPH, 16-bit convolutions may run a plan of cuDNN's graph API instead
+// (Note [cuDNN graph API] in conv_graph.h).
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/algorithm_choice.h"
+#include "nn/ops/cuda/conv_graph.h"
 #include "nn/ops/cuda/descriptors.h"
 #include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
@@ -27,6 +32,13 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 AlgorithmCache& cache() {
   static AlgorithmCache c;
   return c;
+}
+
+// Graph-API plans by direction and shape key; nullptr where cuDNN offered none. Layers of one
+// shape share a plan (each run passes its own pointers).
+std::map<std::string, std::shared_ptr<ConvGraphPlan>>& graph_plans() {
+  static std::map<std::string, std::shared_ptr<ConvGraphPlan>> plans;
+  return plans;
 }
 
 bool is_transform(cudnnConvolutionFwdAlgo_t a) {
@@ -126,11 +138,25 @@ class CudaConv2d final : public Conv2dOp {
       bwd_data_ = choose("bwd_data", [&](auto* perf, int cap, int* got) {
         return cudnnFindConvolutionBackwardDataAlgorithm(c.cudnn, w_.d, y_.d, conv_.d, x_.d, cap, got, perf);
       }, static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
+    if (half_ && c.conv_graph != CudnnGraphUse::kNever) {
+      ConvGraphProblem p;
+      p.io_type = cudnn_type(t);
+      const auto dims = [](const Shape& s) { return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]}; };
+      p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
+      p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
+      p.allow_transforms = allow_transforms_;
+      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
+      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
+      if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
+    }
   }
 
   const TensorSpec& y_spec() const override { return y_spec_; }
   ConvAlgorithm algorithm() const override {
     return fwd_.transform ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect;
+  }
+  int graph_api_directions() const override {
+    return (graph_fwd_ != nullptr) + (graph_data_ != nullptr) + (graph_filter_ != nullptr);
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
@@ -139,10 +165,14 @@ class CudaConv2d final : public Conv2dOp {
     if (half_) convert_layout(w.data(), w_spec_, w_run_.data(), w_run_spec_);
     const float* xr = stage_x_ ? x_run_.data() : x.data();
     const float* wr = half_ ? w_run_.data() : w.data();
-    set_math(fwd_);
-    RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, xr, w_.d, wr, conv_.d,
-                                  static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), workspace(), fwd_.workspace,
-                                  &kZero, y_.d, y.data()));
+    if (graph_fwd_) {
+      graph_fwd_->run(xr, wr, y.data(), workspace());
+    } else {
+      set_math(fwd_);
+      RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, xr, w_.d, wr, conv_.d,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), workspace(),
+                                    fwd_.workspace, &kZero, y_.d, y.data()));
+    }
     if (!b) return;
     if (!half_) return RT_CU(cudnnAddTensor(c.cudnn, &kOne, b_.d, b->data(), &kOne, y_.d, y.data()));
     const Shape& s = y_spec_.shape;
@@ -157,23 +187,32 @@ class CudaConv2d final : public Conv2dOp {
   // Under bf16 / fp16, w is the weights' 16-bit copy that forward made.
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     RT_CHECK(need_dx_, "conv2d was planned without backward-data");
-    set_math(bwd_data_);
     float* out = stage_x_ ? dx_run_.data() : dx.data();
-    RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, half_ ? w_run_.data() : w.data(), y_.d,
-                                       dy.data(), conv_.d,
-                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm), workspace(),
-                                       bwd_data_.workspace, &kZero, x_.d, out));
+    const float* wr = half_ ? w_run_.data() : w.data();
+    if (graph_data_) {
+      graph_data_->run(dy.data(), wr, out, workspace());
+    } else {
+      set_math(bwd_data_);
+      RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, wr, y_.d, dy.data(), conv_.d,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm),
+                                         workspace(), bwd_data_.workspace, &kZero, x_.d, out));
+    }
     if (stage_x_) convert_layout(dx_run_.data(), run_x_spec_, dx.data(), x_spec_);
   }
 
   // When the input was converted, the conversion forward made is what the weights saw.
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
     Context& c = context();
-    set_math(bwd_filter_);
-    RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, stage_x_ ? x_run_.data() : x.data(), y_.d, dy.data(),
-                                         conv_.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
-                                         workspace(), bwd_filter_.workspace, &kZero, w_.d,
-                                         half_ ? dw_run_.data() : dw.data()));
+    const float* xr = stage_x_ ? x_run_.data() : x.data();
+    float* dwr = half_ ? dw_run_.data() : dw.data();
+    if (graph_filter_) {
+      graph_filter_->run(xr, dy.data(), dwr, workspace());
+    } else {
+      set_math(bwd_filter_);
+      RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, xr, y_.d, dy.data(), conv_.d,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
+                                           workspace(), bwd_filter_.workspace, &kZero, w_.d, dwr));
+    }
     if (half_) convert_layout(dw_run_.data(), w_run_spec_, dw.data(), w_spec_);
     if (!db) return;
     if (!half_) return RT_CU(cudnnConvolutionBackwardBias(c.cudnn, &kOne, y_.d, dy.data(), &kZero, b_.d, db->data()));
@@ -210,6 +249,20 @@ class CudaConv2d final : public Conv2dOp {
     return *best;
   }
 
+  // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse).
+  std::shared_ptr<ConvGraphPlan> graph_plan(const char* direction, ConvGraphProblem p, ConvDirection d,
+                                            const AlgorithmTrial& legacy) {
+    p.direction = d;
+    const std::string key = str_cat("graph ", direction, " ", key_);
+    auto known = graph_plans().find(key);
+    if (known == graph_plans().end())
+      known = graph_plans().emplace(key, ConvGraphPlan::best(p, kWorkspaceLimit)).first;
+    const std::shared_ptr<ConvGraphPlan>& plan = known->second;
+    if (!plan || (context().conv_graph == CudnnGraphUse::kWhereFaster && plan->ms() >= legacy.ms)) return nullptr;
+    reserve_workspace(plan->workspace());
+    return plan;
+  }
+
   bool need_dx_, bias_, allow_transforms_;
   bool half_ = false;     // 16-bit NHWC (Note [Mixed precision])
   bool stage_x_ = false;  // the input arrives in another layout than the one the convolution reads
@@ -221,6 +274,7 @@ class CudaConv2d final : public Conv2dOp {
   FilterDesc w_;
   ConvDesc conv_;
   AlgorithmTrial fwd_, bwd_data_, bwd_filter_;
+  std::shared_ptr<ConvGraphPlan> graph_fwd_, graph_data_, graph_filter_;  // null: the legacy algorithm
 };
 
 }  // namespace

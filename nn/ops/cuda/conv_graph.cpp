@@ -1,0 +1,275 @@
+// See conv_graph.h and Note [cuDNN graph API] there. Descriptors are made with cudnnBackend*
+// calls: set each attribute, then finalize. Tensors are named by unique ids: the input x (or its
+// gradient) 1, the weights (or theirs) 2, the output y (or its gradient) 3.
+#include "nn/ops/cuda/conv_graph.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "nn/cuda/runtime.h"
+#include "nn/device.h"
+
+namespace rt::cuda {
+namespace {
+
+constexpr int64_t kX = 1, kW = 2, kY = 3;
+// Engine configurations tried per problem, in the heuristics' order: finalizing one may compile
+// kernels at run time (tens of ms), and each distinct shape and direction pays it once.
+constexpr int64_t kMostConfigs = 8;
+
+void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+         int64_t count, const void* values) {
+  RT_CU(cudnnBackendSetAttribute(d, name, type, count, values));
+}
+
+// Strides of (N, C, H, W) dimensions stored NHWC; for (K, C/g, R, S) weights, KRSC.
+std::array<int64_t, 4> nhwc_strides(const std::array<int64_t, 4>& d) {
+  return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+}
+
+bool is_transform(cudnnBackendDescriptor_t engine) {
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS)
+    return true;  // unknown: do not use it
+  for (int64_t i = 0; i < n; ++i)
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_FFT || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
+        notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
+        notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)
+      return true;
+  return false;
+}
+
+bool has_note(cudnnBackendDescriptor_t engine, cudnnBackendNumericalNote_t note) {
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS)
+    return false;
+  return std::find(notes, notes + n, note) != notes + n;
+}
+
+struct Scoped {
+  cudnnBackendDescriptor_t d = nullptr;
+  explicit Scoped(cudnnBackendDescriptorType_t type) { RT_CU(cudnnBackendCreateDescriptor(type, &d)); }
+  ~Scoped() {
+    if (d) cudnnBackendDestroyDescriptor(d);
+  }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+};
+
+size_t bytes_of(const std::array<int64_t, 4>& d) { return static_cast<size_t>(d[0] * d[1] * d[2] * d[3]) * 2; }
+
+}  // namespace
+
+cudnnBackendDescriptor_t ConvGraphPlan::make(cudnnBackendDescriptorType_t type) {
+  cudnnBackendDescriptor_t d = nullptr;
+  RT_CU(cudnnBackendCreateDescriptor(type, &d));
+  owned_.push_back(d);
+  return d;
+}
+
+ConvGraphPlan::~ConvGraphPlan() {
+  if (pack_) cudnnBackendDestroyDescriptor(pack_);
+  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
+}
+
+std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, size_t workspace_limit) {
+  cudnnHandle_t handle = context().cudnn;
+  std::unique_ptr<ConvGraphPlan> g(new ConvGraphPlan);
+  g->direction_ = p.direction;
+
+  const auto tensor = [&](int64_t uid, const std::array<int64_t, 4>& dims) {
+    cudnnBackendDescriptor_t t = g->make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const std::array<int64_t, 4> strides = nhwc_strides(dims);
+    const int64_t alignment = 16;  // every tensor here starts 64-byte aligned (nn/memory_plan.h)
+    set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &p.io_type);
+    set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+    set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+    set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    RT_CU(cudnnBackendFinalize(t));
+    return t;
+  };
+  cudnnBackendDescriptor_t x = tensor(kX, p.x), w = tensor(kW, p.w), y = tensor(kY, p.y);
+
+  cudnnBackendDescriptor_t conv = g->make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial = 2;
+  set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, p.dilation.data());
+  set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, p.stride.data());
+  set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad.data());
+  set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad.data());
+  RT_CU(cudnnBackendFinalize(conv));
+
+  const float one = 1.0f, zero = 0.0f;
+  cudnnBackendDescriptor_t op = nullptr;
+  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  switch (p.direction) {
+    case ConvDirection::kForward:
+      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &y);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &conv);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+      break;
+    case ConvDirection::kBackwardData:
+      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, D, 1, &x);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, D, 1, &w);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, D, 1, &y);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, D, 1, &conv);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+      break;
+    case ConvDirection::kBackwardFilter:
+      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, D, 1, &x);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, D, 1, &w);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, D, 1, &y);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, D, 1, &conv);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+      break;
+  }
+  RT_CU(cudnnBackendFinalize(op));
+
+  cudnnBackendDescriptor_t graph = g->make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, 1, &op);
+  set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  RT_CU(cudnnBackendFinalize(graph));
+
+  // The heuristics' suggestions, best first; the fallback list if mode A has none.
+  std::vector<std::unique_ptr<Scoped>> configs;
+  for (const cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    Scoped heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &graph);
+    set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
+    if (cudnnBackendFinalize(heur.d) != CUDNN_STATUS_SUCCESS) continue;
+    int64_t count = 0;
+    RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 0, &count, nullptr));
+    count = std::min(count, kMostConfigs);
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      configs.push_back(std::make_unique<Scoped>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(configs.back()->d);
+    }
+    int64_t got = 0;
+    RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, count, &got, raw.data()));
+    configs.resize(static_cast<size_t>(got));
+    if (!configs.empty()) break;
+  }
+
+  // Finalize a plan per allowed configuration; keep those within the workspace limit.
+  struct Candidate {
+    cudnnBackendDescriptor_t plan;
+    size_t workspace;
+    int64_t engine;
+    size_t config;  // index in configs
+  };
+  std::vector<Candidate> candidates;
+  std::vector<std::unique_ptr<Scoped>> unused_plans;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const auto& config = configs[c];
+    Scoped engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(config->d, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine.d) != CUDNN_STATUS_SUCCESS)
+      continue;
+    if (has_note(engine.d, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) continue;  // we promise float32 sums
+    if (!p.allow_transforms && is_transform(engine.d)) continue;
+    int64_t index = -1;
+    cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+    auto plan = std::make_unique<Scoped>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &config->d);
+    if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) continue;
+    int64_t ws = 0;
+    RT_CU(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
+    if (static_cast<size_t>(ws) > workspace_limit) continue;
+    candidates.push_back({plan->d, static_cast<size_t>(ws), index, c});
+    unused_plans.push_back(std::move(plan));
+  }
+  if (candidates.empty()) return nullptr;
+
+  // Time each on zeroed scratch tensors: one run to warm up, then the mean of three.
+  size_t most_workspace = 0;
+  for (const Candidate& c : candidates) most_workspace = std::max(most_workspace, c.workspace);
+  const auto bx = allocate_zeroed(Device::kCuda, bytes_of(p.x)), bw = allocate_zeroed(Device::kCuda, bytes_of(p.w)),
+             by = allocate_zeroed(Device::kCuda, bytes_of(p.y));
+  const auto bws = allocate_zeroed(Device::kCuda, std::max<size_t>(most_workspace, 1));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  RT_CU(cudaEventCreate(&start));
+  RT_CU(cudaEventCreate(&stop));
+  const cudaStream_t stream = context().stream;
+  size_t best_at = candidates.size();
+  float best_ms = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Scoped pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    void* pointers[3] = {bx.get(), bw.get(), by.get()};
+    const int64_t uids[3] = {kX, kW, kY};
+    void* ws = bws.get();
+    set(pack.d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
+    set(pack.d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    set(pack.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    RT_CU(cudnnBackendFinalize(pack.d));
+    if (cudnnBackendExecute(handle, candidates[i].plan, pack.d) != CUDNN_STATUS_SUCCESS) continue;
+    RT_CU(cudaEventRecord(start, stream));
+    bool ok = true;
+    for (int r = 0; r < 3 && ok; ++r) ok = cudnnBackendExecute(handle, candidates[i].plan, pack.d) == CUDNN_STATUS_SUCCESS;
+    RT_CU(cudaEventRecord(stop, stream));
+    RT_CU(cudaEventSynchronize(stop));
+    float ms = 0;
+    RT_CU(cudaEventElapsedTime(&ms, start, stop));
+    if (ok && (best_at == candidates.size() || ms / 3 < best_ms)) best_at = i, best_ms = ms / 3;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (best_at == candidates.size()) return nullptr;
+
+  // Keep the winner, with the configuration and graph it was made from; the rest go out of scope.
+  g->owned_.push_back(configs[candidates[best_at].config]->d);
+  configs[candidates[best_at].config]->d = nullptr;
+  g->plan_ = candidates[best_at].plan;
+  g->owned_.push_back(unused_plans[best_at]->d);
+  unused_plans[best_at]->d = nullptr;
+  g->ms_ = best_ms;
+  g->workspace_ = candidates[best_at].workspace;
+  g->engine_ = str_cat("engine ", candidates[best_at].engine);
+  return g;
+}
+
+void ConvGraphPlan::run(const void* in_a, const void* in_b, void* out, void* workspace) {
+  // Pointers by unique id: x (or dx), w (or dw), y (or dy).
+  std::array<void*, 4> pointers{};
+  void* a = const_cast<void*>(in_a);
+  void* b = const_cast<void*>(in_b);
+  switch (direction_) {
+    case ConvDirection::kForward: pointers = {a, b, out, workspace}; break;
+    case ConvDirection::kBackwardData: pointers = {out, b, a, workspace}; break;
+    case ConvDirection::kBackwardFilter: pointers = {a, out, b, workspace}; break;
+  }
+  if (!pack_ || pointers != pack_pointers_) {
+    if (pack_) cudnnBackendDestroyDescriptor(pack_);
+    pack_ = nullptr;
+    RT_CU(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack_));
+    const int64_t uids[3] = {kX, kW, kY};
+    set(pack_, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
+    set(pack_, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    set(pack_, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &pointers[3]);
+    RT_CU(cudnnBackendFinalize(pack_));
+    pack_pointers_ = pointers;
+  }
+  RT_CU(cudnnBackendExecute(context().cudnn, plan_, pack_));
+}
+
+}  // namespace rt::cuda
