@@ -81,23 +81,26 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   double hosts = world.local_rank() == 0 ? 1 : 0;
   world.allreduce_sum(&hosts, 1);
   const std::string collective = trainer.reducer() ? trainer.reducer()->collective().describe() : "no allreduce";
-  int convolutions = 0, winograd = 0;
+  int convolutions = 0, winograd = 0, graph_directions = 0;
   for (const LayerRow& row : trainer.graph().layer_table()) {
     convolutions += row.kind == "conv2d";
     winograd += row.algorithm == "winograd";
+    graph_directions += row.graph_api_directions;
   }
+  const bool on_gpu = parse_device(c.train.device) == Device::kCuda;
+  const std::string graph_note = on_gpu ? str_cat("; cuDNN's graph API on ", graph_directions, " direction(s)") : "";
   char line[640];
   std::snprintf(line, sizeof line,
                 "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
                 "%s, buckets %g MiB (first %g), overlap %s, %s %s\n"
-                "bench: convolutions: %s asked, Winograd on %d of %d\n"
+                "bench: convolutions: %s asked, Winograd on %d of %d%s\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps\n",
                 c.model.name.c_str(), world.size(), static_cast<int>(hosts), threads, static_cast<long long>(B),
                 static_cast<long long>(B * world.size()), shape_str(in).c_str(),
                 collective.c_str(),
                 c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off", c.train.device.c_str(),
                 c.train.precision.c_str(),
-                c.train.conv_algorithm.c_str(), winograd, convolutions,
+                c.train.conv_algorithm.c_str(), winograd, convolutions, graph_note.c_str(),
                 static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
                 static_cast<long long>(b.steps_per_window));
   if (talk) out << line << std::flush;
@@ -170,6 +173,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       .add("sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters())
       .add("wire", c.dist.wire)
       .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
+      .add("cudnn_graph_directions", graph_directions)
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
       .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);

@@ -11,7 +11,8 @@
 # Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
 # PyTorch runs through $PYTHON (default python3) with torchvision: bf16 and fp16 under autocast
 # (fp16 with its GradScaler) and channels_last, its fastest recipe for tensor cores, beside
-# ringtrain's 16-bit NHWC.
+# ringtrain's 16-bit NHWC. With RINGTRAIN_CUDNN_GRAPH=1 in the environment, ringtrain's 16-bit
+# convolutions may run plans of cuDNN's graph API (the table then says on how many directions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,5 +70,6 @@ for r in rows:
     o, t = r["median_images_per_s"], torch.get((r["model"], r["precision"]))
     ratio = f"{o / t:6.2f}" if t else "     -"
     skipped = f"  ({r['skipped_steps']} step(s) skipped for fp16 overflow)" if r.get("skipped_steps") else ""
-    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {o:16.1f} {t or 0:14.1f} {ratio}{skipped}")
+    graph = f"  (cuDNN graph API on {r['cudnn_graph_directions']} direction(s))" if r.get("cudnn_graph_directions") else ""
+    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {o:16.1f} {t or 0:14.1f} {ratio}{skipped}{graph}")
 PY

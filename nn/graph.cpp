@@ -334,7 +334,7 @@ std::vector<LayerRow> Graph::layer_table() const {
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     LayerRow row{n.name, std::string(n.layer->kind()), n.y.shape(), 0, n.layer->multiply_adds(),
-                 std::string(n.layer->algorithm())};
+                 std::string(n.layer->algorithm()), n.layer->graph_api_directions()};
     for (const ParamSpec& p : n.layer->param_specs()) row.params += numel(p.shape);
     rows.push_back(std::move(row));
   }

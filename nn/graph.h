@@ -43,6 +43,7 @@ struct LayerRow {
   int64_t params = 0;   // parameters of this layer
   int64_t macs = 0;     // forward multiply-adds per image (Layer::multiply_adds)
   std::string algorithm;  // Layer::algorithm(): "direct" / "winograd" for convolutions
+  int graph_api_directions = 0;  // Layer::graph_api_directions()
 };
 
 // Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].

@@ -60,6 +60,8 @@ class Layer {
   // How the layer computes where it has a choice (convolutions: "direct" or "winograd", known
   // after plan()); empty elsewhere.
   virtual std::string_view algorithm() const { return {}; }
+  // Convolutions: how many directions run a plan of cuDNN's graph API (Conv2dOp's).
+  virtual int graph_api_directions() const { return 0; }
 
   // True when forward may write its output over its single input and backward reads only the
   // output and its gradient (ReLU); the graph then gives both one buffer where nothing else
