@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
@@ -29,27 +31,49 @@ std::array<int64_t, 4> nhwc_strides(const std::array<int64_t, 4>& d) {
   return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
 }
 
-bool is_transform(cudnnBackendDescriptor_t engine) {
-  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+// The engine's numerical notes; nullopt if cuDNN does not say.
+std::optional<std::vector<cudnnBackendNumericalNote_t>> notes_of(cudnnBackendDescriptor_t engine) {
+  std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
   int64_t n = 0;
   if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS)
-    return true;  // unknown: do not use it
-  for (int64_t i = 0; i < n; ++i)
-    if (notes[i] == CUDNN_NUMERICAL_NOTE_FFT || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
-        notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
-        notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)
-      return true;
-  return false;
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes.data()) != CUDNN_STATUS_SUCCESS)
+    return std::nullopt;
+  notes.resize(static_cast<size_t>(n));
+  return notes;
 }
 
-bool has_note(cudnnBackendDescriptor_t engine, cudnnBackendNumericalNote_t note) {
-  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-  int64_t n = 0;
-  if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS)
-    return false;
-  return std::find(notes, notes + n, note) != notes + n;
+bool is_transform(cudnnBackendNumericalNote_t note) {
+  return note == CUDNN_NUMERICAL_NOTE_FFT || note == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
+         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
+         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13;
+}
+
+// The attribute names of one direction's operation: its three tensors in the order x (or dx),
+// w (or dw), y (or dy), then the convolution, alpha and beta.
+struct OperationNames {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+OperationNames operation_names(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::kForward:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    case ConvDirection::kBackwardData:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    case ConvDirection::kBackwardFilter:
+      break;
+  }
+  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
 }
 
 struct Scoped {
@@ -111,37 +135,15 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   RT_CU(cudnnBackendFinalize(conv));
 
   const float one = 1.0f, zero = 0.0f;
-  cudnnBackendDescriptor_t op = nullptr;
   const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-  switch (p.direction) {
-    case ConvDirection::kForward:
-      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &y);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &conv);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
-      break;
-    case ConvDirection::kBackwardData:
-      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, D, 1, &x);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, D, 1, &w);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, D, 1, &y);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, D, 1, &conv);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
-      break;
-    case ConvDirection::kBackwardFilter:
-      op = g->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, D, 1, &x);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, D, 1, &w);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, D, 1, &y);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, D, 1, &conv);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
-      set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
-      break;
-  }
+  const OperationNames names = operation_names(p.direction);
+  cudnnBackendDescriptor_t op = g->make(names.type);
+  set(op, names.x, D, 1, &x);
+  set(op, names.w, D, 1, &w);
+  set(op, names.y, D, 1, &y);
+  set(op, names.conv, D, 1, &conv);
+  set(op, names.alpha, CUDNN_TYPE_FLOAT, 1, &one);
+  set(op, names.beta, CUDNN_TYPE_FLOAT, 1, &zero);
   RT_CU(cudnnBackendFinalize(op));
 
   cudnnBackendDescriptor_t graph = g->make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
@@ -185,8 +187,14 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
     int64_t n = 0;
     if (cudnnBackendGetAttribute(config->d, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine.d) != CUDNN_STATUS_SUCCESS)
       continue;
-    if (has_note(engine.d, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) continue;  // we promise float32 sums
-    if (!p.allow_transforms && is_transform(engine.d)) continue;
+    // Reduced-precision reductions: never (float32 sums are promised). Transforms only where
+    // allowed, and where cuDNN does not say, assume one.
+    const auto notes = notes_of(engine.d);
+    const auto has = [&](auto pred) { return notes && std::any_of(notes->begin(), notes->end(), pred); };
+    if (has([](cudnnBackendNumericalNote_t n) { return n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION; }))
+      continue;
+    if (!p.allow_transforms && (!notes || has([](cudnnBackendNumericalNote_t n) { return is_transform(n); })))
+      continue;
     int64_t index = -1;
     cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
     auto plan = std::make_unique<Scoped>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -225,7 +233,8 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
     if (cudnnBackendExecute(handle, candidates[i].plan, pack.d) != CUDNN_STATUS_SUCCESS) continue;
     RT_CU(cudaEventRecord(start, stream));
     bool ok = true;
-    for (int r = 0; r < 3 && ok; ++r) ok = cudnnBackendExecute(handle, candidates[i].plan, pack.d) == CUDNN_STATUS_SUCCESS;
+    for (int r = 0; r < 3 && ok; ++r)
+      ok = cudnnBackendExecute(handle, candidates[i].plan, pack.d) == CUDNN_STATUS_SUCCESS;
     RT_CU(cudaEventRecord(stop, stream));
     RT_CU(cudaEventSynchronize(stop));
     float ms = 0;
