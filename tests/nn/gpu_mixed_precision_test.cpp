@@ -51,9 +51,11 @@ class GpuMixedPrecision : public GpuParity, public ::testing::WithParamInterface
   const Half& half() const { return GetParam(); }
 };
 
-float round_to(const Half& h, float v) {
-  return h.precision == Precision::kBf16 ? bf16_to_float(float_to_bf16(v)) : fp16_to_float(float_to_fp16(v));
-}
+float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
+float round_fp16(float v) { return fp16_to_float(float_to_fp16(v)); }
+// The rounding to h's 16-bit type, as a function the model steps can also take (StepStart::round).
+auto rounding_of(const Half& h) { return h.precision == Precision::kBf16 ? round_bf16 : round_fp16; }
+float round_to(const Half& h, float v) { return rounding_of(h)(v); }
 
 // Random values already rounded to the 16-bit type: on the CPU plain float32; on the GPU in
 // `gpu_layout` (16-bit NHWC for activations; plain for weights, which stay float32).
@@ -241,9 +243,6 @@ TEST_P(GpuMixedPrecision, ReluAddAccumulateConcatFlatten) {
   EXPECT_EQ(rel_error(dcc, dcg), 0);
 }
 
-float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
-float round_fp16(float v) { return fp16_to_float(float_to_fp16(v)); }
-
 // Note [Sixteen-bit model steps]: a model's training step in 16 bits against the CPU's float32 on
 // the same weights and images. Its error is not a sum of roundings: wherever two candidates of a
 // max-pooling window lie within a rounding of each other, the 16-bit forward may pick the other
@@ -270,7 +269,7 @@ void expect_half_step(const Half& h, const std::string& name, const Shape& input
   SCOPED_TRACE(str_cat(h.name, " ", name, " training step"));
   StepStart plain, rounded;
   plain.aux_logits = rounded.aux_logits = aux;
-  rounded.round = h.precision == Precision::kBf16 ? round_bf16 : round_fp16;
+  rounded.round = rounding_of(h);
   const StepResult cpu = model_step(name, input, batch, dropout, kCpu, true, 1, plain);
   const StepResult cpu_rounded = model_step(name, input, batch, dropout, kCpu, true, 1, rounded);
   double scale = h.precision == Precision::kFp16 ? 1024 : 1;
