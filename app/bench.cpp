@@ -173,6 +173,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       .add("sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters())
       .add("wire", c.dist.wire)
       .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
+      .add("cudnn_graph", cudnn_graph_use_name(on_gpu ? cudnn_graph_use() : CudnnGraphUse::kNever))
       .add("cudnn_graph_directions", graph_directions)
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)

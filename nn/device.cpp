@@ -42,12 +42,30 @@ const char* precision_name(Precision precision) {
   return "?";
 }
 
+CudnnGraphUse parse_cudnn_graph_use(std::string_view value) {
+  if (value.empty()) return CudnnGraphUse::kNever;
+  for (CudnnGraphUse u : {CudnnGraphUse::kNever, CudnnGraphUse::kWhereFaster, CudnnGraphUse::kAlways})
+    if (value == cudnn_graph_use_name(u)) return u;
+  RT_CHECK(false, "RINGTRAIN_CUDNN_GRAPH is '", value, "'; expected 0, 1 or always");
+  return CudnnGraphUse::kNever;
+}
+
+const char* cudnn_graph_use_name(CudnnGraphUse use) {
+  switch (use) {
+    case CudnnGraphUse::kNever: return "0";
+    case CudnnGraphUse::kWhereFaster: return "1";
+    case CudnnGraphUse::kAlways: return "always";
+  }
+  return "?";
+}
+
 #ifdef RINGTRAIN_WITH_CUDA
 bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }
 void select_cuda_device(int index) { cuda::select_device(index); }
 void set_cuda_precision(Precision precision) { cuda::set_precision(precision); }
 void set_cudnn_graph_use(CudnnGraphUse use) { cuda::set_conv_graph_use(use); }
+CudnnGraphUse cudnn_graph_use() { return cuda::conv_graph_use(); }
 #else
 bool cuda_built() { return false; }
 std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
@@ -58,6 +76,7 @@ bool cuda_usable(std::string* why) {
 void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
 void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
 void set_cudnn_graph_use(CudnnGraphUse) { RT_CHECK(false, kNotBuilt); }
+CudnnGraphUse cudnn_graph_use() { return CudnnGraphUse::kNever; }
 #endif
 
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {

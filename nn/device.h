@@ -33,12 +33,15 @@ enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 Precision parse_precision(std::string_view name);  // "fp32" | "tf32" | "bf16" | "fp16", else rt::Error
 const char* precision_name(Precision precision);
 void set_cuda_precision(Precision precision);
-// Whether 16-bit convolutions try cuDNN's graph API (Note [cuDNN graph API] in
+// Whether convolutions try cuDNN's graph API (Note [cuDNN graph API] in
 // nn/ops/cuda/conv_graph.h): RINGTRAIN_CUDNN_GRAPH unset or 0 never, 1 where its plan timed faster
 // than the legacy algorithm, "always" wherever it has a plan (what the GPU suite checks). The
 // setter, for ops planned afterwards, is the GPU suite's.
 enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };
+CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "" | "0" | "1" | "always", else rt::Error
+const char* cudnn_graph_use_name(CudnnGraphUse use);          // "0" | "1" | "always"
 void set_cudnn_graph_use(CudnnGraphUse use);
+CudnnGraphUse cudnn_graph_use();  // for ops planned now; kNever without CUDA
 
 // Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes.
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes);

@@ -14,6 +14,7 @@ bool usable(std::string* why);
 void select_device(int index);
 void set_precision(Precision precision);
 void set_conv_graph_use(CudnnGraphUse use);
+CudnnGraphUse conv_graph_use();
 std::shared_ptr<void> allocate_zeroed(size_t bytes);
 void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes);
 void zero(void* dst, size_t bytes);

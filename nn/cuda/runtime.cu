@@ -26,15 +26,6 @@ struct Buffer {
 
 Buffer g_workspace, g_scratch;
 
-CudnnGraphUse graph_use_from_environment() {
-  const char* v = std::getenv("RINGTRAIN_CUDNN_GRAPH");
-  const std::string value = v ? v : "";
-  if (value.empty() || value == "0") return CudnnGraphUse::kNever;
-  if (value == "1") return CudnnGraphUse::kWhereFaster;
-  RT_CHECK(value == "always", "RINGTRAIN_CUDNN_GRAPH is '", value, "'; expected 0, 1 or always");
-  return CudnnGraphUse::kAlways;
-}
-
 Context make_context() {
   Context c;
   c.device = g_selected < 0 ? 0 : g_selected;
@@ -45,7 +36,8 @@ Context make_context() {
   RT_CU(cublasCreate(&c.cublas));
   RT_CU(cublasSetStream(c.cublas, c.stream));
   RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
-  c.conv_graph = graph_use_from_environment();
+  const char* graph = std::getenv("RINGTRAIN_CUDNN_GRAPH");
+  c.conv_graph = parse_cudnn_graph_use(graph ? graph : "");
   return c;
 }
 
@@ -72,6 +64,7 @@ void set_precision(Precision precision) {
 }
 
 void set_conv_graph_use(CudnnGraphUse use) { context().conv_graph = use; }
+CudnnGraphUse conv_graph_use() { return context().conv_graph; }
 
 void reserve_workspace(size_t bytes) {
   context();

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/rng.h"
+#include "nn/device.h"
 #include "nn/ops/cuda/algorithm_choice.h"
 #include "nn/ops/dropout.h"
 #include "nn/ops/elementwise_math.h"
@@ -236,6 +239,48 @@ TEST(CudaMath, AlgorithmChoiceIsTheFastestAllowedWithinTheWorkspace) {
   ASSERT_NE(cache.find("fwd (1, 3, 8, 8)"), nullptr);
   EXPECT_EQ(cache.find("fwd (1, 3, 8, 8)")->algorithm, 1);
   EXPECT_EQ(cache.find("bwd_data (1, 3, 8, 8)"), nullptr);
+}
+
+TEST(CudaMath, GraphEnginesKeepThePrecisionsPromise) {
+  using cuda::EngineNotes;
+  using cuda::EngineRules;
+  EngineNotes plain;
+  plain.known = true;
+  EngineNotes tensor_cores = plain, down_converts = plain, short_sums = plain, winograd = plain;
+  tensor_cores.tensor_cores = true;
+  down_converts.down_converts_inputs = true;
+  short_sums.reduced_precision_sums = true;
+  winograd.transform = true;
+  const EngineRules fp32{true, false, false}, tf32{true, true, false}, bf16{false, false, false},
+      bf16_winograd{false, false, true};
+  // Float32 products: tensor cores (TF32) only where TF32 is allowed.
+  EXPECT_TRUE(cuda::engine_allowed(plain, fp32));
+  EXPECT_FALSE(cuda::engine_allowed(tensor_cores, fp32));
+  EXPECT_TRUE(cuda::engine_allowed(tensor_cores, tf32));
+  EXPECT_TRUE(cuda::engine_allowed(tensor_cores, bf16));  // 16-bit data: tensor cores are the point
+  // Float32 sums and unconverted inputs at every precision.
+  for (const EngineRules& r : {fp32, tf32, bf16, bf16_winograd}) {
+    EXPECT_FALSE(cuda::engine_allowed(down_converts, r));
+    EXPECT_FALSE(cuda::engine_allowed(short_sums, r));
+    EXPECT_FALSE(cuda::engine_allowed(EngineNotes{}, r)) << "notes cuDNN did not report";
+  }
+  // Transforms only under conv_algorithm "winograd".
+  EXPECT_FALSE(cuda::engine_allowed(winograd, bf16));
+  EXPECT_TRUE(cuda::engine_allowed(winograd, bf16_winograd));
+}
+
+TEST(CudaMath, CudnnGraphSettingReadsBackItsOwnNames) {
+  for (CudnnGraphUse u : {CudnnGraphUse::kNever, CudnnGraphUse::kWhereFaster, CudnnGraphUse::kAlways})
+    EXPECT_EQ(parse_cudnn_graph_use(cudnn_graph_use_name(u)), u);
+  EXPECT_EQ(parse_cudnn_graph_use(""), CudnnGraphUse::kNever);  // unset
+  EXPECT_EQ(parse_cudnn_graph_use("1"), CudnnGraphUse::kWhereFaster);
+  try {
+    parse_cudnn_graph_use("yes");
+    ADD_FAILURE() << "'yes' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RINGTRAIN_CUDNN_GRAPH is 'yes'; expected 0, 1 or always"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

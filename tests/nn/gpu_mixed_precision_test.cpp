@@ -46,7 +46,6 @@ class GpuMixedPrecision : public GpuParity, public ::testing::WithParamInterface
     GpuParity::SetUp();
     if (IsSkipped()) return;
     set_cuda_precision(GetParam().precision);
-    set_cudnn_graph_use(CudnnGraphUse::kNever);
   }
   const Half& half() const { return GetParam(); }
 };
@@ -123,7 +122,6 @@ TEST_P(GpuMixedPrecision, Conv2d) { expect_conv2d_parity(half()); }
 TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
   set_cudnn_graph_use(CudnnGraphUse::kAlways);
   const int used = expect_conv2d_parity(half());
-  set_cudnn_graph_use(CudnnGraphUse::kNever);
   // 5 cases x 2 inputs x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
   std::cout << half().name << ": the graph API ran " << used << " of 30 convolution directions\n";
   EXPECT_GE(used, 24);

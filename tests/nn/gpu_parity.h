@@ -31,9 +31,12 @@ class GpuParity : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU, so the GPU parity suite skips: " << why;
+    set_cudnn_graph_use(CudnnGraphUse::kNever);  // the legacy API unless a test asks, whatever the environment says
   }
   void TearDown() override {
-    if (cuda_built() && cuda_usable(nullptr)) set_cuda_precision(Precision::kFp32);
+    if (!cuda_built() || !cuda_usable(nullptr)) return;
+    set_cuda_precision(Precision::kFp32);
+    set_cudnn_graph_use(CudnnGraphUse::kNever);
   }
 };
 

@@ -27,7 +27,8 @@
 namespace rt::testing {
 namespace {
 
-void conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
+// Returns how many of the three directions ran a plan of cuDNN's graph API.
+int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
   SCOPED_TRACE(str_cat("conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x", g.kernel_w, " s",
                        g.stride_h, " p", g.pad_h, "x", g.pad_w, " d", g.dilation_h, " g", g.groups));
   const Both x = random_both(x_shape, 1), w = random_both(g.weight_shape(), 2, 0.1f), b = random_both({g.out_channels}, 3);
@@ -48,6 +49,7 @@ void conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
   if (g.bias) {
     EXPECT_PARITY(dbc, dbg, tol);
   }
+  return gpu->graph_api_directions();
 }
 
 TEST_F(GpuParity, Conv2dFp32) {
@@ -57,6 +59,24 @@ TEST_F(GpuParity, Conv2dFp32) {
 TEST_F(GpuParity, Conv2dTf32) {
   set_cuda_precision(Precision::kTf32);
   for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kTf32);
+}
+
+// The same through cuDNN's graph API wherever it has a plan (Note [cuDNN graph API]), at the same
+// tolerances: under fp32 no engine may use TF32.
+void conv_parity_through_the_graph_api(const char* precision, double tol) {
+  set_cudnn_graph_use(CudnnGraphUse::kAlways);
+  int used = 0;
+  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, tol);
+  // 5 cases x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
+  std::cout << precision << ": the graph API ran " << used << " of 15 convolution directions\n";
+  EXPECT_GE(used, 12);
+}
+
+TEST_F(GpuParity, Conv2dFp32ThroughTheGraphApi) { conv_parity_through_the_graph_api("fp32", kFp32); }
+
+TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) {
+  set_cuda_precision(Precision::kTf32);
+  conv_parity_through_the_graph_api("tf32", kTf32);
 }
 
 TEST_F(GpuParity, Conv2dWinogradAgreesWithinItsRounding) {

@@ -12,4 +12,10 @@ std::optional<AlgorithmTrial> choose_algorithm(const std::vector<AlgorithmTrial>
   return best;
 }
 
+bool engine_allowed(const EngineNotes& e, const EngineRules& r) {
+  if (!e.known || e.down_converts_inputs || e.reduced_precision_sums) return false;
+  if (e.transform && !r.allow_transforms) return false;
+  return !(r.float32_data && e.tensor_cores && !r.allow_tf32);
+}
+
 }  // namespace rt::cuda

@@ -8,8 +8,8 @@
 // each forward (backward uses that same copy, as autocast does), its weight gradient comes back
 // in 16 bits and is widened into the float32 gradient, and an input in another layout (the
 // graph's plain float32 images) is converted into a buffer of the op's own first. With
-// RINGTRAIN_CUDNN_GRAPH, 16-bit convolutions may run a plan of cuDNN's graph API instead
-// (Note [cuDNN graph API] in conv_graph.h).
+// RINGTRAIN_CUDNN_GRAPH, a direction may run a plan of cuDNN's graph API instead (Note [cuDNN
+// graph API] in conv_graph.h).
 #include <map>
 #include <memory>
 #include <string>
@@ -35,7 +35,7 @@ AlgorithmCache& cache() {
 }
 
 // Graph-API plans by direction and shape key; nullptr where cuDNN offered none. Layers of one
-// shape share a plan (each run passes its own pointers).
+// shape share a plan (each keeps its own ConvGraphPack).
 std::map<std::string, std::shared_ptr<ConvGraphPlan>>& graph_plans() {
   static std::map<std::string, std::shared_ptr<ConvGraphPlan>> plans;
   return plans;
@@ -138,13 +138,14 @@ class CudaConv2d final : public Conv2dOp {
       bwd_data_ = choose("bwd_data", [&](auto* perf, int cap, int* got) {
         return cudnnFindConvolutionBackwardDataAlgorithm(c.cudnn, w_.d, y_.d, conv_.d, x_.d, cap, got, perf);
       }, static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
-    if (half_ && c.conv_graph != CudnnGraphUse::kNever) {
+    if (c.conv_graph != CudnnGraphUse::kNever) {
       ConvGraphProblem p;
       p.io_type = cudnn_type(t);
+      p.nhwc = f == Format::kNhwc;
       const auto dims = [](const Shape& s) { return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]}; };
       p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
       p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
-      p.allow_transforms = allow_transforms_;
+      p.rules = {!half_, c.tf32, allow_transforms_};  // the legacy descriptor's math, as set above
       graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
       graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
       if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
@@ -166,7 +167,7 @@ class CudaConv2d final : public Conv2dOp {
     const float* xr = stage_x_ ? x_run_.data() : x.data();
     const float* wr = half_ ? w_run_.data() : w.data();
     if (graph_fwd_) {
-      graph_fwd_->run(xr, wr, y.data(), workspace());
+      graph_fwd_->run(fwd_pack_, xr, wr, y.data(), workspace());
     } else {
       set_math(fwd_);
       RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, xr, w_.d, wr, conv_.d,
@@ -190,7 +191,7 @@ class CudaConv2d final : public Conv2dOp {
     float* out = stage_x_ ? dx_run_.data() : dx.data();
     const float* wr = half_ ? w_run_.data() : w.data();
     if (graph_data_) {
-      graph_data_->run(dy.data(), wr, out, workspace());
+      graph_data_->run(data_pack_, dy.data(), wr, out, workspace());
     } else {
       set_math(bwd_data_);
       RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, wr, y_.d, dy.data(), conv_.d,
@@ -206,7 +207,7 @@ class CudaConv2d final : public Conv2dOp {
     const float* xr = stage_x_ ? x_run_.data() : x.data();
     float* dwr = half_ ? dw_run_.data() : dw.data();
     if (graph_filter_) {
-      graph_filter_->run(xr, dy.data(), dwr, workspace());
+      graph_filter_->run(filter_pack_, xr, dy.data(), dwr, workspace());
     } else {
       set_math(bwd_filter_);
       RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, xr, y_.d, dy.data(), conv_.d,
@@ -275,6 +276,7 @@ class CudaConv2d final : public Conv2dOp {
   ConvDesc conv_;
   AlgorithmTrial fwd_, bwd_data_, bwd_filter_;
   std::shared_ptr<ConvGraphPlan> graph_fwd_, graph_data_, graph_filter_;  // null: the legacy algorithm
+  ConvGraphPack fwd_pack_, data_pack_, filter_pack_;                      // this layer's pointers
 };
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "base/check.h"
@@ -26,26 +25,45 @@ void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBack
   RT_CU(cudnnBackendSetAttribute(d, name, type, count, values));
 }
 
-// Strides of (N, C, H, W) dimensions stored NHWC; for (K, C/g, R, S) weights, KRSC.
-std::array<int64_t, 4> nhwc_strides(const std::array<int64_t, 4>& d) {
-  return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+// Strides of (N, C, H, W) dimensions stored NHWC or NCHW; for (K, C/g, R, S) weights, KRSC or KCRS.
+std::array<int64_t, 4> strides_of(const std::array<int64_t, 4>& d, bool nhwc) {
+  if (nhwc) return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+  return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
 }
 
-// The engine's numerical notes; nullopt if cuDNN does not say.
-std::optional<std::vector<cudnnBackendNumericalNote_t>> notes_of(cudnnBackendDescriptor_t engine) {
+// The engine's numerical notes, in the terms engine_allowed judges.
+EngineNotes notes_of(cudnnBackendDescriptor_t engine) {
   std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
   int64_t n = 0;
+  EngineNotes e;
   if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes.data()) != CUDNN_STATUS_SUCCESS)
-    return std::nullopt;
-  notes.resize(static_cast<size_t>(n));
-  return notes;
+    return e;
+  e.known = true;
+  for (int64_t i = 0; i < n; ++i) switch (notes[static_cast<size_t>(i)]) {
+      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: e.tensor_cores = true; break;
+      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: e.down_converts_inputs = true; break;
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: e.reduced_precision_sums = true; break;
+      case CUDNN_NUMERICAL_NOTE_FFT:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: e.transform = true; break;
+      default: break;
+    }
+  return e;
 }
 
-bool is_transform(cudnnBackendNumericalNote_t note) {
-  return note == CUDNN_NUMERICAL_NOTE_FFT || note == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
-         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
-         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13;
+// A finalized variant pack: data pointers by unique id (x, w, y), then the workspace.
+cudnnBackendDescriptor_t make_pack(const std::array<void*, 4>& pointers) {
+  cudnnBackendDescriptor_t d = nullptr;
+  RT_CU(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &d));
+  const int64_t uids[3] = {kX, kW, kY};
+  set(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
+  set(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  set(d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &pointers[3]);
+  RT_CU(cudnnBackendFinalize(d));
+  return d;
 }
 
 // The attribute names of one direction's operation: its three tensors in the order x (or dx),
@@ -86,7 +104,9 @@ struct Scoped {
   Scoped& operator=(const Scoped&) = delete;
 };
 
-size_t bytes_of(const std::array<int64_t, 4>& d) { return static_cast<size_t>(d[0] * d[1] * d[2] * d[3]) * 2; }
+size_t bytes_of(const std::array<int64_t, 4>& d, cudnnDataType_t t) {
+  return static_cast<size_t>(d[0] * d[1] * d[2] * d[3]) * (t == CUDNN_DATA_FLOAT ? 4 : 2);
+}
 
 }  // namespace
 
@@ -97,8 +117,20 @@ cudnnBackendDescriptor_t ConvGraphPlan::make(cudnnBackendDescriptorType_t type) 
   return d;
 }
 
+ConvGraphPack::~ConvGraphPack() {
+  if (d_) cudnnBackendDestroyDescriptor(d_);
+}
+
+cudnnBackendDescriptor_t ConvGraphPack::for_pointers(const std::array<void*, 4>& pointers) {
+  if (d_ && pointers == pointers_) return d_;
+  if (d_) cudnnBackendDestroyDescriptor(d_);
+  d_ = nullptr;
+  d_ = make_pack(pointers);
+  pointers_ = pointers;
+  return d_;
+}
+
 ConvGraphPlan::~ConvGraphPlan() {
-  if (pack_) cudnnBackendDestroyDescriptor(pack_);
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
 
@@ -109,7 +141,7 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
 
   const auto tensor = [&](int64_t uid, const std::array<int64_t, 4>& dims) {
     cudnnBackendDescriptor_t t = g->make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const std::array<int64_t, 4> strides = nhwc_strides(dims);
+    const std::array<int64_t, 4> strides = strides_of(dims, p.nhwc);
     const int64_t alignment = 16;  // every tensor here starts 64-byte aligned (nn/memory_plan.h)
     set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &p.io_type);
     set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
@@ -187,14 +219,7 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
     int64_t n = 0;
     if (cudnnBackendGetAttribute(config->d, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine.d) != CUDNN_STATUS_SUCCESS)
       continue;
-    // Reduced-precision reductions: never (float32 sums are promised). Transforms only where
-    // allowed, and where cuDNN does not say, assume one.
-    const auto notes = notes_of(engine.d);
-    const auto has = [&](auto pred) { return notes && std::any_of(notes->begin(), notes->end(), pred); };
-    if (has([](cudnnBackendNumericalNote_t n) { return n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION; }))
-      continue;
-    if (!p.allow_transforms && (!notes || has([](cudnnBackendNumericalNote_t n) { return is_transform(n); })))
-      continue;
+    if (!engine_allowed(notes_of(engine.d), p.rules)) continue;
     int64_t index = -1;
     cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
     auto plan = std::make_unique<Scoped>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -212,8 +237,10 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   // Time each on zeroed scratch tensors: one run to warm up, then the mean of three.
   size_t most_workspace = 0;
   for (const Candidate& c : candidates) most_workspace = std::max(most_workspace, c.workspace);
-  const auto bx = allocate_zeroed(Device::kCuda, bytes_of(p.x)), bw = allocate_zeroed(Device::kCuda, bytes_of(p.w)),
-             by = allocate_zeroed(Device::kCuda, bytes_of(p.y));
+  const auto zeroed = [&](const std::array<int64_t, 4>& dims) {
+    return allocate_zeroed(Device::kCuda, bytes_of(dims, p.io_type));
+  };
+  const auto bx = zeroed(p.x), bw = zeroed(p.w), by = zeroed(p.y);
   const auto bws = allocate_zeroed(Device::kCuda, std::max<size_t>(most_workspace, 1));
   cudaEvent_t start = nullptr, stop = nullptr;
   RT_CU(cudaEventCreate(&start));
@@ -221,20 +248,13 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   const cudaStream_t stream = context().stream;
   size_t best_at = candidates.size();
   float best_ms = 0;
+  ConvGraphPack scratch;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    Scoped pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* pointers[3] = {bx.get(), bw.get(), by.get()};
-    const int64_t uids[3] = {kX, kW, kY};
-    void* ws = bws.get();
-    set(pack.d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
-    set(pack.d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    set(pack.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    RT_CU(cudnnBackendFinalize(pack.d));
-    if (cudnnBackendExecute(handle, candidates[i].plan, pack.d) != CUDNN_STATUS_SUCCESS) continue;
+    const cudnnBackendDescriptor_t pack = scratch.for_pointers({bx.get(), bw.get(), by.get(), bws.get()});
+    if (cudnnBackendExecute(handle, candidates[i].plan, pack) != CUDNN_STATUS_SUCCESS) continue;
     RT_CU(cudaEventRecord(start, stream));
     bool ok = true;
-    for (int r = 0; r < 3 && ok; ++r)
-      ok = cudnnBackendExecute(handle, candidates[i].plan, pack.d) == CUDNN_STATUS_SUCCESS;
+    for (int r = 0; r < 3 && ok; ++r) ok = cudnnBackendExecute(handle, candidates[i].plan, pack) == CUDNN_STATUS_SUCCESS;
     RT_CU(cudaEventRecord(stop, stream));
     RT_CU(cudaEventSynchronize(stop));
     float ms = 0;
@@ -257,28 +277,16 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   return g;
 }
 
-void ConvGraphPlan::run(const void* in_a, const void* in_b, void* out, void* workspace) {
-  // Pointers by unique id: x (or dx), w (or dw), y (or dy).
-  std::array<void*, 4> pointers{};
+void ConvGraphPlan::run(ConvGraphPack& pack, const void* in_a, const void* in_b, void* out, void* workspace) const {
   void* a = const_cast<void*>(in_a);
   void* b = const_cast<void*>(in_b);
+  std::array<void*, 4> pointers{};  // by unique id: x (or dx), w (or dw), y (or dy); the workspace
   switch (direction_) {
     case ConvDirection::kForward: pointers = {a, b, out, workspace}; break;
     case ConvDirection::kBackwardData: pointers = {out, b, a, workspace}; break;
     case ConvDirection::kBackwardFilter: pointers = {a, out, b, workspace}; break;
   }
-  if (!pack_ || pointers != pack_pointers_) {
-    if (pack_) cudnnBackendDestroyDescriptor(pack_);
-    pack_ = nullptr;
-    RT_CU(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack_));
-    const int64_t uids[3] = {kX, kW, kY};
-    set(pack_, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
-    set(pack_, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    set(pack_, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &pointers[3]);
-    RT_CU(cudnnBackendFinalize(pack_));
-    pack_pointers_ = pointers;
-  }
-  RT_CU(cudnnBackendExecute(context().cudnn, plan_, pack_));
+  RT_CU(cudnnBackendExecute(context().cudnn, plan_, pack.for_pointers(pointers)));
 }
 
 }  // namespace rt::cuda
