@@ -297,7 +297,7 @@ void Trainer::profile_steps(StepTimes* times) {
   graph_->time_backward_layers(times ? &times->backward_s : nullptr);
 }
 
-LossResult Trainer::train_step(const float* images, const int32_t* labels) {
+LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
   // Profiling: seconds since the last mark, with the device's queue drained first.
   auto profile_mark = [this, last = std::chrono::steady_clock::now()]() mutable {
     synchronize(graph_->device());
@@ -317,7 +317,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels) {
   LossResult loss;
   {
     Span span(tl, "forward");
-    graph_->forward(images, ctx);
+    graph_->forward(images, ctx, images_on);
     loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get(), nullptr, loss_scale);
     if (profile_) profile_->forward_s += profile_mark();
   }

@@ -59,11 +59,11 @@ class Trainer {
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
-  // One optimizer step on this rank's batch (B images, plain NCHW, and B labels): forward, the
-  // loss of every output, backward with buckets allreduced as they fill, and SGD at the
-  // schedule's rate (sharded across ranks inside the allreduce where dist.sharded_update, else
-  // after it). Every rank calls it the same number of times.
-  LossResult train_step(const float* images, const int32_t* labels);
+  // One optimizer step on this rank's batch (B images, plain NCHW in `images_on`'s memory, and B
+  // labels in host memory): forward, the loss of every output, backward with buckets allreduced
+  // as they fill, and SGD at the schedule's rate (sharded across ranks inside the allreduce where
+  // dist.sharded_update, else after it). Every rank calls it the same number of times.
+  LossResult train_step(const float* images, const int32_t* labels, Device images_on = Device::kCpu);
 
   const TrainingPosition& position() const { return position_; }
   const Config& config() const { return config_; }

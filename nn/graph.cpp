@@ -243,10 +243,10 @@ void Graph::init_parameters(uint64_t seed) {
   for (CounterRef& c : counters_) *c.value = 0;
 }
 
-const Tensor& Graph::forward(const float* images, const RunContext& ctx) {
+const Tensor& Graph::forward(const float* images, const RunContext& ctx, Device images_on) {
   RT_CHECK(planned_, "forward before plan");
   RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
-  copy_bytes(nodes_[0].y.data(), device_, images, Device::kCpu, nodes_[0].y.bytes());
+  copy_bytes(nodes_[0].y.data(), device_, images, images_on, nodes_[0].y.bytes());
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     std::vector<const Tensor*> x;

@@ -83,8 +83,8 @@ class Graph {
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);
 
-  // images: plain (N, ...) floats. Computes every output; returns the main one.
-  const Tensor& forward(const float* images, const RunContext& ctx);
+  // images: plain (N, ...) floats in `images_on`'s memory. Computes every output; returns the main one.
+  const Tensor& forward(const float* images, const RunContext& ctx, Device images_on = Device::kCpu);
   // douts[k]: gradient of the loss with respect to output k, one per output. Writes every
   // parameter gradient.
   void backward(std::span<const Tensor* const> douts, const RunContext& ctx);
