@@ -356,7 +356,9 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
   const int64_t steps = steps_per_epoch_;
   const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
   const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
-  std::vector<float> images(static_cast<size_t>(B * sample));
+  const std::shared_ptr<void> image_memory =
+      allocate_host_staging(graph_->device(), static_cast<size_t>(B * sample) * sizeof(float));
+  float* images = static_cast<float*>(image_memory.get());
   std::vector<int32_t> labels(static_cast<size_t>(B));
   Progress progress(world_.rank() == 0 ? Progress::resolve(config_.log.progress) : Progress::Mode::kNone,
                     config_.log.every_steps, out_);
@@ -380,9 +382,9 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       const auto step_start = Clock::now();
       {
         Span span(tl, "data");
-        epoch_stats[2] += train_->next(images.data(), labels.data());
+        epoch_stats[2] += train_->next(images, labels.data());
       }
-      const LossResult loss = train_step(images.data(), labels.data());
+      const LossResult loss = train_step(images, labels.data());
       const double lr = lr_;  // the rate train_step applied
       if (tl) tl->flush(run_step);
       const double dt = seconds_since(step_start);
@@ -458,7 +460,9 @@ EvalResult Trainer::evaluate() {
   const std::vector<int64_t> indices = sampler.eval_indices();
   const int64_t B = config_.eval.batch;
   const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
-  std::vector<float> images(static_cast<size_t>(B * sample));
+  const std::shared_ptr<void> image_memory =
+      allocate_host_staging(eval_graph_->device(), static_cast<size_t>(B * sample) * sizeof(float));
+  float* images = static_cast<float*>(image_memory.get());
   std::vector<int32_t> labels(static_cast<size_t>(B));
   // A short last chunk is padded with its first sample; only the valid rows are scored.
   std::vector<int64_t> padded;
@@ -469,8 +473,8 @@ EvalResult Trainer::evaluate() {
   double totals[4] = {0, 0, 0, 0};  // loss sum, top-1, top-5, samples
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B)) {
     const int64_t valid = std::min<int64_t>(B, static_cast<int64_t>(indices.size() - start));
-    test_->next(images.data(), labels.data());
-    const Tensor& logits = eval_graph_->forward(images.data(), RunContext{false, 0, 0});
+    test_->next(images, labels.data());
+    const Tensor& logits = eval_graph_->forward(images, RunContext{false, 0, 0});
     const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), labels.data(), 0.0, nullptr);
     totals[0] += l.loss * static_cast<double>(valid);
     totals[1] += static_cast<double>(l.correct1);

@@ -94,6 +94,13 @@ std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
+std::shared_ptr<void> allocate_host_staging(Device bound_for, size_t bytes) {
+#ifdef RINGTRAIN_WITH_CUDA
+  if (bound_for == Device::kCuda) return cuda::allocate_pinned(bytes);
+#endif
+  return allocate_zeroed(Device::kCpu, bytes);
+}
+
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
   if (dst_device == Device::kCpu && src_device == Device::kCpu) {

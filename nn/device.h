@@ -45,6 +45,10 @@ CudnnGraphUse cudnn_graph_use();  // for ops planned now; kNever without CUDA
 
 // Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes.
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes);
+// Zero-filled host memory for data on its way to `bound_for` (a batch of images): page-locked
+// for the GPU, so copies to it run at the bus's full rate without a staging copy; ordinary
+// memory for the CPU.
+std::shared_ptr<void> allocate_host_staging(Device bound_for, size_t bytes);
 // Copies between any two devices; returns when the copy is done, after the GPU's earlier work.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 void zero_bytes(void* dst, Device device, size_t bytes);

@@ -1,6 +1,7 @@
 #include "nn/cuda/runtime.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -114,6 +115,19 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes) {
   }
   RT_CU(cudaMemsetAsync(p, 0, rounded == 0 ? 256 : rounded, context().stream));
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+std::shared_ptr<void> allocate_pinned(size_t bytes) {
+  context();
+  void* p = nullptr;
+  const size_t size = bytes == 0 ? 1 : bytes;
+  const cudaError_t e = cudaMallocHost(&p, size);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    RT_CHECK(false, "cannot page-lock ", bytes, " bytes of host memory: ", cudaGetErrorString(e));
+  }
+  std::memset(p, 0, size);
+  return std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
 }
 
 void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes) {
