@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# On a machine with a GPU: build ringtrain with CUDA (unless given binaries), run the GPU parity
-# suite, then time ringtrain bench for the paper's three models at batch 64 beside PyTorch's own
+# On a machine with a GPU: build ringtrain with CUDA (unless given binaries), run the GPU suites
+# (op parity, and the trainer end to end), then time ringtrain bench for the paper's three models at batch 64 beside PyTorch's own
 # training step on the same GPU, and print img/s and ringtrain / PyTorch.
 #
-# usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests BIN] [--models "resnet101 ..."]
+# usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests "BIN ..."] [--models "resnet101 ..."]
 #                                [--precisions "fp32 tf32 bf16 fp16"] [--conv-algorithms "direct winograd"]
 #                                [--windows N] [--cudnn-graph "0 1 always"]
 # ringtrain's conv_algorithm "direct" keeps cuDNN to its GEMM-family algorithms (exact to
@@ -37,14 +37,14 @@ py=${PYTHON:-python3}
 if [ -z "$ringtrain" ]; then
   cmake -S . -B "$build" -DRINGTRAIN_CUDA=ON >/dev/null
   cmake --build "$build" -j "$(nproc)"
-  ringtrain=$build/app/ringtrain gpu_tests=$build/tests/nn/test_gpu_parity
+  ringtrain=$build/ringtrain gpu_tests="$build/tests/nn/test_gpu_parity $build/tests/app/test_gpu_training"
 fi
 "$ringtrain" info | sed -n '1,4p'
 
-if [ -n "$gpu_tests" ]; then
-  echo "== GPU parity suite"
-  "$gpu_tests" --gtest_brief=1
-fi
+for suite in $gpu_tests; do
+  echo "== GPU suite $(basename "$suite")"
+  "$suite" --gtest_brief=1
+done
 
 out=$(mktemp)
 echo "== ringtrain bench and PyTorch, batch 64, $windows windows of 10 steps each"
