@@ -16,9 +16,9 @@ namespace rt::cuda {
 namespace {
 
 constexpr int64_t kX = 1, kW = 2, kY = 3;
-// Engine configurations tried per problem, in the heuristics' order: finalizing one may compile
-// kernels at run time (tens of ms), and each distinct shape and direction pays it once.
-constexpr int64_t kMostConfigs = 8;
+// Engine configurations finalized and timed per problem, in the heuristics' order: finalizing one
+// may compile kernels at run time (tens of ms), and each distinct shape and direction pays it once.
+constexpr size_t kMostConfigs = 8;
 
 void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
          int64_t count, const void* values) {
@@ -104,6 +104,29 @@ struct Scoped {
   Scoped& operator=(const Scoped&) = delete;
 };
 
+// Appends every engine configuration heuristics `mode` suggests for the graph, best first;
+// nothing where that mode has no answer for it.
+void append_suggestions(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
+                        std::vector<std::unique_ptr<Scoped>>& configs) {
+  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  Scoped heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &graph);
+  set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (cudnnBackendFinalize(heur.d) != CUDNN_STATUS_SUCCESS) return;
+  int64_t count = 0;
+  RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 0, &count, nullptr));
+  if (count <= 0) return;
+  const size_t first = configs.size();
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.push_back(std::make_unique<Scoped>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(configs.back()->d);
+  }
+  int64_t got = 0;
+  RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, count, &got, raw.data()));
+  configs.resize(first + static_cast<size_t>(got));
+}
+
 size_t bytes_of(const std::array<int64_t, 4>& d, cudnnDataType_t t) {
   return static_cast<size_t>(d[0] * d[1] * d[2] * d[3]) * (t == CUDNN_DATA_FLOAT ? 4 : 2);
 }
@@ -183,54 +206,42 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
   RT_CU(cudnnBackendFinalize(graph));
 
-  // The heuristics' suggestions, best first; the fallback list if mode A has none.
-  std::vector<std::unique_ptr<Scoped>> configs;
-  for (const cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    Scoped heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &graph);
-    set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
-    if (cudnnBackendFinalize(heur.d) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t count = 0;
-    RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 0, &count, nullptr));
-    count = std::min(count, kMostConfigs);
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int64_t i = 0; i < count; ++i) {
-      configs.push_back(std::make_unique<Scoped>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-      raw.push_back(configs.back()->d);
-    }
-    int64_t got = 0;
-    RT_CU(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, count, &got, raw.data()));
-    configs.resize(static_cast<size_t>(got));
-    if (!configs.empty()) break;
-  }
-
-  // Finalize a plan per allowed configuration; keep those within the workspace limit.
+  // Walk the heuristics' suggestions, best first (the fallback list where mode A yields nothing
+  // usable), and finalize a plan for each allowed one within the workspace limit, up to
+  // kMostConfigs: filtering before the cut, so a precision that rules out the top suggestions
+  // (fp32 without TF32) still gets its share.
   struct Candidate {
     cudnnBackendDescriptor_t plan;
     size_t workspace;
     int64_t engine;
     size_t config;  // index in configs
   };
+  std::vector<std::unique_ptr<Scoped>> configs;
   std::vector<Candidate> candidates;
   std::vector<std::unique_ptr<Scoped>> unused_plans;
-  for (size_t c = 0; c < configs.size(); ++c) {
-    const auto& config = configs[c];
-    Scoped engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(config->d, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine.d) != CUDNN_STATUS_SUCCESS)
-      continue;
-    if (!engine_allowed(notes_of(engine.d), p.rules)) continue;
-    int64_t index = -1;
-    cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
-    auto plan = std::make_unique<Scoped>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &config->d);
-    if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t ws = 0;
-    RT_CU(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
-    if (static_cast<size_t>(ws) > workspace_limit) continue;
-    candidates.push_back({plan->d, static_cast<size_t>(ws), index, c});
-    unused_plans.push_back(std::move(plan));
+  for (const cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (!candidates.empty()) break;
+    const size_t first = configs.size();
+    append_suggestions(graph, heur_mode, configs);
+    for (size_t c = first; c < configs.size() && candidates.size() < kMostConfigs; ++c) {
+      const auto& config = configs[c];
+      Scoped engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+      int64_t n = 0;
+      if (cudnnBackendGetAttribute(config->d, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine.d) != CUDNN_STATUS_SUCCESS)
+        continue;
+      if (!engine_allowed(notes_of(engine.d), p.rules)) continue;
+      int64_t index = -1;
+      cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+      auto plan = std::make_unique<Scoped>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+      set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &config->d);
+      if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) continue;
+      int64_t ws = 0;
+      RT_CU(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
+      if (static_cast<size_t>(ws) > workspace_limit) continue;
+      candidates.push_back({plan->d, static_cast<size_t>(ws), index, c});
+      unused_plans.push_back(std::move(plan));
+    }
   }
   if (candidates.empty()) return nullptr;
 
