@@ -151,7 +151,10 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
 //   backward_reads_inputs) or it is a graph output; an in-place layer (ReLU) that is its input's
 //   only reader writes over that input, whose buffer then lives as long as either needs;
 // - training only: a gradient dy is written by its last consumer's backward and read by its own
-//   node's backward; dy_extra is live across its consumers' backward steps.
+//   node's backward; dy_extra is live across its consumers' backward steps. Where that consumer
+//   passes its gradient through (add) and is the node's only one, the node's dy is the
+//   consumer's dy, in one buffer that lives until the node's backward: no copy, no second buffer
+//   (down a chain of adds, one buffer serves them all).
 void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
   const size_t count = nodes_.size();
   const int64_t n = static_cast<int64_t>(count), end = 2 * n;
@@ -182,6 +185,23 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
     }
   }
 
+  // The node whose dy buffer each node's gradient lives in: its own, or (see above) its only
+  // consumer's, found from the graph's end so chains resolve to their last link.
+  std::vector<size_t> dy_owner(count);
+  std::vector<int64_t> dy_last(count);
+  std::vector<bool> is_output(count, false);
+  for (size_t k = 0; k < output_count(); ++k) is_output[output_node(k)] = true;
+  for (size_t i = 1; i < count; ++i) dy_owner[i] = i, dy_last[i] = backward_step(static_cast<int64_t>(i));
+  for (size_t i = count; training_ && i-- > 1;) {
+    const Node& node = nodes_[i];
+    if (!node.layer->passes_gradient_through() || is_output[i]) continue;
+    for (int j : node.inputs) {
+      if (j == input() || nodes_[j].consumers != 1 || is_output[j] || !y_specs[j].same_as(y_specs[i])) continue;
+      dy_owner[j] = dy_owner[i];
+      dy_last[dy_owner[j]] = std::max(dy_last[dy_owner[j]], backward_step(j));
+    }
+  }
+
   enum class Kind { kY, kDy, kDyExtra };
   struct Request {
     size_t node;
@@ -198,7 +218,8 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
     if (owner[i] == i) add(i, Kind::kY, at, y_last[i]);
     if (!training_) continue;
     const Node& node = nodes_[i];
-    add(i, Kind::kDy, node.consumers > 0 ? backward_step(last_reader[i]) : backward_step(at), backward_step(at));
+    if (dy_owner[i] == i)
+      add(i, Kind::kDy, node.consumers > 0 ? backward_step(last_reader[i]) : backward_step(at), dy_last[i]);
     if (node.consumers > 1) add(i, Kind::kDyExtra, backward_step(last_reader[i]), backward_step(first_reader[i]));
   }
   const MemoryPlan plan = plan_memory(lifetimes);
@@ -215,6 +236,10 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
   }
   for (size_t i = 1; i < count; ++i)
     if (owner[i] != i) nodes_[i].y = Tensor(y_specs[i], nodes_[owner[i]].y.data(), nullptr);
+  for (size_t i = 1; i < count; ++i) {
+    nodes_[i].dy_shared = dy_owner[i] != i;
+    if (nodes_[i].dy_shared) nodes_[i].dy = Tensor(y_specs[i], nodes_[dy_owner[i]].dy.data(), nullptr);
+  }
 }
 
 void Graph::init_parameters(uint64_t seed) {
@@ -300,6 +325,9 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
       x.push_back(&in.y);
       if (j == input()) {
         dx.push_back(nullptr);
+      } else if (in.dy_shared) {
+        dx.push_back(nullptr);  // its dy is n's own: the gradient is already there
+        in.dy_written = true;
       } else if (!in.dy_written) {
         dx.push_back(&in.dy);  // first consumer (in backward order) writes
         in.dy_written = true;

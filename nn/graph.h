@@ -124,6 +124,7 @@ class Graph {
     std::vector<int> inputs;
     int consumers = 0;
     Tensor y, dy, dy_extra;  // output, its gradient, and a second buffer when consumers > 1
+    bool dy_shared = false;  // dy is its only consumer's own dy, which passes it through (add)
     bool dy_written = false;
   };
 

@@ -69,6 +69,10 @@ class Layer {
   virtual bool runs_in_place() const { return false; }
   // True when backward reads this layer's own output y; an in-place reader may then not overwrite it.
   virtual bool backward_reads_output() const { return false; }
+  // True when every input's gradient is the output's gradient itself (add): the graph then lets
+  // an input nothing else reads share the output gradient's buffer, and backward gets a null dx
+  // for it (nothing to copy). See Note [Activation memory] in nn/graph.cpp.
+  virtual bool passes_gradient_through() const { return false; }
   // False when backward needs none of the inputs' values (add, concat, pooling with its own
   // workspace): the graph may then reuse an input's memory once its forward readers are done.
   virtual bool backward_reads_inputs() const { return true; }

@@ -12,6 +12,7 @@ class Add final : public Layer {
  public:
   std::string_view kind() const override { return "add"; }
   bool backward_reads_inputs() const override { return false; }
+  bool passes_gradient_through() const override { return true; }
 
  protected:
   size_t arity() const override { return 2; }

@@ -118,6 +118,49 @@ TEST(Graph, FanOutGradientsAreSummedAsFiniteDifferencesSay) {
   ParamRef& a = g->params()[4];
   ASSERT_EQ(a.name, "a.weight");
   EXPECT_LT(worst_relative_error(a, loss, 1e-2f, 17, 1e-3), 1e-2);
+  // Conv "b" is the add's only producer of its first input: its gradient arrives in the add's own
+  // gradient buffer (Note [Activation memory]), with no copy.
+  ParamRef& b = g->params()[2];
+  ASSERT_EQ(b.name, "b.weight");
+  EXPECT_LT(worst_relative_error(b, loss, 1e-2f, 17, 1e-3), 1e-2);
+}
+
+// input -> a -> id -> b -> add1(b, id) -> add2(add1, id) -> flatten -> fc: add1 is add2's, and b
+// is add1's, only producer of that input, so b, add1 and add2 share one gradient buffer, while
+// id (three consumers) sums its gradients as before.
+TEST(Graph, ChainedAddsHandTheirGradientDownAsFiniteDifferencesSay) {
+  auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+  int x = g->add("a", Conv2d(conv3x3(3, 16)), {g->input()});
+  const int r = g->add("id", Dropout(0.0), {x});
+  x = g->add("b", Conv2d(conv3x3(16, 16)), {r});
+  x = g->add("add1", Add(), {x, r});
+  x = g->add("add2", Add(), {x, r});
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc", Linear(16 * 25, 4), {x});
+  g->plan(2, Device::kCpu);
+  g->init_parameters(6);
+  Rng rng(4, 4);
+  std::vector<float> x_in(2 * 3 * 5 * 5), r_out(2 * 4);
+  for (float& v : x_in) v = 2 * rng.uniform() - 1;
+  for (float& v : r_out) v = 2 * rng.uniform() - 1;
+  auto loss = [&] {
+    const Tensor& y = g->forward(x_in.data(), {});
+    double l = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(r_out[i]) * y.data()[i];
+    return l;
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reuses every buffer as planned
+    loss();
+    Tensor dy(g->output_spec());
+    std::copy(r_out.begin(), r_out.end(), dy.data());
+    g->backward(dy, {});
+  }
+  ParamRef& a = g->params()[4];
+  ParamRef& b = g->params()[2];
+  ASSERT_EQ(a.name, "a.weight");
+  ASSERT_EQ(b.name, "b.weight");
+  EXPECT_LT(worst_relative_error(b, loss, 1e-2f, 17, 1e-3), 1e-2);
+  EXPECT_LT(worst_relative_error(a, loss, 1e-2f, 17, 1e-3), 1e-2);
 }
 
 // input -> c1 -> act1 -> c2 -> act2 -> flatten -> fc1 (main output), with a second output fc2
