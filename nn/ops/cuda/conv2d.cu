@@ -10,6 +10,7 @@
 // graph's plain float32 images) is converted into a buffer of the op's own first. With
 // RINGTRAIN_CUDNN_GRAPH, a direction may run a plan of cuDNN's graph API instead (Note [cuDNN
 // graph API] in conv_graph.h).
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -256,8 +257,18 @@ class CudaConv2d final : public Conv2dOp {
     p.direction = d;
     const std::string key = str_cat("graph ", direction, " ", key_);
     auto known = graph_plans().find(key);
-    if (known == graph_plans().end())
-      known = graph_plans().emplace(key, ConvGraphPlan::best(p, kWorkspaceLimit)).first;
+    if (known == graph_plans().end()) {
+      // An experimental path must not stop a run the legacy API can do: a failure to plan is
+      // said once per shape, and the legacy algorithm runs.
+      std::shared_ptr<ConvGraphPlan> plan;
+      try {
+        plan = ConvGraphPlan::best(p, kWorkspaceLimit);
+      } catch (const Error& e) {
+        std::cerr << "ringtrain: cuDNN's graph API could not plan " << key << " (" << e.what()
+                  << "); the legacy algorithm runs\n";
+      }
+      known = graph_plans().emplace(key, std::move(plan)).first;
+    }
     const std::shared_ptr<ConvGraphPlan>& plan = known->second;
     if (!plan || (context().conv_graph == CudnnGraphUse::kWhereFaster && plan->ms() >= legacy.ms)) return nullptr;
     reserve_workspace(plan->workspace());

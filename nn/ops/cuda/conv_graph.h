@@ -58,8 +58,10 @@ class ConvGraphPack {
 
 class ConvGraphPlan {
  public:
-  // The fastest engine within `workspace_limit` bytes, timed on scratch buffers; nullptr when no
-  // engine cuDNN suggests finalizes for the problem.
+  // The fastest engine within `workspace_limit` bytes (and the GPU's free memory), timed on
+  // scratch buffers; nullptr when no engine cuDNN suggests finalizes for the problem; rt::Error
+  // where cuDNN refuses the problem itself or memory runs out (conv2d.cu then keeps the legacy
+  // algorithm).
   static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit);
   ~ConvGraphPlan();
   ConvGraphPlan(const ConvGraphPlan&) = delete;
