@@ -11,6 +11,7 @@
 #include "base/rng.h"
 #include "nn/device.h"
 #include "nn/ops/cuda/algorithm_choice.h"
+#include "nn/ops/cuda/packed_map.h"
 #include "nn/ops/dropout.h"
 #include "nn/ops/elementwise_math.h"
 #include "nn/ops/pool2d.h"
@@ -239,6 +240,52 @@ TEST(CudaMath, AlgorithmChoiceIsTheFastestAllowedWithinTheWorkspace) {
   ASSERT_NE(cache.find("fwd (1, 3, 8, 8)"), nullptr);
   EXPECT_EQ(cache.find("fwd (1, 3, 8, 8)")->algorithm, 1);
   EXPECT_EQ(cache.find("bwd_data (1, 3, 8, 8)"), nullptr);
+}
+
+// The packed walk of the elementwise kernels, played thread by thread for a few grid sizes: every
+// element is written once, with the op of its own inputs and index, at both pack widths, with
+// tails of every length, in place too.
+template <typename T, int P>
+void expect_packed_map_covers(int64_t n, int64_t threads) {
+  SCOPED_TRACE(str_cat("n ", n, " threads ", threads, " pack ", P, " of ", sizeof(T), "-byte elements"));
+  struct Tagged {  // exact in bf16 for these small integers
+    float operator()(float a, float b, int64_t i) const { return a + 2 * b + static_cast<float>(i); }
+  };
+  struct Negated {
+    float operator()(float a, int64_t) const { return -a; }
+  };
+  // new[] aligns to 16 bytes, as the packs need; past n, y keeps a sentinel.
+  std::vector<T> a(static_cast<size_t>(n) + P), b(a.size()), y(a.size());
+  for (int64_t i = 0; i < n; ++i) cuda::store(&a[static_cast<size_t>(i)], static_cast<float>(i % 7)),
+                                  cuda::store(&b[static_cast<size_t>(i)], static_cast<float>(i % 5));
+  const float sentinel = 1000;
+  for (T& v : y) cuda::store(&v, sentinel);
+  for (int64_t t = 0; t < threads; ++t) cuda::map_share<P>(Tagged{}, a.data(), b.data(), y.data(), n, t, threads);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(cuda::load(&y[static_cast<size_t>(i)]), static_cast<float>(i % 7 + 2 * (i % 5) + i)) << "element " << i;
+  EXPECT_EQ(cuda::load(&y[static_cast<size_t>(n)]), sentinel) << "written past the end";
+  for (int64_t t = 0; t < threads; ++t) cuda::map_share<P>(Negated{}, y.data(), static_cast<const T*>(nullptr), y.data(), n, t, threads);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(cuda::load(&y[static_cast<size_t>(i)]), -static_cast<float>(i % 7 + 2 * (i % 5) + i)) << "in place, " << i;
+}
+
+TEST(CudaMath, PackedMapsWriteEveryElementOnceAtEveryWidth) {
+  for (int64_t n : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100})
+    for (int64_t threads : {1, 3, 8, 32}) {
+      expect_packed_map_covers<cuda::Bf16, 8>(n, threads);
+      expect_packed_map_covers<cuda::Bf16, 1>(n, threads);
+      expect_packed_map_covers<float, 4>(n, threads);
+      expect_packed_map_covers<cuda::F16, 8>(n, threads);
+    }
+  // The width: 16 bytes' worth where every pointer is 16-byte aligned, else one element.
+  alignas(16) cuda::Bf16 buffer[16];
+  int width = 0;
+  cuda::with_pack_width<cuda::Bf16>({buffer, nullptr}, [&](auto w) { width = decltype(w)::value; });
+  EXPECT_EQ(width, 8);
+  cuda::with_pack_width<cuda::Bf16>({buffer, buffer + 1}, [&](auto w) { width = decltype(w)::value; });
+  EXPECT_EQ(width, 1);
+  cuda::with_pack_width<float>({buffer}, [&](auto w) { width = decltype(w)::value; });
+  EXPECT_EQ(width, 4);
 }
 
 TEST(CudaMath, GraphEnginesKeepThePrecisionsPromise) {

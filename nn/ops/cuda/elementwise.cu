@@ -1,35 +1,53 @@
 // The elementwise ops as kernels of ours over the flat buffer: ReLU, residual add and gradient
-// accumulation, dropout, the SGD update and the finite check of loss scaling, each calling its
-// per-element function from nn/ops/elementwise_math.h. Each runs on its input's element type and
-// keeps its layout (Note [Mixed precision]); flatten and reorder convert between layouts.
+// accumulation, dropout (each a packed map, packed_map.h), the SGD update and the finite check of
+// loss scaling, each calling its per-element function from nn/ops/elementwise_math.h. Each runs
+// on its input's element type and keeps its layout (Note [Mixed precision]); flatten and reorder
+// convert between layouts.
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
+#include "nn/ops/cuda/packed_map.h"
 #include "nn/ops/elementwise_math.h"
 
 namespace rt::cuda {
 namespace {
 
-template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], relu_forward(load(&x[i])));
+// The per-element ops of the packed maps (packed_map.h): op(a, i) or op(a, b, i) for element i.
+struct ReluForward {
+  RT_HD float operator()(float x, int64_t) const { return relu_forward(x); }
+};
+struct ReluBackward {
+  RT_HD float operator()(float y, float dy, int64_t) const { return relu_backward(y, dy); }
+};
+struct Sum {
+  RT_HD float operator()(float a, float b, int64_t) const { return a + b; }
+};
+struct DropoutMask {
+  uint64_t seed, step;
+  float p;
+  RT_HD float operator()(float x, int64_t i) const { return x * dropout_scale(seed, step, static_cast<uint64_t>(i), p); }
+};
+
+template <int P, typename T, typename Op>
+__global__ void map_kernel(Op op, const T* a, const T* b, T* y, int64_t n) {
+  map_share<P>(op, a, b, y, n, blockIdx.x * int64_t{blockDim.x} + threadIdx.x, int64_t{gridDim.x} * blockDim.x);
 }
-template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&dx[i], relu_backward(load(&y[i]), load(&dy[i])));
-}
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&a[i]) + load(&b[i]));
-}
-template <typename T>
-__global__ void accumulate_kernel(T* dst, const T* src, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&dst[i], load(&dst[i]) + load(&src[i]));
-}
-template <typename T>
-__global__ void dropout_kernel(const T* x, T* y, int64_t n, uint64_t seed, uint64_t step, float p) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&x[i]) * dropout_scale(seed, step, static_cast<uint64_t>(i), p));
+
+// y = op(a) or op(a, b) over n elements of the storage type `t`, on the compute stream, 16
+// bytes per load and store where the pointers allow. b is null for a unary op.
+template <typename Op>
+void launch_map(DType t, const Op& op, const float* a, const float* b, float* y, int64_t n) {
+  if (n == 0) return;
+  with_storage(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    with_pack_width<T>({a, b, y}, [&](auto width) {
+      constexpr int P = decltype(width)::value;
+      map_kernel<P><<<blocks_for(n / P > 0 ? n / P : 1), 256, 0, context().stream>>>(op, as<T>(a), as<T>(b),
+                                                                                   as<T>(y), n);
+    });
+  });
+  RT_CU_LAUNCHED();
 }
 __global__ void sgd_kernel(SgdStep s, float* w, const float* g, float* v, int64_t n) {
   RT_FOR_EACH_ELEMENT(i, n) sgd_element(s, w[i], g[i], v[i]);
@@ -61,20 +79,10 @@ class CudaRelu final : public ReluOp {
  public:
   explicit CudaRelu(DType t) : dtype_(t) {}
   void forward(const Tensor& x, Tensor& y) override {
-    with_storage(dtype_, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      relu_forward_kernel<<<blocks_for(x.numel()), 256, 0, context().stream>>>(as<T>(x.data()), as<T>(y.data()),
-                                                                               x.numel());
-    });
-    RT_CU_LAUNCHED();
+    launch_map(dtype_, ReluForward{}, x.data(), nullptr, y.data(), x.numel());
   }
   void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    with_storage(dtype_, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      relu_backward_kernel<<<blocks_for(y.numel()), 256, 0, context().stream>>>(
-          as<T>(y.data()), as<T>(dy.data()), as<T>(dx.data()), y.numel());
-    });
-    RT_CU_LAUNCHED();
+    launch_map(dtype_, ReluBackward{}, y.data(), dy.data(), dx.data(), y.numel());
   }
 
  private:
@@ -85,12 +93,7 @@ class CudaAdd final : public AddOp {
  public:
   explicit CudaAdd(DType t) : dtype_(t) {}
   void forward(const Tensor& a, const Tensor& b, Tensor& y) override {
-    with_storage(dtype_, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      add_kernel<<<blocks_for(a.numel()), 256, 0, context().stream>>>(as<T>(a.data()), as<T>(b.data()),
-                                                                      as<T>(y.data()), a.numel());
-    });
-    RT_CU_LAUNCHED();
+    launch_map(dtype_, Sum{}, a.data(), b.data(), y.data(), a.numel());
   }
   void backward(const Tensor& dy, Tensor* da, Tensor* db) override {
     if (da) copy_on_gpu(da->data(), dy.data(), dy.bytes());
@@ -115,12 +118,7 @@ class CudaDropout final : public DropoutOp {
  private:
   void apply(const Tensor& in, Tensor& out) {
     if (!active_) return copy_on_gpu(out.data(), in.data(), in.bytes());
-    with_storage(dtype_, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      dropout_kernel<<<blocks_for(in.numel()), 256, 0, context().stream>>>(as<T>(in.data()), as<T>(out.data()),
-                                                                           in.numel(), seed_, step_, p_);
-    });
-    RT_CU_LAUNCHED();
+    launch_map(dtype_, DropoutMask{seed_, step_, p_}, in.data(), nullptr, out.data(), in.numel());
   }
 
   float p_;
@@ -162,12 +160,7 @@ std::unique_ptr<FlattenOp> make_flatten(const TensorSpec& x) { return std::make_
 void accumulate(Tensor& dst, const Tensor& src) {
   RT_CHECK(dst.spec().same_as(src.spec()), "accumulate on the GPU needs one layout, got ", dst.spec().describe(),
            " and ", src.spec().describe());
-  with_storage(dtype_of(dst.spec()), [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    accumulate_kernel<<<blocks_for(dst.numel()), 256, 0, context().stream>>>(as<T>(dst.data()), as<T>(src.data()),
-                                                                             dst.numel());
-  });
-  RT_CU_LAUNCHED();
+  launch_map(dtype_of(dst.spec()), Sum{}, dst.data(), src.data(), dst.data(), dst.numel());
 }
 
 void reorder(const Tensor& src, Tensor& dst) { convert(src, dst.data(), dst.spec()); }
