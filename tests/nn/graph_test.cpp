@@ -97,23 +97,37 @@ TEST(Graph, GradReadyFiresOncePerParameterInArenaOrderWithTheFinalGradient) {
   }
 }
 
+// loss = r . y for the graph's output y on fixed random inputs x and weights r, drawn from `seed`;
+// backward() runs one backward pass of it (after a forward), leaving the gradients in the graph.
+class LinearLoss {
+ public:
+  LinearLoss(Graph& g, uint64_t seed) : g_(g), x_(2 * 3 * 5 * 5), r_(2 * 4) {
+    Rng rng(seed, seed);
+    for (float& v : x_) v = 2 * rng.uniform() - 1;
+    for (float& v : r_) v = 2 * rng.uniform() - 1;
+  }
+  double operator()() const {
+    const Tensor& y = g_.forward(x_.data(), {});
+    double l = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(r_[i]) * y.data()[i];
+    return l;
+  }
+  void backward() const {
+    (*this)();
+    Tensor dy(g_.output_spec());
+    std::copy(r_.begin(), r_.end(), dy.data());
+    g_.backward(dy, {});
+  }
+
+ private:
+  Graph& g_;
+  std::vector<float> x_, r_;
+};
+
 TEST(Graph, FanOutGradientsAreSummedAsFiniteDifferencesSay) {
   auto g = residual_graph();
-  Rng rng(3, 3);
-  std::vector<float> x(2 * 3 * 5 * 5);
-  for (float& v : x) v = 2 * rng.uniform() - 1;
-  std::vector<float> r(2 * 4);
-  for (float& v : r) v = 2 * rng.uniform() - 1;
-  auto loss = [&] {
-    const Tensor& y = g->forward(x.data(), {});
-    double l = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(r[i]) * y.data()[i];
-    return l;
-  };
-  loss();
-  Tensor dy(g->output_spec());
-  std::copy(r.begin(), r.end(), dy.data());
-  g->backward(dy, {});
+  const LinearLoss loss(*g, 3);
+  loss.backward();
   // Conv "a" sits before the fan-out: its gradient is the sum over both paths.
   ParamRef& a = g->params()[4];
   ASSERT_EQ(a.name, "a.weight");
@@ -139,22 +153,9 @@ TEST(Graph, ChainedAddsHandTheirGradientDownAsFiniteDifferencesSay) {
   g->add("fc", Linear(16 * 25, 4), {x});
   g->plan(2, Device::kCpu);
   g->init_parameters(6);
-  Rng rng(4, 4);
-  std::vector<float> x_in(2 * 3 * 5 * 5), r_out(2 * 4);
-  for (float& v : x_in) v = 2 * rng.uniform() - 1;
-  for (float& v : r_out) v = 2 * rng.uniform() - 1;
-  auto loss = [&] {
-    const Tensor& y = g->forward(x_in.data(), {});
-    double l = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(r_out[i]) * y.data()[i];
-    return l;
-  };
-  for (int pass = 0; pass < 2; ++pass) {  // the second pass reuses every buffer as planned
-    loss();
-    Tensor dy(g->output_spec());
-    std::copy(r_out.begin(), r_out.end(), dy.data());
-    g->backward(dy, {});
-  }
+  const LinearLoss loss(*g, 4);
+  loss.backward();
+  loss.backward();  // the second pass reuses every buffer as planned
   ParamRef& a = g->params()[4];
   ParamRef& b = g->params()[2];
   ASSERT_EQ(a.name, "a.weight");
