@@ -94,7 +94,7 @@ std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
-std::shared_ptr<void> allocate_host_staging(Device bound_for, size_t bytes) {
+std::shared_ptr<void> allocate_host_staging([[maybe_unused]] Device bound_for, size_t bytes) {
 #ifdef RINGTRAIN_WITH_CUDA
   if (bound_for == Device::kCuda) return cuda::allocate_pinned(bytes);
 #endif
