@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,11 +36,17 @@ AlgorithmCache& cache() {
   return c;
 }
 
-// Graph-API plans by direction and shape key; nullptr where cuDNN offered none. Layers of one
-// shape share a plan (each keeps its own ConvGraphPack).
-std::map<std::string, std::shared_ptr<ConvGraphPlan>>& graph_plans() {
-  static std::map<std::string, std::shared_ptr<ConvGraphPlan>> plans;
-  return plans;
+// What the graph API offers one direction of one shape, by key: its plan (null where cuDNN
+// offered none; layers of one shape share it, each with its own ConvGraphPack) and, once
+// RINGTRAIN_CUDNN_GRAPH=1 asks, the legacy algorithm's time on the same ConvTimer.
+struct GraphChoice {
+  std::shared_ptr<ConvGraphPlan> plan;
+  bool legacy_timed = false;
+  std::optional<float> legacy_ms;  // nullopt where that timing failed: the legacy algorithm then runs
+};
+std::map<std::string, GraphChoice>& graph_choices() {
+  static std::map<std::string, GraphChoice> choices;
+  return choices;
 }
 
 bool is_transform(cudnnConvolutionFwdAlgo_t a) {
@@ -147,9 +154,25 @@ class CudaConv2d final : public Conv2dOp {
       p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
       p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
       p.rules = {!half_, c.tf32, allow_transforms_};  // the legacy descriptor's math, as set above
-      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
-      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
-      if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
+      // The legacy algorithms as the timer runs them: (x, w, y) by role, as in ConvGraphPlan::run.
+      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_, [&](void* x, void* w, void* y, void* ws) {
+        return cudnnConvolutionForward(c.cudnn, &kOne, x_.d, x, w_.d, w, conv_.d,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), ws, fwd_.workspace,
+                                       &kZero, y_.d, y) == CUDNN_STATUS_SUCCESS;
+      });
+      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_,
+                                 [&](void* x, void* dw, void* dy, void* ws) {
+        return cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, x, y_.d, dy, conv_.d,
+                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
+                                              ws, bwd_filter_.workspace, &kZero, w_.d, dw) == CUDNN_STATUS_SUCCESS;
+      });
+      if (need_dx_)
+        graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_,
+                                 [&](void* dx, void* w, void* dy, void* ws) {
+          return cudnnConvolutionBackwardData(c.cudnn, &kOne, w_.d, w, y_.d, dy, conv_.d,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm), ws,
+                                              bwd_data_.workspace, &kZero, x_.d, dx) == CUDNN_STATUS_SUCCESS;
+        });
     }
   }
 
@@ -251,26 +274,33 @@ class CudaConv2d final : public Conv2dOp {
     return *best;
   }
 
-  // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse).
+  // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse):
+  // with RINGTRAIN_CUDNN_GRAPH=1 only where it timed faster than `run_legacy` on the same timer.
   std::shared_ptr<ConvGraphPlan> graph_plan(const char* direction, ConvGraphProblem p, ConvDirection d,
-                                            const AlgorithmTrial& legacy) {
+                                            const AlgorithmTrial& legacy, const ConvTimer::Run& run_legacy) {
     p.direction = d;
     const std::string key = str_cat("graph ", direction, " ", key_);
-    auto known = graph_plans().find(key);
-    if (known == graph_plans().end()) {
-      // An experimental path must not stop a run the legacy API can do: a failure to plan is
-      // said once per shape, and the legacy algorithm runs.
-      std::shared_ptr<ConvGraphPlan> plan;
+    const bool where_faster = context().conv_graph == CudnnGraphUse::kWhereFaster;
+    auto [it, fresh] = graph_choices().try_emplace(key);
+    GraphChoice& choice = it->second;
+    if (fresh || (where_faster && choice.plan && !choice.legacy_timed)) {
+      // An experimental path must not stop a run the legacy API can do: a failure to plan or
+      // time is said once per shape, and the legacy algorithm runs.
       try {
-        plan = ConvGraphPlan::best(p, kWorkspaceLimit);
+        ConvTimer timer(p);
+        if (fresh) choice.plan = ConvGraphPlan::best(p, kWorkspaceLimit, timer);
+        if (where_faster && choice.plan) {
+          choice.legacy_timed = true;
+          set_math(legacy);
+          choice.legacy_ms = timer.mean_ms(run_legacy, legacy.workspace);
+        }
       } catch (const Error& e) {
-        std::cerr << "ringtrain: cuDNN's graph API could not plan " << key << " (" << e.what()
+        std::cerr << "ringtrain: cuDNN's graph API could not plan or time " << key << " (" << e.what()
                   << "); the legacy algorithm runs\n";
       }
-      known = graph_plans().emplace(key, std::move(plan)).first;
     }
-    const std::shared_ptr<ConvGraphPlan>& plan = known->second;
-    if (!plan || (context().conv_graph == CudnnGraphUse::kWhereFaster && plan->ms() >= legacy.ms)) return nullptr;
+    const std::shared_ptr<ConvGraphPlan>& plan = choice.plan;
+    if (!plan || (where_faster && (!choice.legacy_ms || plan->ms() >= *choice.legacy_ms))) return nullptr;
     reserve_workspace(plan->workspace());
     return plan;
   }

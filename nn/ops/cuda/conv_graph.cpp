@@ -107,23 +107,6 @@ cudnnBackendDescriptor_t make_pack(const std::array<void*, 4>& pointers) {
   return pack.release();
 }
 
-// Start and stop events on the context's stream, released on every path.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EventPair() {
-    RT_CU(cudaEventCreate(&start));
-    if (cudaEventCreate(&stop) != cudaSuccess) {
-      cudaEventDestroy(start);
-      RT_CHECK(false, "cannot create a CUDA event to time convolution engines");
-    }
-  }
-  ~EventPair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-};
 
 // Appends every engine configuration heuristics `mode` suggests for the graph, best first;
 // nothing where that mode has no answer for it.
@@ -178,7 +161,53 @@ ConvGraphPlan::~ConvGraphPlan() {
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
 
-std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, size_t workspace_limit) {
+ConvTimer::ConvTimer(const ConvGraphProblem& p) {
+  const cudaStream_t stream = context().stream;
+  const auto scratch_of = [&](const std::array<int64_t, 4>& dims) {
+    const size_t bytes = bytes_of(dims, p.io_type);
+    std::shared_ptr<void> b = allocate_zeroed(Device::kCuda, bytes);
+    RT_CU(cudaMemsetAsync(b.get(), 0x3C, bytes, stream));
+    return b;
+  };
+  x_ = scratch_of(p.x), w_ = scratch_of(p.w), y_ = scratch_of(p.y);
+  RT_CU(cudaEventCreate(&start_));
+  if (cudaEventCreate(&stop_) != cudaSuccess) {
+    cudaEventDestroy(start_);
+    RT_CHECK(false, "cannot create a CUDA event to time convolutions");
+  }
+}
+
+ConvTimer::~ConvTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+}
+
+std::optional<float> ConvTimer::timed(const Run& run, int runs) {
+  const cudaStream_t stream = context().stream;
+  RT_CU(cudaEventRecord(start_, stream));
+  for (int r = 0; r < runs; ++r)
+    if (!run(x_.get(), w_.get(), y_.get(), workspace_.get())) return std::nullopt;
+  RT_CU(cudaEventRecord(stop_, stream));
+  RT_CU(cudaEventSynchronize(stop_));
+  float ms = 0;
+  RT_CU(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms / static_cast<float>(runs);
+}
+
+std::optional<float> ConvTimer::mean_ms(const Run& run, size_t workspace_bytes) {
+  if (!workspace_ || workspace_bytes > workspace_bytes_) {
+    workspace_.reset();  // the old one goes first: both may not fit
+    workspace_ = allocate_zeroed(Device::kCuda, std::max<size_t>(workspace_bytes, 1));
+    workspace_bytes_ = workspace_bytes;
+  }
+  if (!run(x_.get(), w_.get(), y_.get(), workspace_.get())) return std::nullopt;  // warm-up
+  std::optional<float> ms = timed(run, 3);
+  if (ms && *ms * 3 < 1.0f) ms = timed(run, std::min(100, static_cast<int>(1.0f / std::max(*ms, 1e-3f)) + 1));
+  return ms;
+}
+
+std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, size_t workspace_limit,
+                                                   ConvTimer& timer) {
   cudnnHandle_t handle = context().cudnn;
   std::unique_ptr<ConvGraphPlan> g(new ConvGraphPlan);
   g->direction_ = p.direction;
@@ -240,14 +269,12 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   std::vector<std::unique_ptr<Scoped>> configs;
   std::vector<Candidate> candidates;
   std::vector<std::unique_ptr<Scoped>> unused_plans;
-  // Timing allocates the largest candidate's workspace beside the model's own memory: never more
-  // than the GPU has free, less the scratch tensors and a margin.
+  // Timing allocates each candidate's workspace beside the model's memory and the timer's scratch
+  // tensors: never more than the GPU has free now, less a margin.
   size_t free_bytes = 0, total_bytes = 0;
   RT_CU(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t scratch_bytes = bytes_of(p.x, p.io_type) + bytes_of(p.w, p.io_type) + bytes_of(p.y, p.io_type);
   const size_t margin = size_t{256} << 20;
-  const size_t most_workspace_allowed =
-      std::min(workspace_limit, free_bytes > scratch_bytes + margin ? free_bytes - scratch_bytes - margin : 0);
+  const size_t most_workspace_allowed = std::min(workspace_limit, free_bytes > margin ? free_bytes - margin : 0);
   for (const cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     if (!candidates.empty()) break;
     const size_t first = configs.size();
@@ -280,42 +307,16 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   }
   if (candidates.empty()) return nullptr;
 
-  // Time each on scratch tensors of small non-zero values (the byte 0x3C throughout: about 0.0115
-  // in every type; all-zero data would flatter tensor cores' power draw): one run to warm up,
-  // then the mean of at least three, and of enough to make a millisecond where a run is short,
-  // so host overhead per run does not decide between engines.
-  size_t most_workspace = 0;
-  for (const Candidate& c : candidates) most_workspace = std::max(most_workspace, c.workspace);
-  const cudaStream_t stream = context().stream;
-  const auto scratch_of = [&](size_t bytes) {
-    std::shared_ptr<void> b = allocate_zeroed(Device::kCuda, std::max<size_t>(bytes, 1));
-    RT_CU(cudaMemsetAsync(b.get(), 0x3C, bytes, stream));
-    return b;
-  };
-  const auto bx = scratch_of(bytes_of(p.x, p.io_type)), bw = scratch_of(bytes_of(p.w, p.io_type)),
-             by = scratch_of(bytes_of(p.y, p.io_type));
-  const auto bws = allocate_zeroed(Device::kCuda, std::max<size_t>(most_workspace, 1));
-  const EventPair events;
-  // Mean milliseconds of `runs` back-to-back runs; nullopt if cuDNN refused one.
-  const auto time_runs = [&](cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
-                             int runs) -> std::optional<float> {
-    RT_CU(cudaEventRecord(events.start, stream));
-    for (int r = 0; r < runs; ++r)
-      if (cudnnBackendExecute(handle, plan, pack) != CUDNN_STATUS_SUCCESS) return std::nullopt;
-    RT_CU(cudaEventRecord(events.stop, stream));
-    RT_CU(cudaEventSynchronize(events.stop));
-    float ms = 0;
-    RT_CU(cudaEventElapsedTime(&ms, events.start, events.stop));
-    return ms / static_cast<float>(runs);
-  };
   size_t best_at = candidates.size();
   float best_ms = 0;
-  ConvGraphPack scratch;
+  ConvGraphPack pack;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const cudnnBackendDescriptor_t pack = scratch.for_pointers({bx.get(), bw.get(), by.get(), bws.get()});
-    if (cudnnBackendExecute(handle, candidates[i].plan, pack) != CUDNN_STATUS_SUCCESS) continue;
-    std::optional<float> ms = time_runs(candidates[i].plan, pack, 3);
-    if (ms && *ms * 3 < 1.0f) ms = time_runs(candidates[i].plan, pack, std::min(100, static_cast<int>(1.0f / std::max(*ms, 1e-3f)) + 1));
+    const std::optional<float> ms = timer.mean_ms(
+        [&](void* x, void* w, void* y, void* ws) {
+          return cudnnBackendExecute(handle, candidates[i].plan, pack.for_pointers({x, w, y, ws})) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        candidates[i].workspace);
     if (ms && (best_at == candidates.size() || *ms < best_ms)) best_at = i, best_ms = *ms;
   }
   if (best_at == candidates.size()) return nullptr;

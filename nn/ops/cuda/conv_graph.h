@@ -8,16 +8,19 @@
 // 1.7 times faster than ringtrain, and its TF32 step 1.3 times. The graph API reaches every engine
 // cuDNN has. It is tried only with RINGTRAIN_CUDNN_GRAPH=1 (experimental: written in sessions
 // without GPU time), at every precision, and a plan runs only where it timed faster than the
-// legacy algorithm (RINGTRAIN_CUDNN_GRAPH=always: wherever there is one, as the GPU suite checks
-// it). Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
+// legacy algorithm on the same ConvTimer, data and method (RINGTRAIN_CUDNN_GRAPH=always: wherever
+// there is one, as the GPU suite checks it). Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
 // sums always, TF32 products on float32 data only where train.precision allows them, FFT and
 // Winograd only with conv_algorithm "winograd".
 #pragma once
 
+#include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <array>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,18 +59,44 @@ class ConvGraphPack {
   std::array<void*, 4> pointers_{};
 };
 
+// Times the candidates of one direction alike, legacy algorithms and graph-API plans: on scratch
+// tensors of the problem's shapes holding small non-zero values (the byte 0x3C throughout, about
+// 0.0115 in every type: all-zero data would flatter tensor cores' power draw), one run to warm
+// up, then the mean of at least three runs, and of enough for a millisecond where runs are short,
+// so host overhead per run does not decide. On the context's stream.
+class ConvTimer {
+ public:
+  explicit ConvTimer(const ConvGraphProblem& problem);
+  ~ConvTimer();
+  ConvTimer(const ConvTimer&) = delete;
+  ConvTimer& operator=(const ConvTimer&) = delete;
+
+  // One run of a candidate on (x, w, y) by role (for backward data x is dx and y is dy; for
+  // backward filter w is dw) with `workspace`; false where the library refused it.
+  using Run = std::function<bool(void* x, void* w, void* y, void* workspace)>;
+  // Mean milliseconds per run; nullopt where a run was refused.
+  std::optional<float> mean_ms(const Run& run, size_t workspace_bytes);
+
+ private:
+  std::optional<float> timed(const Run& run, int runs);
+
+  std::shared_ptr<void> x_, w_, y_, workspace_;
+  size_t workspace_bytes_ = 0;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 class ConvGraphPlan {
  public:
-  // The fastest engine within `workspace_limit` bytes (and the GPU's free memory), timed on
-  // scratch buffers; nullptr when no engine cuDNN suggests finalizes for the problem; rt::Error
-  // where cuDNN refuses the problem itself or memory runs out (conv2d.cu then keeps the legacy
-  // algorithm).
-  static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit);
+  // The fastest engine within `workspace_limit` bytes (and the GPU's free memory), as `timer`
+  // times it; nullptr when no engine cuDNN suggests finalizes for the problem; rt::Error where
+  // cuDNN refuses the problem itself or memory runs out (conv2d.cu then keeps the legacy algorithm).
+  static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit,
+                                             ConvTimer& timer);
   ~ConvGraphPlan();
   ConvGraphPlan(const ConvGraphPlan&) = delete;
   ConvGraphPlan& operator=(const ConvGraphPlan&) = delete;
 
-  float ms() const { return ms_; }
+  float ms() const { return ms_; }  // as the ConvTimer timed it
   size_t workspace() const { return workspace_; }
   const std::string& engine() const { return engine_; }  // for messages: "engine 12"
 
