@@ -127,6 +127,14 @@ TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
   EXPECT_GE(used, 24);
 }
 
+// RINGTRAIN_CUDNN_GRAPH=1: the legacy algorithm or the graph API's plan, whichever timed faster
+// on the same ConvTimer; the results hold either way.
+TEST_P(GpuMixedPrecision, Conv2dWhereTheGraphApiIsFaster) {
+  set_cudnn_graph_use(CudnnGraphUse::kWhereFaster);
+  const int used = expect_conv2d_parity(half());
+  std::cout << half().name << ": the graph API was faster on " << used << " of 30 convolution directions\n";
+}
+
 TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {
   const Half& h = half();
   const Shape shape{4, 8, 6, 5};

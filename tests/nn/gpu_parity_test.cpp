@@ -79,6 +79,16 @@ TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) {
   conv_parity_through_the_graph_api("tf32", kTf32);
 }
 
+// RINGTRAIN_CUDNN_GRAPH=1: each direction runs whichever of the legacy algorithm and the graph
+// API's plan timed faster on the same ConvTimer (either may win); the results hold either way.
+TEST_F(GpuParity, Conv2dWhereTheGraphApiIsFaster) {
+  set_cuda_precision(Precision::kTf32);
+  set_cudnn_graph_use(CudnnGraphUse::kWhereFaster);
+  int used = 0;
+  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, kTf32);
+  std::cout << "tf32: the graph API was faster on " << used << " of 15 convolution directions\n";
+}
+
 TEST_F(GpuParity, Conv2dWinogradAgreesWithinItsRounding) {
   const Conv2dGeometry g = Conv2dGeometry::square(32, 32, 3, 1, 1);
   const Both x = random_both({4, 32, 16, 16}, 5), w = random_both(g.weight_shape(), 6, 0.1f);
