@@ -286,11 +286,11 @@ class CudaConv2d final : public Conv2dOp {
     if (fresh || (where_faster && choice.plan && !choice.legacy_timed)) {
       // An experimental path must not stop a run the legacy API can do: a failure to plan or
       // time is said once per shape, and the legacy algorithm runs.
+      if (where_faster) choice.legacy_timed = true;  // tried once, even if what follows throws
       try {
         ConvTimer timer(p);
         if (fresh) choice.plan = ConvGraphPlan::best(p, kWorkspaceLimit, timer);
         if (where_faster && choice.plan) {
-          choice.legacy_timed = true;
           set_math(legacy);
           choice.legacy_ms = timer.mean_ms(run_legacy, legacy.workspace);
         }

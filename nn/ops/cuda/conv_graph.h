@@ -8,8 +8,8 @@
 // 1.7 times faster than ringtrain, and its TF32 step 1.3 times. The graph API reaches every engine
 // cuDNN has. It is tried only with RINGTRAIN_CUDNN_GRAPH=1 (experimental: written in sessions
 // without GPU time), at every precision, and a plan runs only where it timed faster than the
-// legacy algorithm on the same ConvTimer, data and method (RINGTRAIN_CUDNN_GRAPH=always: wherever
-// there is one, as the GPU suite checks it). Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
+// legacy algorithm timed alike (ConvTimer: the same data and method; RINGTRAIN_CUDNN_GRAPH=always:
+// wherever there is one, as the GPU suite checks it). Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
 // sums always, TF32 products on float32 data only where train.precision allows them, FFT and
 // Winograd only with conv_algorithm "winograd".
 #pragma once
@@ -60,10 +60,10 @@ class ConvGraphPack {
 };
 
 // Times the candidates of one direction alike, legacy algorithms and graph-API plans: on scratch
-// tensors of the problem's shapes holding small non-zero values (the byte 0x3C throughout, about
-// 0.0115 in every type: all-zero data would flatter tensor cores' power draw), one run to warm
-// up, then the mean of at least three runs, and of enough for a millisecond where runs are short,
-// so host overhead per run does not decide. On the context's stream.
+// tensors of the problem's shapes holding 0.01 in their own type (all-zero data would flatter
+// tensor cores' power draw; small values keep fp16's sums finite), one run to warm up, then the
+// mean of at least three runs, and of enough for a millisecond where runs are short, so host
+// overhead per run does not decide. On the context's stream.
 class ConvTimer {
  public:
   explicit ConvTimer(const ConvGraphProblem& problem);
