@@ -220,7 +220,12 @@ std::optional<float> ConvTimer::timed(const Run& run, int runs) {
 std::optional<float> ConvTimer::mean_ms(const Run& run, size_t workspace_bytes) {
   if (!workspace_ || workspace_bytes > workspace_bytes_) {
     workspace_.reset();  // the old one goes first: both may not fit
-    workspace_ = allocate_zeroed(Device::kCuda, std::max<size_t>(workspace_bytes, 1));
+    workspace_bytes_ = 0;
+    try {
+      workspace_ = allocate_zeroed(Device::kCuda, std::max<size_t>(workspace_bytes, 1));
+    } catch (const Error&) {
+      return std::nullopt;  // out of GPU memory: this candidate cannot run here, the next may
+    }
     workspace_bytes_ = workspace_bytes;
   }
   if (!run(x_.get(), w_.get(), y_.get(), workspace_.get())) return std::nullopt;  // warm-up

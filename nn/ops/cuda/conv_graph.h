@@ -74,7 +74,7 @@ class ConvTimer {
   // One run of a candidate on (x, w, y) by role (for backward data x is dx and y is dy; for
   // backward filter w is dw) with `workspace`; false where the library refused it.
   using Run = std::function<bool(void* x, void* w, void* y, void* workspace)>;
-  // Mean milliseconds per run; nullopt where a run was refused.
+  // Mean milliseconds per run; nullopt where a run was refused or its workspace does not fit.
   std::optional<float> mean_ms(const Run& run, size_t workspace_bytes);
 
  private:
