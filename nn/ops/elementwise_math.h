@@ -53,6 +53,8 @@ struct BasicPoolAxis {
     return last < out - 1 ? last : out - 1;
   }
   RT_HD bool contains(I i, I h) const { return begin(i) <= h && h < end(i); }
+  // No input row lies in two windows (a fixed kernel no longer than the stride, as VGG's 2x2/2).
+  RT_HD bool disjoint() const { return kernel > 0 && kernel <= stride; }
   template <typename J>
   RT_HD BasicPoolAxis<J> as() const {
     return {static_cast<J>(in), static_cast<J>(out), static_cast<J>(kernel), static_cast<J>(stride),

@@ -213,6 +213,19 @@ TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
             << ": row " << h << " is in window " << i << " outside [" << a.first_output(h) << ", "
             << a.last_output(h) << "]";
       }
+  // Disjoint axes (max pooling's backward scatters there): no row lies in two windows; and the
+  // rule is not vacuous: 2x2/2 is disjoint, 3x3/2 and adaptive axes are not.
+  for (const PoolAxis& a : axes) {
+    if (!a.disjoint()) continue;
+    for (int64_t h = 0; h < a.in; ++h) {
+      int64_t windows = 0;
+      for (int64_t i = 0; i < a.out; ++i) windows += a.contains(i, h);
+      ASSERT_LE(windows, 1) << "in " << a.in << " k " << a.kernel << " s " << a.stride << " p " << a.pad << ": row " << h;
+    }
+  }
+  EXPECT_TRUE((PoolAxis{8, 4, 2, 2, 0}.disjoint()));
+  EXPECT_FALSE((PoolAxis{8, 4, 3, 2, 1}.disjoint()));
+  EXPECT_FALSE((PoolAxis{8, 3, 0, 1, 0}.disjoint()));
   // The GPU's 32-bit copy of each axis answers as the 64-bit one.
   for (const PoolAxis& a : axes) {
     const BasicPoolAxis<int32_t> b = a.as<int32_t>();

@@ -198,6 +198,12 @@ TEST_P(GpuMixedPrecision, Pooling) {
     // so an input that is the arg-max of two sums two gradients, rounded once to 16 bits.
     check(make_pool2d(g, x.cpu.spec()), make_pool2d(g, spec), kind == PoolKind::kMax ? 0.0 : h.u, h.u);
   }
+  {
+    // VGG's 2x2/2: disjoint windows, so each input takes at most one gradient, unrounded: exact
+    // both ways (and max pooling's backward scatters there).
+    SCOPED_TRACE("max 2x2/2");
+    check(make_pool2d(max_pool_2x2(), x.cpu.spec()), make_pool2d(max_pool_2x2(), spec), 0.0, 0.0);
+  }
   SCOPED_TRACE("adaptive 5x4");
   check(make_adaptive_avg_pool2d(5, 4, x.cpu.spec()), make_adaptive_avg_pool2d(5, 4, spec), h.u, h.u);
 }

@@ -14,6 +14,7 @@
 #include "models/registry.h"
 #include "nn/graph_loss.h"
 #include "nn/ops/conv2d.h"
+#include "nn/ops/pool2d.h"
 #include "nn/ops/reorder.h"
 #include "nn/optim/sgd.h"
 
@@ -87,6 +88,15 @@ inline std::vector<float> arena_values(const float* arena, int64_t floats, Devic
 
 // The convolutions every precision is checked on: bias, the ResNet stem, a strided 1x1, an
 // asymmetric kernel, grouped and dilated.
+// VGG-16's max pooling, 2x2 with stride 2: disjoint windows.
+inline Pool2dGeometry max_pool_2x2() {
+  Pool2dGeometry g;
+  g.kind = PoolKind::kMax;
+  g.kernel_h = g.kernel_w = 2;
+  g.stride_h = g.stride_w = 2;
+  return g;
+}
+
 inline std::vector<std::pair<Conv2dGeometry, Shape>> conv_cases() {
   std::vector<std::pair<Conv2dGeometry, Shape>> cases;
   Conv2dGeometry g = Conv2dGeometry::square(16, 32, 3, 1, 1);

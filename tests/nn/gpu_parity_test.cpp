@@ -157,6 +157,13 @@ TEST_F(GpuParity, PoolingMaxAverageAndAdaptive) {
       SCOPED_TRACE(str_cat(kind == PoolKind::kMax ? "max" : "avg", include_pad ? " include pad" : " exclude pad"));
       pool_parity(make_pool2d(g, x.cpu.spec()), make_pool2d(g, x.gpu.spec()), x, 1e-6);
     }
+  {
+    // VGG's 2x2/2: disjoint windows, where max pooling's backward scatters; 13 rows leave the
+    // last one in no window, so its gradient must come out zero.
+    SCOPED_TRACE("max 2x2/2");
+    const Pool2dGeometry g = max_pool_2x2();
+    pool_parity(make_pool2d(g, x.cpu.spec()), make_pool2d(g, x.gpu.spec()), x, 0.0);
+  }
   for (const auto& [oh, ow] : {std::pair<int64_t, int64_t>{1, 1}, {5, 4}, {7, 7}}) {
     SCOPED_TRACE(str_cat("adaptive ", oh, "x", ow));
     pool_parity(make_adaptive_avg_pool2d(oh, ow, x.cpu.spec()), make_adaptive_avg_pool2d(oh, ow, x.gpu.spec()), x, 1e-6);
