@@ -170,9 +170,8 @@ TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {
   EXPECT_PARITY(dbc, dbg, 1e-5);
 }
 
-TEST_P(GpuMixedPrecision, Pooling) {
-  const Half& h = half();
-  const Shape shape{2, 8, 13, 12};
+// Pooling of `shape` at bf16 / fp16 against the CPU's float32.
+void expect_pooling_parity(const Half& h, const Shape& shape) {
   const TensorSpec spec = activation_spec(shape);
   const Both x = random_half(h, shape, 20, 1.0f, &spec);
   const auto check = [&](std::unique_ptr<Pool2dOp> cpu, std::unique_ptr<Pool2dOp> gpu, double forward_tol,
@@ -206,6 +205,15 @@ TEST_P(GpuMixedPrecision, Pooling) {
   }
   SCOPED_TRACE("adaptive 5x4");
   check(make_adaptive_avg_pool2d(5, 4, x.cpu.spec()), make_adaptive_avg_pool2d(5, 4, spec), h.u, h.u);
+}
+
+// 8 channels are one 16-byte pack of 16-bit values per pixel; 24 are three, so the kernels' pack
+// indexing is checked across packs too.
+TEST_P(GpuMixedPrecision, Pooling) {
+  for (const int64_t channels : {8, 24}) {
+    SCOPED_TRACE(str_cat(channels, " channels"));
+    expect_pooling_parity(half(), {2, channels, 13, 12});
+  }
 }
 
 TEST_P(GpuMixedPrecision, ReluAddAccumulateConcatFlatten) {

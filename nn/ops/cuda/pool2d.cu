@@ -5,7 +5,8 @@
 // it is deterministic and needs no atomics. Where max pooling's windows are disjoint (VGG-16's
 // 2x2/2) it scatters instead: each output hands its gradient to its arg-max, the one input no
 // other window holds, after dx is zeroed; a quarter of the threads and none of the gather's
-// window arithmetic per input, and the same values bit for bit. Indices are 32-bit wherever the
+// window arithmetic per input, and the same values (up to the sign of a zero gradient and NaN
+// payloads, which the gather's 0 + dy normalises). Indices are 32-bit wherever the
 // tensors allow (see BasicPoolAxis): with 64-bit ones VGG-16's first max pooling's backward took
 // 6.8 ms at batch 64 on an H100.
 #include <algorithm>
@@ -87,12 +88,16 @@ __global__ void pool_backward(PoolPlan p, const T* dy, const int32_t* argmax, T*
       for (I j = aw.first_output(w); j <= aw.last_output(w); ++j) {
         if (!aw.contains(j, w)) continue;
         const I o = element_offset(p.format, C, ah.out, aw.out, in.n, in.c, i, j);
-        const V d = dyv[o];
-        if (p.max) {
+        if (p.max) {  // dy is read only where some lane's arg-max is this input
+          bool hit[P], any = false;
+          for (int k = 0; k < P; ++k) hit[k] = argmax[o * P + k] == at, any = any || hit[k];
+          if (!any) continue;
+          const V d = dyv[o];
           for (int k = 0; k < P; ++k)
-            if (argmax[o * P + k] == at) g[k] += load(&d.v[k]);
+            if (hit[k]) g[k] += load(&d.v[k]);
           continue;
         }
+        const V d = dyv[o];
         I count;
         if (p.count_include_pad) {
           count = (ah.end(i) - ah.begin(i)) * (aw.end(j) - aw.begin(j));
@@ -123,7 +128,7 @@ __global__ void max_pool_backward_scatter(PoolPlan p, const T* dy, const int32_t
     const V d = dyv[o];
     for (int k = 0; k < P; ++k) {
       const int32_t a = argmax[o * P + k];
-      if (a < 0) continue;  // a window wholly in the padding has no arg-max
+      if (a < 0) continue;  // no arg-max: validate() rules it out (pad < kernel); never write outside
       const I h = static_cast<I>(a) / aw.in, w = static_cast<I>(a) % aw.in;
       store(&dx[element_offset(p.format, C, ah.in, aw.in, at.n, at.c * P + k, h, w)], load(&d.v[k]));
     }
