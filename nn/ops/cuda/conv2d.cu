@@ -154,25 +154,9 @@ class CudaConv2d final : public Conv2dOp {
       p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
       p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
       p.rules = {!half_, c.tf32, allow_transforms_};  // the legacy descriptor's math, as set above
-      // The legacy algorithms as the timer runs them: (x, w, y) by role, as in ConvGraphPlan::run.
-      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_, [&](void* x, void* w, void* y, void* ws) {
-        return cudnnConvolutionForward(c.cudnn, &kOne, x_.d, x, w_.d, w, conv_.d,
-                                       static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), ws, fwd_.workspace,
-                                       &kZero, y_.d, y) == CUDNN_STATUS_SUCCESS;
-      });
-      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_,
-                                 [&](void* x, void* dw, void* dy, void* ws) {
-        return cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, x, y_.d, dy, conv_.d,
-                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
-                                              ws, bwd_filter_.workspace, &kZero, w_.d, dw) == CUDNN_STATUS_SUCCESS;
-      });
-      if (need_dx_)
-        graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_,
-                                 [&](void* dx, void* w, void* dy, void* ws) {
-          return cudnnConvolutionBackwardData(c.cudnn, &kOne, w_.d, w, y_.d, dy, conv_.d,
-                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm), ws,
-                                              bwd_data_.workspace, &kZero, x_.d, dx) == CUDNN_STATUS_SUCCESS;
-        });
+      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
+      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
+      if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
     }
   }
 
@@ -193,10 +177,7 @@ class CudaConv2d final : public Conv2dOp {
     if (graph_fwd_) {
       graph_fwd_->run(fwd_pack_, xr, wr, y.data(), workspace());
     } else {
-      set_math(fwd_);
-      RT_CU(cudnnConvolutionForward(c.cudnn, &kOne, x_.d, xr, w_.d, wr, conv_.d,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), workspace(),
-                                    fwd_.workspace, &kZero, y_.d, y.data()));
+      RT_CU(run_legacy(ConvDirection::kForward, const_cast<float*>(xr), const_cast<float*>(wr), y.data(), workspace()));
     }
     if (!b) return;
     if (!half_) return RT_CU(cudnnAddTensor(c.cudnn, &kOne, b_.d, b->data(), &kOne, y_.d, y.data()));
@@ -217,10 +198,8 @@ class CudaConv2d final : public Conv2dOp {
     if (graph_data_) {
       graph_data_->run(data_pack_, dy.data(), wr, out, workspace());
     } else {
-      set_math(bwd_data_);
-      RT_CU(cudnnConvolutionBackwardData(context().cudnn, &kOne, w_.d, wr, y_.d, dy.data(), conv_.d,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm),
-                                         workspace(), bwd_data_.workspace, &kZero, x_.d, out));
+      RT_CU(run_legacy(ConvDirection::kBackwardData, out, const_cast<float*>(wr), const_cast<float*>(dy.data()),
+                       workspace()));
     }
     if (stage_x_) convert_layout(dx_run_.data(), run_x_spec_, dx.data(), x_spec_);
   }
@@ -233,10 +212,8 @@ class CudaConv2d final : public Conv2dOp {
     if (graph_filter_) {
       graph_filter_->run(filter_pack_, xr, dy.data(), dwr, workspace());
     } else {
-      set_math(bwd_filter_);
-      RT_CU(cudnnConvolutionBackwardFilter(c.cudnn, &kOne, x_.d, xr, y_.d, dy.data(), conv_.d,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm),
-                                           workspace(), bwd_filter_.workspace, &kZero, w_.d, dwr));
+      RT_CU(run_legacy(ConvDirection::kBackwardFilter, const_cast<float*>(xr), dwr, const_cast<float*>(dy.data()),
+                       workspace()));
     }
     if (half_) convert_layout(dw_run_.data(), w_run_spec_, dw.data(), w_spec_);
     if (!db) return;
@@ -254,6 +231,31 @@ class CudaConv2d final : public Conv2dOp {
   // cuDNN may time an algorithm with another math type than the descriptor's; run it with that one.
   void set_math(const AlgorithmTrial& t) {
     RT_CU(cudnnSetConvolutionMathType(conv_.d, static_cast<cudnnMathType_t>(t.math)));
+  }
+
+  // One direction's legacy algorithm, on (x, w, y) by role as in ConvGraphPlan::run (backward
+  // data writes x with dy in y; backward filter writes w from x and dy): the steps' call and
+  // the one ConvTimer times against the graph API.
+  cudnnStatus_t run_legacy(ConvDirection d, void* x, void* w, void* y, void* ws) {
+    cudnnHandle_t h = context().cudnn;
+    switch (d) {
+      case ConvDirection::kForward:
+        set_math(fwd_);
+        return cudnnConvolutionForward(h, &kOne, x_.d, x, w_.d, w, conv_.d,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algorithm), ws, fwd_.workspace,
+                                       &kZero, y_.d, y);
+      case ConvDirection::kBackwardData:
+        set_math(bwd_data_);
+        return cudnnConvolutionBackwardData(h, &kOne, w_.d, w, y_.d, y, conv_.d,
+                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algorithm), ws,
+                                            bwd_data_.workspace, &kZero, x_.d, x);
+      case ConvDirection::kBackwardFilter:
+        break;
+    }
+    set_math(bwd_filter_);
+    return cudnnConvolutionBackwardFilter(h, &kOne, x_.d, x, y_.d, y, conv_.d,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algorithm), ws,
+                                          bwd_filter_.workspace, &kZero, w_.d, w);
   }
 
   template <typename Find, typename Perf>
@@ -275,9 +277,9 @@ class CudaConv2d final : public Conv2dOp {
   }
 
   // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse):
-  // with RINGTRAIN_CUDNN_GRAPH=1 only where it timed faster than `run_legacy` on the same timer.
+  // with RINGTRAIN_CUDNN_GRAPH=1 only where it timed faster than run_legacy on the same timer.
   std::shared_ptr<ConvGraphPlan> graph_plan(const char* direction, ConvGraphProblem p, ConvDirection d,
-                                            const AlgorithmTrial& legacy, const ConvTimer::Run& run_legacy) {
+                                            const AlgorithmTrial& legacy) {
     p.direction = d;
     const std::string key = str_cat("graph ", direction, " ", key_);
     const bool where_faster = context().conv_graph == CudnnGraphUse::kWhereFaster;
@@ -291,8 +293,9 @@ class CudaConv2d final : public Conv2dOp {
         ConvTimer timer(p);
         if (fresh) choice.plan = ConvGraphPlan::best(p, kWorkspaceLimit, timer);
         if (where_faster && choice.plan) {
-          set_math(legacy);
-          choice.legacy_ms = timer.mean_ms(run_legacy, legacy.workspace);
+          choice.legacy_ms = timer.mean_ms(
+              [&](void* x, void* w, void* y, void* ws) { return run_legacy(d, x, w, y, ws) == CUDNN_STATUS_SUCCESS; },
+              legacy.workspace);
         }
       } catch (const Error& e) {
         std::cerr << "ringtrain: cuDNN's graph API could not plan or time " << key << " (" << e.what()

@@ -109,7 +109,6 @@ cudnnBackendDescriptor_t make_pack(const std::array<void*, 4>& pointers) {
   return pack.release();
 }
 
-
 // Appends every engine configuration heuristics `mode` suggests for the graph, best first;
 // nothing where that mode has no answer for it.
 void append_suggestions(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
