@@ -11,6 +11,7 @@
 #include "base/rng.h"
 #include "nn/device.h"
 #include "nn/ops/cuda/algorithm_choice.h"
+#include "nn/ops/cuda/channel_tiles.h"
 #include "nn/ops/cuda/packed_map.h"
 #include "nn/ops/dropout.h"
 #include "nn/ops/elementwise_math.h"
@@ -299,6 +300,95 @@ TEST(CudaMath, PackedMapsWriteEveryElementOnceAtEveryWidth) {
   EXPECT_EQ(width, 1);
   cuda::with_pack_width<float>({buffer}, [&](auto w) { width = decltype(w)::value; });
   EXPECT_EQ(width, 4);
+}
+
+// The convolution's 16-bit bias kernels (channel_tiles.h), played thread by thread on the host:
+// the bias add reaches every element once with its channel's bias, and the two-pass sum (each
+// slice's block into partials, then the partials) is each channel's sum. Integer-valued data make
+// every float32 sum exact, so a row counted twice or missed shows as a wrong integer.
+std::vector<float> play_channel_sums(const cuda::ChannelTiles& t, const std::vector<cuda::Bf16>& x) {
+  std::vector<float> partials(static_cast<size_t>(t.slices * t.C)), sums(static_cast<size_t>(t.C));
+  for (int64_t tile = 0; tile < t.tiles(); ++tile)
+    for (int64_t lane = 0; lane < cuda::ChannelTiles::kLanes; ++lane) {
+      const int64_t c = t.channel(tile, lane);
+      if (c >= t.C) continue;
+      for (int64_t slice = 0; slice < t.slices; ++slice)
+        partials[static_cast<size_t>(slice * t.C + c)] = cuda::slice_sum(t, x.data(), c, slice);
+    }
+  const cuda::ChannelTiles second = t.of_partials();
+  for (int64_t c = 0; c < t.C; ++c)
+    sums[static_cast<size_t>(c)] = t.slices == 1 ? partials[static_cast<size_t>(c)] : cuda::slice_sum(second, partials.data(), c, 0);
+  return sums;
+}
+
+TEST(CudaMath, ChannelTilesAddAndSumEveryElementOfItsChannelOnce) {
+  struct Case {
+    int64_t rows, C;
+  };
+  // One row; a channel tile cut short (C = 3, 40); many slices with rows not a multiple of the
+  // stride (5000 rows over 20 slices of 8 row threads, 31 or 32 rows each, tails of the four
+  // partial sums included); C = 64 at VGG-16's first layers' proportions.
+  for (const Case k : {Case{1, 1}, Case{7, 3}, Case{100, 32}, Case{5000, 40}, Case{12345, 3}, Case{40000, 64}}) {
+    SCOPED_TRACE(str_cat(k.rows, " rows x ", k.C, " channels"));
+    const cuda::ChannelTiles t = cuda::ChannelTiles::of(k.rows, k.C);
+    EXPECT_GE(t.slices, 1);
+    EXPECT_LE(t.slices * t.tiles(), cuda::ChannelTiles::kTargetBlocks + t.tiles());
+    if (k.rows >= 5000) {
+      EXPECT_GT(t.slices, 1) << "a tall tensor spreads over several slices";
+    }
+    const size_t n = static_cast<size_t>(k.rows * k.C);
+    std::vector<cuda::Bf16> x(n), y(n);
+    std::vector<int64_t> expected(static_cast<size_t>(k.C), 0);
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t c = 0; c < k.C; ++c) {
+        const int64_t v = (r * 7 + c * 3) % 11 - 5;  // exact in bf16
+        cuda::store(&x[static_cast<size_t>(r * k.C + c)], static_cast<float>(v));
+        cuda::store(&y[static_cast<size_t>(r * k.C + c)], static_cast<float>(r % 4));
+        expected[static_cast<size_t>(c)] += v;
+      }
+    const std::vector<float> sums = play_channel_sums(t, x);
+    for (int64_t c = 0; c < k.C; ++c)
+      ASSERT_EQ(sums[static_cast<size_t>(c)], static_cast<float>(expected[static_cast<size_t>(c)])) << "channel " << c;
+
+    // The bias: channel c adds c + 1, so an element reached twice, or not at all, is off.
+    std::vector<float> b(static_cast<size_t>(k.C));
+    for (int64_t c = 0; c < k.C; ++c) b[static_cast<size_t>(c)] = static_cast<float>(c + 1);
+    for (int64_t tile = 0; tile < t.tiles(); ++tile)
+      for (int64_t slice = 0; slice < t.slices; ++slice)
+        for (int64_t lane = 0; lane < cuda::ChannelTiles::kLanes; ++lane)
+          for (int64_t row_thread = 0; row_thread < cuda::ChannelTiles::kRowThreads; ++row_thread) {
+            const int64_t c = t.channel(tile, lane);
+            cuda::add_to_column(t, c < k.C ? b[static_cast<size_t>(c)] : 0.0f, y.data(), c, slice, row_thread);
+          }
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t c = 0; c < k.C; ++c)
+        ASSERT_EQ(cuda::load(&y[static_cast<size_t>(r * k.C + c)]), static_cast<float>(r % 4 + c + 1))
+            << "row " << r << ", channel " << c;
+  }
+}
+
+// On real-valued data the tiled sum is as close to the exact one as float32 summation allows.
+TEST(CudaMath, ChannelTilesSumRandomValuesToFloatPrecision) {
+  const int64_t rows = 64 * 56 * 56, C = 8;
+  const cuda::ChannelTiles t = cuda::ChannelTiles::of(rows, C);
+  std::vector<cuda::Bf16> x(static_cast<size_t>(rows * C));
+  std::vector<double> exact(C, 0.0), magnitude(C, 0.0);
+  Rng rng(11, 3);
+  for (int64_t i = 0; i < rows * C; ++i) {
+    cuda::store(&x[static_cast<size_t>(i)], static_cast<float>(rng.normal()) + 0.5f);
+    const double v = cuda::load(&x[static_cast<size_t>(i)]);
+    exact[static_cast<size_t>(i % C)] += v;
+    magnitude[static_cast<size_t>(i % C)] += std::fabs(v);
+  }
+  const std::vector<float> sums = play_channel_sums(t, x);
+  for (int64_t c = 0; c < C; ++c) {
+    // The worst-case error of a float32 summation whose longest chain of additions is `terms`
+    // long is terms x u x sum|x|, u = 2^-24: a thread's four partial sums, their two combining
+    // additions, the block's 8 row threads, then the slices' partials.
+    const double terms = static_cast<double>(rows) / static_cast<double>(t.row_stride()) / 4 + 2 + 8 + t.slices;
+    EXPECT_NEAR(sums[static_cast<size_t>(c)], exact[static_cast<size_t>(c)], terms * 0x1p-24 * magnitude[static_cast<size_t>(c)])
+        << "channel " << c;
+  }
 }
 
 TEST(CudaMath, GraphEnginesKeepThePrecisionsPromise) {

@@ -80,9 +80,9 @@ TEST_P(GpuMixedPrecision, ConvolutionsWriteSixteenBitNhwc) {
 }
 
 // Returns how many convolution directions ran a plan of cuDNN's graph API.
-int expect_conv2d_parity(const Half& h) {
+int expect_conv2d_parity(const Half& h, const std::vector<std::pair<Conv2dGeometry, Shape>>& cases = conv_cases()) {
   int graph_directions = 0;
-  for (const auto& [g, x_shape] : conv_cases()) {
+  for (const auto& [g, x_shape] : cases) {
     SCOPED_TRACE(str_cat(h.name, " conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x",
                          g.kernel_w, " g", g.groups));
     const TensorSpec x_spec = activation_spec(x_shape);
@@ -117,6 +117,14 @@ int expect_conv2d_parity(const Half& h) {
 }
 
 TEST_P(GpuMixedPrecision, Conv2d) { expect_conv2d_parity(half()); }
+
+// The 16-bit bias's own kernels (channel_tiles.h) where their walk has several slices, a channel
+// tile cut short (40 = 32 + 8) and rows left over: 2 x 24 x 24 = 1152 rows in 5 slices.
+TEST_P(GpuMixedPrecision, Conv2dBiasOverSeveralSlices) {
+  Conv2dGeometry g = Conv2dGeometry::square(8, 40, 3, 1, 1);
+  g.bias = true;
+  expect_conv2d_parity(half(), {{g, {2, 8, 24, 24}}});
+}
 
 // The same through cuDNN's graph API wherever it has a plan (Note [cuDNN graph API]).
 TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {

@@ -7,9 +7,10 @@
 // float32 accumulation on tensor cores. Its float32 weights are rounded into a 16-bit KRSC copy at
 // each forward (backward uses that same copy, as autocast does), its weight gradient comes back
 // in 16 bits and is widened into the float32 gradient, and an input in another layout (the
-// graph's plain float32 images) is converted into a buffer of the op's own first. With
-// RINGTRAIN_CUDNN_GRAPH, a direction may run a plan of cuDNN's graph API instead (Note [cuDNN
-// graph API] in conv_graph.h).
+// graph's plain float32 images) is converted into a buffer of the op's own first. A bias is
+// added, and its gradient summed in float32, by kernels of ours over (rows, C) tiles of the NHWC
+// tensor (channel_tiles.h). With RINGTRAIN_CUDNN_GRAPH, a direction may run a plan of cuDNN's
+// graph API instead (Note [cuDNN graph API] in conv_graph.h).
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "base/check.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/algorithm_choice.h"
+#include "nn/ops/cuda/channel_tiles.h"
 #include "nn/ops/cuda/conv_graph.h"
 #include "nn/ops/cuda/descriptors.h"
 #include "nn/ops/cuda/element_io.cuh"
@@ -62,28 +64,41 @@ bool is_transform(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
-// y += b per channel, for 16-bit outputs (cudnnAddTensor wants the bias in y's type).
+// y += b per channel, for 16-bit NHWC outputs (cudnnAddTensor wants the bias in y's type).
 template <typename T>
-__global__ void add_channel_bias(const float* b, int64_t C, int64_t HW, Format f, T* y, int64_t n) {
-  RT_FOR_EACH_ELEMENT(i, n) store(&y[i], load(&y[i]) + b[channel_of(f, C, HW, i)]);
+__global__ void add_channel_bias(ChannelTiles t, const float* b, T* y) {
+  const int64_t c = t.channel(blockIdx.x, threadIdx.x);
+  add_to_column(t, c < t.C ? b[c] : 0.0f, y, c, blockIdx.y, threadIdx.y);
 }
 
-// db[c] = the sum of dy over (n, h, w), in float32: one block per channel.
-constexpr int kSumThreads = 256;
+// sums[slice][c] = slice_sum(t, x, c, slice) in float32, from the row threads' shares in shared memory.
 template <typename T>
-__global__ void channel_sums(const T* dy, int64_t N, int64_t C, int64_t HW, Format f, float* db) {
-  const int64_t c = blockIdx.x;
-  float sum = 0;
-  for (int64_t i = threadIdx.x; i < N * HW; i += blockDim.x)
-    sum += load(&dy[channel_element(f, C, HW, c, i)]);
-  __shared__ float partial[kSumThreads];
-  partial[threadIdx.x] = sum;
+__global__ void channel_slice_sums(ChannelTiles t, const T* x, float* sums) {
+  __shared__ float shares[ChannelTiles::kRowThreads][ChannelTiles::kLanes];
+  const int64_t c = t.channel(blockIdx.x, threadIdx.x);
+  shares[threadIdx.y][threadIdx.x] = column_share(t, x, c, blockIdx.y, threadIdx.y);
   __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
+  if (threadIdx.y != 0 || c >= t.C) return;
+  float s = 0.0f;
+  for (int k = 0; k < ChannelTiles::kRowThreads; ++k) s += shares[k][threadIdx.x];
+  sums[blockIdx.y * t.C + c] = s;
+}
+
+const dim3 kTileBlock(ChannelTiles::kLanes, ChannelTiles::kRowThreads);
+dim3 grid_of(const ChannelTiles& t) { return dim3(static_cast<unsigned>(t.tiles()), static_cast<unsigned>(t.slices)); }
+
+// db[c] = the sum of the 16-bit NHWC dy over (n, h, w), in float32: each slice's sums into
+// `partials` (slices, C), then those into db; one pass where there is one slice.
+template <typename T>
+void sum_channels(const ChannelTiles& t, const T* dy, float* partials, float* db) {
+  const cudaStream_t s = context().stream;
+  if (t.slices == 1) {
+    channel_slice_sums<<<grid_of(t), kTileBlock, 0, s>>>(t, dy, db);
+  } else {
+    channel_slice_sums<<<grid_of(t), kTileBlock, 0, s>>>(t, dy, partials);
+    channel_slice_sums<<<grid_of(t.of_partials()), kTileBlock, 0, s>>>(t.of_partials(), partials, db);
   }
-  if (threadIdx.x == 0) db[c] = partial[0];
+  RT_CU_LAUNCHED();
 }
 
 template <typename Perf>
@@ -115,6 +130,9 @@ class CudaConv2d final : public Conv2dOp {
     if (half_) {
       w_run_ = Tensor(w_run_spec_);
       dw_run_ = Tensor(w_run_spec_);
+      const Shape& y = y_spec_.shape;
+      bias_tiles_ = ChannelTiles::of(y[0] * y[2] * y[3], y[1]);
+      if (bias_ && bias_tiles_.slices > 1) bias_partials_ = Tensor(plain_spec({bias_tiles_.slices, y[1]}, Device::kCuda));
     }
     x_.set(run_x_spec_);
     y_.set(y_spec_);
@@ -181,11 +199,9 @@ class CudaConv2d final : public Conv2dOp {
     }
     if (!b) return;
     if (!half_) return RT_CU(cudnnAddTensor(c.cudnn, &kOne, b_.d, b->data(), &kOne, y_.d, y.data()));
-    const Shape& s = y_spec_.shape;
     with_storage(dtype_of(y_spec_), [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      add_channel_bias<<<blocks_for(y.numel()), 256, 0, c.stream>>>(b->data(), s[1], s[2] * s[3], Format::kNhwc,
-                                                                    as<T>(y.data()), y.numel());
+      add_channel_bias<<<grid_of(bias_tiles_), kTileBlock, 0, c.stream>>>(bias_tiles_, b->data(), as<T>(y.data()));
     });
     RT_CU_LAUNCHED();
   }
@@ -218,13 +234,10 @@ class CudaConv2d final : public Conv2dOp {
     if (half_) convert_layout(dw_run_.data(), w_run_spec_, dw.data(), w_spec_);
     if (!db) return;
     if (!half_) return RT_CU(cudnnConvolutionBackwardBias(c.cudnn, &kOne, y_.d, dy.data(), &kZero, b_.d, db->data()));
-    const Shape& s = y_spec_.shape;
     with_storage(dtype_of(y_spec_), [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      channel_sums<<<static_cast<unsigned>(s[1]), kSumThreads, 0, c.stream>>>(as<T>(dy.data()), s[0], s[1],
-                                                                              s[2] * s[3], Format::kNhwc, db->data());
+      sum_channels(bias_tiles_, as<T>(dy.data()), bias_partials_.data(), db->data());
     });
-    RT_CU_LAUNCHED();
   }
 
  private:
@@ -314,6 +327,8 @@ class CudaConv2d final : public Conv2dOp {
   TensorSpec x_spec_, run_x_spec_, y_spec_, w_spec_, w_run_spec_;
   Tensor x_run_, dx_run_;  // with stage_x_: the input, and its gradient, in run_x_spec_
   Tensor w_run_, dw_run_;  // with half_: the weights, and their gradient, in 16-bit KRSC
+  ChannelTiles bias_tiles_;  // with half_: the walk of the bias over y and dy, (N H W, K)
+  Tensor bias_partials_;     // with a bias and several slices: (slices, K) partial sums of db
   std::string key_;
   TensorDesc x_, y_, b_;
   FilterDesc w_;

@@ -85,11 +85,8 @@ RT_HD inline BasicIndex4<I> element_index(Format format, I C, I H, I W, I at) {
   return {at / (C * H * W), at / (H * W) % C, at / W % H, at % W};
 }
 
-// Per-channel walks of an (N, C, H, W) tensor with HW = H * W: the channel of element offset `at`,
-// and the offset of the i-th element of channel c (i over (n, h, w) in that order).
-RT_HD inline int64_t channel_of(Format format, int64_t C, int64_t HW, int64_t at) {
-  return format == Format::kNhwc ? at % C : at / HW % C;
-}
+// The offset of the i-th element of channel c in an (N, C, H, W) tensor with HW = H * W (i over
+// (n, h, w) in that order).
 RT_HD inline int64_t channel_element(Format format, int64_t C, int64_t HW, int64_t c, int64_t i) {
   return format == Format::kNhwc ? i * C + c : (i / HW * C + c) * HW + i % HW;
 }
