@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 #include "app/json.h"
@@ -34,9 +35,12 @@ std::string json_array(const std::vector<double>& v) {
   return s + "]";
 }
 
-// Runs `steps` profiled steps and writes their mean times to `path`.
+// Runs `steps` profiled steps and writes their mean times to `path`. unprofiled_step_s: the
+// windows' mean step, to set the host's cost of issuing a step beside. Returns that cost in
+// seconds per step on a GPU, else nullopt.
 template <typename Step>
-void write_profile(Trainer& trainer, Step& step, int64_t steps, const std::string& path, std::ostream& out) {
+std::optional<double> write_profile(Trainer& trainer, Step& step, int64_t steps, const std::string& path, double unprofiled_step_s,
+                   std::ostream& out) {
   StepTimes times;
   trainer.profile_steps(&times);
   for (int64_t s = 0; s < steps; ++s) step();
@@ -57,6 +61,19 @@ void write_profile(Trainer& trainer, Step& step, int64_t steps, const std::strin
                 static_cast<long long>(times.steps), p.forward_s * 1e3, backward * 1e3, p.optimizer_s * 1e3,
                 path.c_str());
   out << line << std::flush;
+  // On a GPU: where issuing a step's work takes the host about as long as an unprofiled step, the
+  // host sets the pace, not the device (each layer's work is issued here onto an idle device). On
+  // the CPU issuing is doing.
+  if (trainer.graph().device() != Device::kCuda) return std::nullopt;
+  double backward_host = 0;
+  for (double s : times.backward_host_s) backward_host += s;
+  std::snprintf(line, sizeof line,
+                "bench: host time issuing that work: %.1f ms per step (forward %.1f without the loss, backward %.1f, "
+                "optimizer %.1f), beside %.1f ms per unprofiled step\n",
+                times.host_s() / n * 1e3, times.forward_host_s / n * 1e3, backward_host / n * 1e3,
+                times.optimizer_host_s / n * 1e3, unprofiled_step_s * 1e3);
+  out << line << std::flush;
+  return times.host_s() / n;
 }
 
 }  // namespace
@@ -142,7 +159,10 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     if (talk) out << line << std::flush;
   }
   r.rank_images_per_s = world.allgather(window_images * static_cast<double>(b.windows) / own_seconds);
-  if (!profile_path.empty()) write_profile(trainer, step, b.steps_per_window, profile_path, out);
+  std::optional<double> host_s_per_step;
+  if (!profile_path.empty())
+    host_s_per_step = write_profile(trainer, step, b.steps_per_window, profile_path,
+                                    own_seconds / static_cast<double>(b.windows * b.steps_per_window), out);
 
   const std::vector<double>& v = r.window_images_per_s;
   for (double x : v) r.mean += x / static_cast<double>(v.size());
@@ -185,6 +205,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
       .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);
+  if (host_s_per_step) j.add("profiled_host_ms_per_step", *host_s_per_step * 1e3);
   if (const LossScaler* s = trainer.loss_scaler()) {
     j.add("loss_scale", s->scale()).add("skipped_steps", s->skipped_steps());
     std::snprintf(line, sizeof line, "bench: fp16 loss scale %g, %lld step(s) skipped for overflow\n", s->scale(),

@@ -292,20 +292,30 @@ void Trainer::gather_optimizer_state() {
   if (reducer_ && reducer_->updates_parameters()) reducer_->gather_updated(sgd_->momentum_arena());
 }
 
+double StepTimes::host_s() const {
+  double s = forward_host_s + optimizer_host_s;
+  for (double layer : backward_host_s) s += layer;
+  return s;
+}
+
 void Trainer::profile_steps(StepTimes* times) {
   profile_ = times;
-  graph_->time_backward_layers(times ? &times->backward_s : nullptr);
+  graph_->time_backward_layers(times ? &times->backward_s : nullptr, times ? &times->backward_host_s : nullptr);
 }
 
 LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
-  // Profiling: seconds since the last mark, with the device's queue drained first.
-  auto profile_mark = [this, last = std::chrono::steady_clock::now()]() mutable {
+  // Profiling: seconds since the last mark, with the device's queue drained first; and the host's
+  // seconds since the last mark, the queue left as it is.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = Clock::now();
+  auto profile_mark = [this, &last] {
     synchronize(graph_->device());
-    const auto now = std::chrono::steady_clock::now();
+    const Clock::time_point now = Clock::now();
     const double s = std::chrono::duration<double>(now - last).count();
     last = now;
     return s;
   };
+  auto host_since_mark = [&last] { return std::chrono::duration<double>(Clock::now() - last).count(); };
   if (profile_) profile_mark();
   Timeline* tl = timeline_.get();
   g_step = position_.step;
@@ -318,6 +328,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
   {
     Span span(tl, "forward");
     graph_->forward(images, ctx, images_on);
+    if (profile_) profile_->forward_host_s += host_since_mark();
     loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get(), nullptr, loss_scale);
     if (profile_) profile_->forward_s += profile_mark();
   }
@@ -338,6 +349,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
     Span span(tl, "optimizer");
     if (profile_) profile_mark();
     sgd_->step(lr_, 1.0 / loss_scale);
+    if (profile_) profile_->optimizer_host_s += host_since_mark();
     if (profile_) profile_->optimizer_s += profile_mark();
   }
   if (profile_) ++profile_->steps;

@@ -36,11 +36,16 @@ struct TrainResult {
 };
 
 // Where profiled steps' time went (`ringtrain bench --profile`), summed over the steps.
+// Each span is timed with the device's queue drained at its start and end; the *_host_s figures
+// are the host's time issuing that span's work, up to the drain (forward's without the loss).
 struct StepTimes {
   int64_t steps = 0;
   double forward_s = 0;             // forward and the loss
   std::vector<double> backward_s;   // per layer, rows as Graph::layer_table()
   double optimizer_s = 0;           // SGD after the allreduce
+  double forward_host_s = 0, optimizer_host_s = 0;
+  std::vector<double> backward_host_s;
+  double host_s() const;            // all three
 };
 
 class Trainer {

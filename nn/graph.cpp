@@ -305,6 +305,7 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
   Clock::time_point layer_start;
   if (layer_seconds_) {
     layer_seconds_->resize(nodes_.size() - 1, 0.0);
+    if (layer_host_seconds_) layer_host_seconds_->resize(nodes_.size() - 1, 0.0);
     synchronize(device_);
     layer_start = Clock::now();
   }
@@ -339,6 +340,8 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
     n.layer->backward(x, n.y, *dy, dx, ctx);
     for (int j : accumulate_into) accumulate(nodes_[j].dy, nodes_[j].dy_extra);
     if (layer_seconds_) {
+      if (layer_host_seconds_)
+        (*layer_host_seconds_)[i - 1] += std::chrono::duration<double>(Clock::now() - layer_start).count();
       synchronize(device_);
       const Clock::time_point now = Clock::now();
       (*layer_seconds_)[i - 1] += std::chrono::duration<double>(now - layer_start).count();

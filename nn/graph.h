@@ -93,8 +93,13 @@ class Graph {
   void on_grad_ready(GradReadyFn fn) { grad_ready_ = std::move(fn); }
   // Profiling (`ringtrain bench --profile`): while `seconds` is set, backward waits for the
   // device around every layer and adds each layer's backward time to (*seconds)[row], row as in
-  // layer_table(). Off (null) by default: the waits would cost a GPU its queue.
-  void time_backward_layers(std::vector<double>* seconds) { layer_seconds_ = seconds; }
+  // layer_table(), and the host's time issuing that layer's work, up to the wait, to
+  // (*host_seconds)[row] (the device's queue is empty when each layer starts, so that is the
+  // host's own cost). Off (null) by default: the waits would cost a GPU its queue.
+  void time_backward_layers(std::vector<double>* seconds, std::vector<double>* host_seconds) {
+    layer_seconds_ = seconds;
+    layer_host_seconds_ = host_seconds;
+  }
 
   std::vector<ParamRef>& params() { return params_; }
   const std::vector<ParamRef>& params() const { return params_; }
@@ -152,6 +157,7 @@ class Graph {
   bool training_ = true;
   GradReadyFn grad_ready_;
   std::vector<double>* layer_seconds_ = nullptr;
+  std::vector<double>* layer_host_seconds_ = nullptr;
 };
 
 }  // namespace rt

@@ -97,6 +97,32 @@ TEST(Graph, GradReadyFiresOncePerParameterInArenaOrderWithTheFinalGradient) {
   }
 }
 
+// Profiled backward (bench --profile) times every layer, the host's share of each within its
+// whole, and leaves the gradients as an unprofiled backward writes them.
+TEST(Graph, ProfiledBackwardTimesEachLayerWithItsHostShareAndTheSameGradients) {
+  auto g = residual_graph();
+  std::vector<float> x(2 * 3 * 5 * 5, 0.5f);
+  const Tensor& y = g->forward(x.data(), {});
+  Tensor dy(y.spec());
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 3) - 0.1f;
+  g->backward(dy, {});
+  const std::vector<float> plain(g->grad_arena(), g->grad_arena() + g->arena_floats());
+  std::vector<double> seconds, host_seconds;
+  g->time_backward_layers(&seconds, &host_seconds);
+  g->backward(dy, {});
+  g->backward(dy, {});  // sums over calls
+  g->time_backward_layers(nullptr, nullptr);
+  EXPECT_EQ(std::vector<float>(g->grad_arena(), g->grad_arena() + g->arena_floats()), plain);
+  const size_t layers = g->layer_table().size();
+  ASSERT_EQ(seconds.size(), layers);
+  ASSERT_EQ(host_seconds.size(), layers);
+  for (size_t i = 0; i < layers; ++i) {
+    EXPECT_GT(seconds[i], 0.0) << g->layer_table()[i].name;
+    EXPECT_GE(host_seconds[i], 0.0) << g->layer_table()[i].name;
+    EXPECT_LE(host_seconds[i], seconds[i]) << g->layer_table()[i].name;
+  }
+}
+
 // loss = r . y for the graph's output y on fixed random inputs x and weights r, drawn from `seed`;
 // backward() runs one backward pass of it (after a forward), leaving the gradients in the graph.
 class LinearLoss {
