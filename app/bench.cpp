@@ -113,7 +113,12 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     graph_directions += row.graph_api_directions;
   }
   const bool on_gpu = device == Device::kCuda;
-  const std::string graph_note = on_gpu ? str_cat("; cuDNN's graph API on ", graph_directions, " direction(s)") : "";
+  const std::string graph_note =
+      on_gpu ? str_cat("; cuDNN's graph API on ", graph_directions, " direction(s)",
+                       c.train.cuda_graph ? str_cat("; steps after the first replay a CUDA graph of ",
+                                                    trainer.replayed_work())
+                                          : std::string())
+             : "";
   char line[640];
   std::snprintf(line, sizeof line,
                 "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
@@ -129,6 +134,9 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
                 static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
                 static_cast<long long>(b.steps_per_window), std::string(device_name(device)).c_str());
   if (talk) out << line << std::flush;
+  if (talk && c.train.cuda_graph && b.warmup_steps < 2)
+    out << "bench: warning: the CUDA graph is recorded at the second step, inside the first window "
+           "(bench.warmup_steps < 2)\n";
 
   using Clock = std::chrono::steady_clock;
   Timeline* tl = trainer.timeline();
@@ -201,7 +209,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       .add("wire", c.dist.wire)
       .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
       .add("cudnn_graph", cudnn_graph_use_name(on_gpu ? cudnn_graph_use() : CudnnGraphUse::kNever))
-      .add("cudnn_graph_directions", graph_directions)
+      .add("cudnn_graph_directions", graph_directions).add("cuda_graph", c.train.cuda_graph)
+      .add("cuda_graph_recordings", trainer.recordings())
       .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
       .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
       .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);

@@ -198,6 +198,12 @@ inline const std::vector<KeySpec>& config_schema() {
        .doc = "direct: exact, matches PyTorch; winograd: 3x3 stride-1 convolutions by Winograd "
               "F(4x4, 3x3), faster, with more rounding error",
        .choices = {"direct", "winograd"}, .also = {"conv_algo", "algorithm"}},
+      {.table = "train", .key = "cuda_graph",
+       .field = &member<&C::train, &TrainConfig::cuda_graph>,
+       .doc = "CUDA: record a training step's device work as a CUDA graph after the first step and "
+              "replay it, so the host issues one launch instead of every kernel (one rank: forward, "
+              "loss and backward; several: forward and loss)",
+       .also = {"cuda_graphs", "graph_capture"}},
 
       {.table = "schedule", .key = "kind",
        .field = &member<&C::schedule, &ScheduleConfig::kind>,

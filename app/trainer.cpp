@@ -91,6 +91,8 @@ void check_device_settings(const Config& config, Device device) {
     RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
              "\" applies to device = \"cuda\" only; the CPU computes in float32");
     RT_CHECK(dc.allreduce != "nccl", "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    RT_CHECK(!config.train.cuda_graph, "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
+             "op as it is called");
     return;
   }
   check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
@@ -167,6 +169,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
   dy_ = std::make_unique<OutputGradients>(*graph_);
+  step_loss_ = std::make_unique<StepLoss>(*graph_);
   if (!synthetic_) {
     eval_graph_ = build_model(config.model.name, mo);
     eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
@@ -235,6 +238,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     out_ << ", " << device_name(device);
     if (device == Device::kCuda)
       out_ << " in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
+    if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
     out_ << "\n"
          << "ringtrain: world " << world.size() << " rank(s)" << (world.uses_mpi() ? " over MPI" : "") << ", "
          << threads << " compute threads per rank, global batch " << global_batch << " (" << config.train.batch_per_rank
@@ -303,6 +307,27 @@ void Trainer::profile_steps(StepTimes* times) {
   graph_->time_backward_layers(times ? &times->backward_s : nullptr, times ? &times->backward_host_s : nullptr);
 }
 
+std::string Trainer::replayed_work() const {
+  if (!config_.train.cuda_graph) return "";
+  return reducer_ ? "forward and loss" : "forward, loss and backward";
+}
+
+void Trainer::replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward) {
+  // A recording holds the loss scale as it was; fp16 changes it on overflow and after 2000 good steps.
+  if (!step_work_.recorded() || recorded_loss_scale_ != loss_scale || recorded_backward_ != with_backward) {
+    step_work_.record([&] {
+      graph_->forward_work(ctx);
+      step_loss_->compute(*graph_, config_.train.label_smoothing, dy_.get(), loss_scale);
+      if (with_backward) graph_->backward(dy_->views(), ctx);
+    });
+    recorded_loss_scale_ = loss_scale;
+    recorded_backward_ = with_backward;
+    ++recordings_;
+  }
+  step_work_.replay();
+  ++replayed_steps_;
+}
+
 LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
   // Profiling: seconds since the last mark, with the device's queue drained first; and the host's
   // seconds since the last mark, the queue left as it is.
@@ -324,17 +349,29 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
   lr_ = schedule_.at(position_.step);  // before begin_step: a sharded update reads it
   if (reducer_) reducer_->begin_step(position_.step);
   const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
+  // Note [Captured steps]: never while profiling (its waits split the step), nor at a run's first
+  // step; backward only where no collective listens to it.
+  const bool replay = t.cuda_graph && !profile_ && steps_run_ > 0;
+  const bool backward_replayed = replay && !reducer_;
   LossResult loss;
   {
-    Span span(tl, "forward");
-    graph_->forward(images, ctx, images_on);
-    if (profile_) profile_->forward_host_s += host_since_mark();
-    loss = graph_loss(*graph_, labels, t.label_smoothing, dy_.get(), nullptr, loss_scale);
+    Span span(tl, !replay ? "forward" : backward_replayed ? "forward and backward, replayed" : "forward, replayed");
+    graph_->set_input(images, images_on);
+    graph_->begin_forward(ctx);
+    step_loss_->set_targets(labels);
+    if (replay) {
+      replay_step_work(ctx, loss_scale, backward_replayed);
+    } else {
+      graph_->forward_work(ctx);
+      if (profile_) profile_->forward_host_s += host_since_mark();
+      step_loss_->compute(*graph_, t.label_smoothing, dy_.get(), loss_scale);
+    }
+    loss = step_loss_->result();
     if (profile_) profile_->forward_s += profile_mark();
   }
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
            lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
-  {
+  if (!backward_replayed) {
     Span span(tl, "backward");
     graph_->backward(dy_->views(), ctx);
   }
@@ -353,6 +390,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
     if (profile_) profile_->optimizer_s += profile_mark();
   }
   if (profile_) ++profile_->steps;
+  ++steps_run_;
   ++position_.step;
   position_.images_seen += t.batch_per_rank * world_.size();
   return loss;

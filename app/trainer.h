@@ -85,13 +85,25 @@ class Trainer {
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
-  // fp16's dynamic loss scaling; null for other precisions.
+  // train.cuda_graph (Note [Captured steps] in nn/device.h): what a replay covers ("forward, loss
+  // and backward" on one rank, "forward and loss" on several; empty without it), how many
+  // train_step calls replayed it, and how many recordings they took (fp16 records again when its
+  // loss scale changes).
+  std::string replayed_work() const;
+  int64_t replayed_steps() const { return replayed_steps_; }
+  int64_t recordings() const { return recordings_; }
+  // fp16's dynamic loss scaling; null for other precisions. Mutable for a run that starts from
+  // another scale than GradScaler's (tests of the back-off).
   const LossScaler* loss_scaler() const { return scaler_.get(); }
+  LossScaler* loss_scaler() { return scaler_.get(); }
 
  private:
   void prepare_run_folder();
   void write_metric(const std::string& line);
   void average_buffers();
+  // Note [Captured steps]: replays the recording of forward's device work, the loss and, with
+  // `with_backward`, backward; records it first where there is none for this loss scale.
+  void replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward);
 
   Config config_;
   std::string resolved_;  // to_toml(config_)
@@ -103,6 +115,12 @@ class Trainer {
   Shape input_shape_;
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
+  std::unique_ptr<StepLoss> step_loss_;
+  CapturedWork step_work_;  // train.cuda_graph: the recorded device work of a step
+  double recorded_loss_scale_ = 0;
+  bool recorded_backward_ = false;
+  int64_t steps_run_ = 0;  // train_step calls of this Trainer
+  int64_t replayed_steps_ = 0, recordings_ = 0;
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Timeline> timeline_;

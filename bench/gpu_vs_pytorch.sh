@@ -5,7 +5,8 @@
 #
 # usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests "BIN ..."] [--models "resnet101 ..."]
 #                                [--precisions "fp32 tf32 bf16 fp16"] [--conv-algorithms "direct winograd"]
-#                                [--windows N] [--cudnn-graph "0 1 always"] [--host-profile]
+#                                [--windows N] [--cudnn-graph "0 1 always"] [--cuda-graph "false true"]
+#                                [--host-profile]
 # ringtrain's conv_algorithm "direct" keeps cuDNN to its GEMM-family algorithms (exact to
 # rounding); "winograd" also lets it pick FFT and Winograd, as PyTorch's cudnn.benchmark does.
 # Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
@@ -16,12 +17,15 @@
 # API, and the table says on how many directions they did. --host-profile adds, for each
 # ringtrain run, the host's time issuing one step's work (ringtrain bench --profile, each layer
 # issued onto an idle GPU) beside the unprofiled step: where the two are close, the host, not the
-# GPU, sets the pace.
+# GPU, sets the pace. --cuda-graph runs ringtrain once per train.cuda_graph setting (default
+# false): with true every step after the first replays its recorded device work as one CUDA graph
+# launch (Note [Captured steps] in nn/device.h), which removes the host's cost of issuing it; the
+# host profile is of issued steps either way, so beside a replayed step it shows what was saved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32 bf16 fp16" windows=5
-algorithms="direct winograd" graph_settings=${RINGTRAIN_CUDNN_GRAPH:-0} host_profile=0
+algorithms="direct winograd" graph_settings=${RINGTRAIN_CUDNN_GRAPH:-0} cuda_graphs=false host_profile=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
     --windows) windows=$2; shift 2 ;;
     --conv-algorithms) algorithms=$2; shift 2 ;;
     --cudnn-graph) graph_settings=$2; shift 2 ;;
+    --cuda-graph) cuda_graphs=$2; shift 2 ;;
     --host-profile) host_profile=1; shift ;;
     *) echo "gpu_vs_pytorch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -57,11 +62,13 @@ for model in $models; do
   for precision in $precisions; do
     for algorithm in $algorithms; do
       for graph in $graph_settings; do
-        profile=()
-        [ "$host_profile" = 1 ] && profile=(--profile "$profiles/$model-$precision-$algorithm-$graph.profile")
-        RINGTRAIN_CUDNN_GRAPH=$graph "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda \
-          --set train.precision="$precision" --set train.conv_algorithm="$algorithm" --set bench.windows="$windows" \
-          "${profile[@]}" | grep '^{' >>"$out"
+        for replay in $cuda_graphs; do
+          profile=()
+          [ "$host_profile" = 1 ] && profile=(--profile "$profiles/$model-$precision-$algorithm-$graph-$replay.profile")
+          RINGTRAIN_CUDNN_GRAPH=$graph "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda \
+            --set train.precision="$precision" --set train.conv_algorithm="$algorithm" --set bench.windows="$windows" \
+            --set train.cuda_graph="$replay" "${profile[@]}" | grep '^{' >>"$out"
+        done
       done
     done
     layout=()
@@ -74,7 +81,7 @@ done
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
-print(f"{'model':14} {'precision':9} {'conv_algorithm':14} {'cudnn_graph':11} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}  host ms / step ms")
+print(f"{'model':14} {'precision':9} {'conv_algorithm':14} {'cudnn_graph':11} {'cuda_graph':10} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}  host ms / step ms")
 for r in rows:
     if r.get("kind") != "bench":
         continue
@@ -85,5 +92,6 @@ for r in rows:
     host = ""
     if "profiled_host_ms_per_step" in r:
         host = f"  {r['profiled_host_ms_per_step']:.1f} / {1e3 * r['batch_per_rank'] / o:.1f}"
-    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {o:16.1f} {t or 0:14.1f} {ratio}{host}{skipped}{graph}")
+    replay = str(r.get("cuda_graph", False)).lower()
+    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {replay:10} {o:16.1f} {t or 0:14.1f} {ratio}{host}{skipped}{graph}")
 PY

@@ -127,6 +127,23 @@ void zero_bytes(void* dst, Device device, size_t bytes) {
 #endif
 }
 
+void CapturedWork::record(const std::function<void()>& enqueue) {
+#ifdef RINGTRAIN_WITH_CUDA
+  recording_.reset();  // an earlier recording goes first: only one is ever held
+  recording_ = cuda::record(enqueue);
+#else
+  (void)enqueue;
+  RT_CHECK(false, kNotBuilt);
+#endif
+}
+
+void CapturedWork::replay() const {
+  RT_CHECK(recorded(), "replay before record");
+#ifdef RINGTRAIN_WITH_CUDA
+  cuda::replay(recording_.get());
+#endif
+}
+
 void synchronize(Device device) {
 #ifdef RINGTRAIN_WITH_CUDA
   if (device == Device::kCuda) cuda::synchronize();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,5 +55,32 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void zero_bytes(void* dst, Device device, size_t bytes);
 // Waits for the device's queued work (the CPU's is never queued).
 void synchronize(Device device);
+
+// Note [Captured steps]: a training step on the GPU issues a thousand and more kernels and
+// library calls, and each costs the host microseconds to issue; where the GPU's share of a layer
+// is as short (16-bit ResNet-101 at batch 64), the host sets the pace. The static graph makes the
+// same calls at every step on the same memory, so its device work can be recorded once as a CUDA
+// graph and replayed as one launch (train.cuda_graph). What must stay live is kept out of the
+// recording: the batch's copy in (Graph::set_input), the labels' (StepLoss::set_targets), every
+// layer's begin_forward (batch norm's counter on the host; dropout's step, which its kernels read
+// from device memory that a kernel enqueued ahead of the replay writes), waiting for the loss
+// (StepLoss::result) and, after the replay, fp16's finite check and the optimizer. A recording
+// holds every argument as it was: the trainer records again when fp16's loss scale changes, and
+// never records backward while a collective listens to it (several ranks: only forward and the
+// loss are recorded). The first step of a run is never recorded, so lazy set-up (cuBLAS's,
+// scratch's) happens outside any recording.
+class CapturedWork {
+ public:
+  // Records the device work `enqueue` puts on the GPU's compute stream, without running it,
+  // replacing any earlier recording. Work that cannot be recorded (a wait, an allocation, a copy
+  // from pageable memory) is an rt::Error, the stream left usable.
+  void record(const std::function<void()>& enqueue);
+  bool recorded() const { return recording_ != nullptr; }
+  // Enqueues the recorded work on the compute stream.
+  void replay() const;
+
+ private:
+  std::shared_ptr<void> recording_;  // the CUDA graph, instantiated
+};
 
 }  // namespace rt

@@ -269,14 +269,30 @@ void Graph::init_parameters(uint64_t seed) {
 }
 
 const Tensor& Graph::forward(const float* images, const RunContext& ctx, Device images_on) {
+  set_input(images, images_on);
+  begin_forward(ctx);
+  return forward_work(ctx);
+}
+
+void Graph::set_input(const float* images, Device images_on) {
+  RT_CHECK(planned_, "forward before plan");
+  copy_bytes(nodes_[0].y.data(), device_, images, images_on, nodes_[0].y.bytes());
+}
+
+void Graph::begin_forward(const RunContext& ctx) {
   RT_CHECK(planned_, "forward before plan");
   RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
-  copy_bytes(nodes_[0].y.data(), device_, images, images_on, nodes_[0].y.bytes());
+  for (size_t i = 1; i < nodes_.size(); ++i) nodes_[i].layer->begin_forward(ctx);
+}
+
+const Tensor& Graph::forward_work(const RunContext& ctx) {
+  RT_CHECK(planned_, "forward before plan");
+  RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     std::vector<const Tensor*> x;
     for (int j : n.inputs) x.push_back(&nodes_[j].y);
-    n.layer->forward(x, n.y, ctx);
+    n.layer->forward_work(x, n.y, ctx);
   }
   return nodes_.back().y;
 }

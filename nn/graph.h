@@ -83,10 +83,17 @@ class Graph {
   // layer does not change the others' initial values. Buffers get their fill values.
   void init_parameters(uint64_t seed);
 
-  // images: plain (N, ...) floats in `images_on`'s memory. Computes every output; returns the main one.
+  // images: plain (N, ...) floats in `images_on`'s memory. Computes every output; returns the main
+  // one. The same as set_input, begin_forward and forward_work in turn.
   const Tensor& forward(const float* images, const RunContext& ctx, Device images_on = Device::kCpu);
+  // The parts of forward (Note [Captured steps] in nn/device.h): copying the batch in, what every
+  // layer's forward changes outside its device work (Layer::begin_forward), and that device work
+  // alone, the same calls at every step, so it may be recorded once and replayed.
+  void set_input(const float* images, Device images_on);
+  void begin_forward(const RunContext& ctx);
+  const Tensor& forward_work(const RunContext& ctx);
   // douts[k]: gradient of the loss with respect to output k, one per output. Writes every
-  // parameter gradient.
+  // parameter gradient. Device work only, but for the grad-ready callback and profiling.
   void backward(std::span<const Tensor* const> douts, const RunContext& ctx);
   // For a graph with one output.
   void backward(const Tensor& dout, const RunContext& ctx);

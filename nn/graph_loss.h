@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "nn/graph.h"
@@ -20,6 +21,26 @@ class OutputGradients {
 
  private:
   std::vector<Tensor> dy_;
+};
+
+// The loss of a training step, planned once for a graph: one SoftmaxCrossEntropyOp per output, in
+// its three phases, so that compute() can be recorded with the step's device work (Note [Captured
+// steps] in nn/device.h).
+class StepLoss {
+ public:
+  explicit StepLoss(const Graph& graph);  // a planned graph
+  // targets: the batch's labels in host memory (checked: rt::Error names a sample out of range).
+  void set_targets(const int32_t* targets);
+  // After the graph's forward work: enqueues every output's loss, and its gradient, times
+  // grad_scale, into grads (if non-null).
+  void compute(const Graph& graph, double label_smoothing, OutputGradients* grads, double grad_scale);
+  // Waits for compute's work: the weighted total, the main output's top-1 / top-5 counts, and
+  // each output's unweighted loss into per_output (if non-null).
+  LossResult result(std::vector<double>* per_output = nullptr);
+
+ private:
+  std::vector<std::unique_ptr<SoftmaxCrossEntropyOp>> ops_;  // one per output
+  std::vector<double> weights_;
 };
 
 // After graph.forward(): loss = sum_k w_k CE(output k). Writes d(loss)/d(output k), times

@@ -16,6 +16,11 @@ TensorSpec Layer::plan(const std::vector<TensorSpec>& x, const std::vector<bool>
 }
 
 void Layer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
+  begin_forward(ctx);
+  forward_work(x, y, ctx);
+}
+
+void Layer::forward_work(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
   RT_ASSERT(x.size() == x_specs_.size());
   for (size_t i = 0; i < x.size(); ++i) RT_ASSERT(x[i]->spec().same_as(x_specs_[i]));
   RT_ASSERT(y.spec().same_as(y_spec_));

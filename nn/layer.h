@@ -82,8 +82,16 @@ class Layer {
   TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx,
                   const PlanContext& context = {});
 
-  // writes y.
+  // writes y: begin_forward(ctx), then forward_work(x, y, ctx).
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
+  // What a forward pass changes besides the device work on its tensors: host state (batch norm's
+  // num_batches_tracked) and the per-step values that work reads (dropout's step), which a GPU
+  // receives through work enqueued now. Split off so that a recorded forward, replayed without
+  // calling the layer, still sees the current step (Note [Captured steps] in nn/device.h).
+  void begin_forward(const RunContext& ctx) { begin_forward_impl(ctx); }
+  // writes y: the layer's device work, the same calls on the same memory at every step of one
+  // plan (what host state it sets, such as dropout's training flag, is the same every step too).
+  void forward_work(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
   // writes dx[i] where non-null, and this layer's parameter gradients.
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                 const std::vector<Tensor*>& dx, const RunContext& ctx);
@@ -92,6 +100,7 @@ class Layer {
 
  protected:
   virtual TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) = 0;
+  virtual void begin_forward_impl(const RunContext&) {}
   virtual void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) = 0;
   virtual void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                              const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -16,16 +17,32 @@ int g_selected = -1;  // select_device()'s choice; -1: device 0 on first use
 struct Buffer {
   void* ptr = nullptr;
   size_t bytes = 0;
+  int64_t moves = 0;  // reallocations: a recording holds the address it saw
   void grow_to(size_t wanted) {
     if (wanted <= bytes) return;
     if (ptr) RT_CU(cudaFree(ptr));
     ptr = nullptr;
     RT_CU(cudaMalloc(&ptr, wanted));
     bytes = wanted;
+    ++moves;
   }
 };
 
-Buffer g_workspace, g_scratch;
+// CapturedWork's recording: the executable graph, and the workspace's moves when it was made.
+// (Recorded work uses no scratch(): ops that keep memory of their own are what a step records.)
+struct Recording {
+  cudaGraphExec_t exec = nullptr;
+  int64_t workspace_moves = 0;
+  ~Recording() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+Buffer g_workspace, g_scratch, g_cublas_workspace;
+
+// cuBLAS's own workspace, ours so that it allocates none while a step is recorded (Note [Captured
+// steps] in nn/device.h); NVIDIA recommends 32 MiB for Hopper, more than earlier GPUs want.
+constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
 Context make_context() {
   Context c;
@@ -36,6 +53,8 @@ Context make_context() {
   RT_CU(cudnnSetStream(c.cudnn, c.stream));
   RT_CU(cublasCreate(&c.cublas));
   RT_CU(cublasSetStream(c.cublas, c.stream));
+  g_cublas_workspace.grow_to(kCublasWorkspace);
+  RT_CU(cublasSetWorkspace(c.cublas, g_cublas_workspace.ptr, g_cublas_workspace.bytes));
   RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
   const char* graph = std::getenv("RINGTRAIN_CUDNN_GRAPH");
   c.conv_graph = parse_cudnn_graph_use(graph ? graph : "");
@@ -141,5 +160,60 @@ void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t b
 void zero(void* dst, size_t bytes) { RT_CU(cudaMemsetAsync(dst, 0, bytes, context().stream)); }
 
 void synchronize() { RT_CU(cudaStreamSynchronize(context().stream)); }
+
+namespace {
+
+[[noreturn]] void fail_to_record(const std::string& why) {
+  cudaGetLastError();  // the failure is said here, not again by the next launch's check
+  throw Error(str_cat("the training step's device work could not be recorded as a CUDA graph (train.cuda_graph; "
+                      "set it to false to issue each step's calls): ", why));
+}
+
+}  // namespace
+
+// Thread-local capture: unsafe API calls of other threads (a data loader's page-locking) do not
+// invalidate it. Work another thread puts on this stream meanwhile would still join the
+// recording: the trainer records only while its communication thread is idle (Note [Captured
+// steps] in nn/device.h).
+std::shared_ptr<void> record(const std::function<void()>& enqueue) {
+  const cudaStream_t s = context().stream;
+  RT_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  // Whatever enqueue throws, the capture ends, so the stream works again.
+  try {
+    enqueue();
+  } catch (const std::exception& e) {
+    if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    fail_to_record(e.what());
+  } catch (...) {
+    if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  // A call whose own error went unchecked surfaces here, as an invalidated capture.
+  const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+  if (ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    fail_to_record(str_cat("cudaStreamEndCapture: ", cudaGetErrorString(ended)));
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);  // the executable graph is independent of it
+  if (instantiated != cudaSuccess) fail_to_record(str_cat("cudaGraphInstantiate: ", cudaGetErrorString(instantiated)));
+  auto r = std::make_shared<Recording>();
+  r->exec = exec;
+  r->workspace_moves = g_workspace.moves;
+  RT_CU(cudaGraphUpload(exec, s));  // so the first replay does not pay for moving the graph to the GPU
+  return r;
+}
+
+void replay(void* recording) {
+  const Recording& r = *static_cast<const Recording*>(recording);
+  // Only planning grows the workspace; planning after a recording would move it from under the
+  // recorded kernels, which would then write freed memory.
+  RT_CHECK(r.workspace_moves == g_workspace.moves,
+           "internal error: the shared GPU workspace was reallocated after a step was recorded as a CUDA graph "
+           "(train.cuda_graph)");
+  RT_CU(cudaGraphLaunch(r.exec, context().stream));
+}
 
 }  // namespace rt::cuda

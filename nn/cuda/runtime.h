@@ -4,9 +4,10 @@
 // and library calls of the backend all go through context().
 //
 // Note [CUDA memory]: every buffer a step touches is allocated when the graph is planned: the
-// parameter, gradient and activation arenas, each op's own small buffers, and the workspace,
-// which grows only while ops are planned (reserve_workspace). The step loop allocates nothing,
-// except that scratch() grows the first time an op needs a larger scratch (the loss's targets).
+// parameter, gradient and activation arenas, each op's own small buffers, cuBLAS's workspace, and
+// the convolutions' workspace, which grows only while ops are planned (reserve_workspace). The
+// step loop allocates nothing, except that scratch() grows the first time an op needs a larger
+// scratch (evaluation's loss, the finite check); a training step's loss has memory of its own.
 #pragma once
 
 #include <cublas_v2.h>

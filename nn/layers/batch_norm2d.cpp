@@ -24,12 +24,10 @@ TensorSpec BatchNorm2d::plan_impl(const std::vector<TensorSpec>& x, const std::v
 }
 
 void BatchNorm2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
-  if (ctx.training) {
+  if (ctx.training)
     op_->forward_training(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
-    ++batches_;
-  } else {
+  else
     op_->forward_inference(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
-  }
 }
 
 void BatchNorm2d::backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,

@@ -21,6 +21,9 @@ class BatchNorm2d final : public Layer {
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) override;
+  void begin_forward_impl(const RunContext& ctx) override {
+    if (ctx.training) ++batches_;
+  }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
   void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext& ctx) override;

@@ -19,8 +19,11 @@ class Dropout final : public Layer {
     op_ = make_dropout(p_, x[0]);
     return x[0];
   }
+  void begin_forward_impl(const RunContext& ctx) override {
+    if (ctx.training) op_->set_step(ctx.seed, ctx.step);
+  }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
-    op_->forward(*x[0], y, ctx.training, ctx.seed, ctx.step);
+    op_->forward(*x[0], y, ctx.training);
   }
   void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext&) override {

@@ -37,6 +37,7 @@
   void reorder(const Tensor& src, Tensor& dst);                                                                 \
   LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,        \
                                    Tensor* dlogits, double grad_scale);                                         \
+  std::unique_ptr<SoftmaxCrossEntropyOp> make_softmax_cross_entropy(const TensorSpec& logits);                  \
   void sgd_update(const SgdStep& step, float* w, const float* g, float* v, int64_t n);                          \
   bool all_finite(const float* x, int64_t n);                                                                   \
   }

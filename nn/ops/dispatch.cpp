@@ -102,17 +102,49 @@ Tensor to_plain(const Tensor& t) {
   return out;
 }
 
-LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
-                                 Tensor* dlogits, double grad_scale) {
-  RT_CHECK(logits.shape().size() == 2 && logits.is_plain(), "softmax_cross_entropy expects plain (N, K) logits, got ",
-           logits.spec().describe());
+namespace {
+
+void check_logits(const TensorSpec& logits) {
+  RT_CHECK(logits.shape.size() == 2 && logits.is_plain(), "softmax_cross_entropy expects plain (N, K) logits, got ", logits.describe());
+}
+
+void check_loss_arguments(const TensorSpec& logits, double label_smoothing, const Tensor* dlogits) {
   RT_CHECK(label_smoothing >= 0 && label_smoothing < 1, "label smoothing must be in [0, 1), got ", label_smoothing);
-  if (dlogits) RT_CHECK(dlogits->spec().same_as(logits.spec()), "dlogits must match the logits' spec");
-  const int64_t N = logits.dim(0), K = logits.dim(1);
+  if (dlogits) RT_CHECK(dlogits->spec().same_as(logits), "dlogits must match the logits' spec");
+}
+
+void check_targets(const int32_t* targets, int64_t N, int64_t K) {
   for (int64_t n = 0; n < N; ++n)
     RT_CHECK(targets[n] >= 0 && targets[n] < K, "sample ", n, " of the batch has label ", targets[n], ", expected 0..",
              K - 1);
+}
+
+}  // namespace
+
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
+                                 Tensor* dlogits, double grad_scale) {
+  check_logits(logits.spec());
+  check_loss_arguments(logits.spec(), label_smoothing, dlogits);
+  check_targets(targets, logits.dim(0), logits.dim(1));
   return BACKEND(logits.device(), softmax_cross_entropy)(logits, targets, label_smoothing, dlogits, grad_scale);
+}
+
+void SoftmaxCrossEntropyOp::set_targets(const int32_t* targets) {
+  check_targets(targets, logits_.shape[0], logits_.shape[1]);
+  set_targets_impl(targets);
+}
+
+void SoftmaxCrossEntropyOp::compute(const Tensor& logits, double label_smoothing, Tensor* dlogits,
+                                    double grad_scale) {
+  RT_CHECK(logits.spec().same_as(logits_), "the loss was planned for logits ", logits_.describe(), ", got ",
+           logits.spec().describe());
+  check_loss_arguments(logits_, label_smoothing, dlogits);
+  compute_impl(logits, label_smoothing, dlogits, grad_scale);
+}
+
+std::unique_ptr<SoftmaxCrossEntropyOp> make_softmax_cross_entropy(const TensorSpec& logits) {
+  check_logits(logits);
+  return BACKEND(logits.device, make_softmax_cross_entropy)(logits);
 }
 
 void sgd_update(Device device, const SgdStep& step, float* w, const float* g, float* v, int64_t n) {

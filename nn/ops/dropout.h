@@ -13,8 +13,12 @@ namespace rt {
 class DropoutOp {
  public:
   virtual ~DropoutOp() = default;
-  // writes y and keeps the mask for backward.
-  virtual void forward(const Tensor& x, Tensor& y, bool training, uint64_t seed, uint64_t step) = 0;
+  // Before each training forward: the (seed, step) the next mask derives from. A GPU op keeps
+  // them in its own device memory, written by work enqueued now, so that a recorded forward reads
+  // the current step when it is replayed (Note [Captured steps] in nn/device.h).
+  virtual void set_step(uint64_t seed, uint64_t step) = 0;
+  // writes y and keeps the mask for backward; the mask of the last set_step.
+  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
   virtual void backward(const Tensor& dy, Tensor& dx) = 0;  // writes dx
 };
 

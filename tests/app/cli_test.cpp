@@ -137,25 +137,30 @@ TEST(RingtrainBinary, CudaWithoutAUsableGpuFailsAtStartInTheDriversWords) {
   EXPECT_EQ(r.output.find("/nonexistent-data/train-images"), std::string::npos) << "read data first:\n" << r.output;
 }
 
-TEST(RingtrainBinary, Tf32OnTheCpuIsRefused) {
-  const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_tf32";
-  const fs::path p = write_config("tf32.toml", "[train]\nprecision = \"tf32\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
+// A setting only the GPU honours, in a config that trains on the CPU: exit 1, the message naming it.
+void expect_refused_on_the_cpu(const std::string& name, const std::string& setting, const std::string& why) {
+  const fs::path runs = fs::temp_directory_path() / ("ringtrain_cli_" + name);
+  const fs::path p = write_config(name + ".toml", setting + "[checkpoint]\ndir = \"" + runs.string() + "\"\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(runs);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("train.precision = \"tf32\" applies to device = \"cuda\" only"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+}
+
+TEST(RingtrainBinary, Tf32OnTheCpuIsRefused) {
+  expect_refused_on_the_cpu("tf32", "[train]\nprecision = \"tf32\"\n",
+                            "train.precision = \"tf32\" applies to device = \"cuda\" only");
 }
 
 TEST(RingtrainBinary, NcclOnTheCpuIsRefusedEvenOnOneRank) {
-  const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_nccl";
-  const fs::path p = write_config("nccl.toml", "[dist]\nallreduce = \"nccl\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
-  const ProcessResult r = ringtrain("--config " + p.string());
-  fs::remove(p);
-  fs::remove_all(runs);
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("dist.allreduce = \"nccl\" needs train.device = \"cuda\""), std::string::npos) << r.output;
+  expect_refused_on_the_cpu("nccl", "[dist]\nallreduce = \"nccl\"\n",
+                            "dist.allreduce = \"nccl\" needs train.device = \"cuda\"");
+}
+
+TEST(RingtrainBinary, CudaGraphOnTheCpuIsRefused) {
+  expect_refused_on_the_cpu("cuda_graph", "[train]\ncuda_graph = true\n",
+                            "train.cuda_graph = true needs train.device = \"cuda\"");
 }
 
 // bench --profile writes one line per layer; simulate --profile reads it back and predicts the

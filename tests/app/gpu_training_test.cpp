@@ -1,11 +1,15 @@
 // The trainer end to end on the GPU (CTest label "gpu"): real Fashion-MNIST batches through the
-// page-locked staging buffer, evaluation, and a checkpoint written from the GPU that the CPU
-// backend reads back and scores alike. Without a usable GPU every test skips, saying why.
+// page-locked staging buffer, evaluation, a checkpoint written from the GPU that the CPU backend
+// reads back and scores alike, and steps replayed from a CUDA graph against steps issued call by
+// call. Without a usable GPU every test skips, saying why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "app/trainer.h"
 #include "dist/world.h"
@@ -80,6 +84,80 @@ TEST_P(GpuTraining, CheckpointFromTheGpuScoresAlikeOnTheCpu) {
   const double relative = 2 * (4 * rounding) * 10;
   EXPECT_NEAR(scored.loss, trained.last_eval.loss, relative * trained.last_eval.loss + 1e-5);
   EXPECT_NEAR(scored.top1, trained.last_eval.top1, (p == "fp32" ? 1.0 : 3.0) / 160);
+}
+
+// max |a - b| / max |a|: how far b is from a, relative to a's scale.
+template <typename T>
+double relative_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(a[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+// What a run leaves behind, read back from the GPU.
+struct RunState {
+  std::vector<double> step_losses;
+  std::vector<float> params, buffers;
+  std::vector<int64_t> counters;
+  int64_t replayed_steps = 0, recordings = 0, skipped_steps = 0;
+};
+
+// fp16 starts from a loss scale of 2^30, so that its first steps overflow and the scale backs off.
+RunState train_and_read(const Config& c, std::ostream& log) {
+  Trainer t(c, log, World::get());
+  if (LossScaler* scaler = t.loss_scaler()) scaler->set_scale(std::ldexp(1.0, 30));
+  RunState s;
+  s.step_losses = t.train().step_losses;
+  Graph& g = t.graph();
+  s.params.resize(static_cast<size_t>(g.arena_floats()));
+  copy_bytes(s.params.data(), Device::kCpu, g.param_arena(), g.device(), s.params.size() * sizeof(float));
+  for (const BufferRef& b : g.buffers()) {
+    std::vector<float> host(static_cast<size_t>(b.value.numel()));
+    copy_bytes(host.data(), Device::kCpu, b.value.data(), g.device(), b.value.bytes());
+    s.buffers.insert(s.buffers.end(), host.begin(), host.end());
+  }
+  for (const CounterRef& counter : g.counters()) s.counters.push_back(*counter.value);
+  s.replayed_steps = t.replayed_steps();
+  s.recordings = t.recordings();
+  if (const LossScaler* scaler = t.loss_scaler()) s.skipped_steps = scaler->skipped_steps();
+  return s;
+}
+
+// Note [Captured steps]: steps replayed from the recording (train.cuda_graph) train as steps
+// issued call by call do: the same loss at every step and the same weights, running statistics
+// and counters at the end, within how far two issued runs differ from each other (cuDNN's
+// fastest algorithms may add in any order). simple_cnn has batch norm, whose counter the host
+// keeps, and dropout, whose mask must move on at every replayed step: a frozen one would train
+// another network. fp16, from a loss scale that overflows, records again at each back-off and
+// must skip the same steps.
+TEST_P(GpuTraining, StepsReplayedFromACudaGraphTrainAsIssuedStepsDo) {
+  Config issued = synthetic_config(root_);
+  issued.train.device = "cuda";
+  issued.train.precision = GetParam();
+  Config replayed = issued;
+  replayed.train.cuda_graph = true;
+  const RunState a = train_and_read(issued, log_), b = train_and_read(issued, log_);
+  const RunState r = train_and_read(replayed, log_);
+  ASSERT_EQ(a.step_losses.size(), 40u);  // 2 epochs of 640 images at 32
+  EXPECT_EQ(a.replayed_steps, 0);
+  EXPECT_EQ(r.replayed_steps, 39) << "every step but the run's first is replayed";
+  EXPECT_EQ(r.counters, a.counters);
+  EXPECT_EQ(r.skipped_steps, a.skipped_steps);
+  if (std::string(GetParam()) == "fp16") {
+    EXPECT_GT(a.skipped_steps, 1) << "a loss scale of 2^30 should overflow more than once";
+    EXPECT_GT(r.recordings, 1) << "each back-off of the loss scale needs a new recording";
+  } else {
+    EXPECT_EQ(r.recordings, 1);
+  }
+  const double loss_bound = std::max(4 * relative_difference(a.step_losses, b.step_losses), 1e-6);
+  const double param_bound = std::max(4 * relative_difference(a.params, b.params), 1e-6);
+  const double buffer_bound = std::max(4 * relative_difference(a.buffers, b.buffers), 1e-6);
+  EXPECT_LE(relative_difference(a.step_losses, r.step_losses), loss_bound);
+  EXPECT_LE(relative_difference(a.params, r.params), param_bound);
+  EXPECT_LE(relative_difference(a.buffers, r.buffers), buffer_bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, GpuTraining, ::testing::Values("fp32", "tf32", "bf16", "fp16"),

@@ -89,7 +89,8 @@ TEST(CudaMath, DropoutScaleIsTheCpuMaskWithTheRightStatistics) {
   Tensor x(plain_spec({n})), y(plain_spec({n}));
   for (int64_t i = 0; i < n; ++i) x.data()[i] = 1.0f;
   auto op = make_dropout(p, x.spec());
-  op->forward(x, y, true, 42, 7);
+  op->set_step(42, 7);
+  op->forward(x, y, true);
   int64_t dropped = 0, differs_next_step = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float s = dropout_scale(42, 7, static_cast<uint64_t>(i), p);

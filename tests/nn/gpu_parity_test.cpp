@@ -209,17 +209,47 @@ TEST_F(GpuParity, ReluAddAccumulateConcatFlattenAreExact) {
   EXPECT_EQ(rel_error(fc, fg), 0);
 }
 
+// Note [Captured steps]: recorded work runs only when replayed, and at every replay; work that
+// cannot be recorded (a wait) is an error naming train.cuda_graph, the stream usable afterwards.
+TEST_F(GpuParity, CapturedWorkRunsAtEachReplayAndRefusesAWait) {
+  const Both x = random_both({1000}, 70);
+  Tensor acc(x.gpu.spec());
+  acc.zero();
+  CapturedWork work;
+  work.record([&] { accumulate(acc, x.gpu); });
+  ASSERT_TRUE(work.recorded());
+  std::vector<float> zeros(1000, 0.0f), twice(1000), thrice(1000);
+  for (int64_t i = 0; i < 1000; ++i) twice[i] = 2 * x.cpu.data()[i], thrice[i] = 3 * x.cpu.data()[i];
+  EXPECT_EQ(rel_error(zeros, host_values(acc)), 0) << "recording ran the work";
+  work.replay();
+  work.replay();
+  EXPECT_EQ(rel_error(twice, host_values(acc)), 0);  // x + x is exact
+  try {
+    work.record([] { synchronize(kGpu); });
+    ADD_FAILURE() << "a wait was recorded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.cuda_graph"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(work.recorded());
+  accumulate(acc, x.gpu);  // issued as usual on the same stream
+  EXPECT_EQ(rel_error(thrice, host_values(acc)), 0);
+}
+
 TEST_F(GpuParity, DropoutDrawsTheCpuMask) {
   const Both x = random_both({8, 4096}, 40), dy = random_both({8, 4096}, 41);
   auto cpu = make_dropout(0.5, x.cpu.spec()), gpu = make_dropout(0.5, x.gpu.spec());
   Tensor yc(x.cpu.spec()), yg(x.gpu.spec()), dxc(x.cpu.spec()), dxg(x.gpu.spec());
-  cpu->forward(x.cpu, yc, true, 1234, 17);
-  gpu->forward(x.gpu, yg, true, 1234, 17);
-  EXPECT_EQ(rel_error(yc, yg), 0);
-  cpu->backward(dy.cpu, dxc);
-  gpu->backward(dy.gpu, dxg);
-  EXPECT_EQ(rel_error(dxc, dxg), 0);
-  gpu->forward(x.gpu, yg, false, 1234, 17);  // inference: identity
+  for (uint64_t step : {17, 18}) {  // the GPU op's step lives in its device memory: it must move on
+    cpu->set_step(1234, step);
+    gpu->set_step(1234, step);
+    cpu->forward(x.cpu, yc, true);
+    gpu->forward(x.gpu, yg, true);
+    EXPECT_EQ(rel_error(yc, yg), 0) << "step " << step;
+    cpu->backward(dy.cpu, dxc);
+    gpu->backward(dy.gpu, dxg);
+    EXPECT_EQ(rel_error(dxc, dxg), 0) << "step " << step;
+  }
+  gpu->forward(x.gpu, yg, false);  // inference: identity
   EXPECT_EQ(rel_error(x.cpu, yg), 0);
 }
 
@@ -261,6 +291,16 @@ TEST_F(GpuParity, SoftmaxCrossEntropyAndSgd) {
   EXPECT_EQ(lg.correct1, lc.correct1);
   EXPECT_EQ(lg.correct5, lc.correct5);
   EXPECT_PARITY(dzc, dzg, 1e-6);
+  // The planned op of a training step (its own targets and rows), in its three phases.
+  auto planned = make_softmax_cross_entropy(z.gpu.spec());
+  Tensor dzp(z.gpu.spec());
+  planned->set_targets(t.data());
+  planned->compute(z.gpu, 0.1, &dzp, 0.7);
+  const LossResult lp = planned->result();
+  EXPECT_NEAR(lp.loss, lc.loss, 1e-12 * lc.loss);
+  EXPECT_EQ(lp.correct1, lc.correct1);
+  EXPECT_EQ(lp.correct5, lc.correct5);
+  EXPECT_PARITY(dzc, dzp, 1e-6);
 
   const int64_t n = 100000;
   Both w = random_both({n}, 61), g = random_both({n}, 62), v = random_both({n}, 63);

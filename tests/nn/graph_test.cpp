@@ -8,6 +8,7 @@
 #include "base/rng.h"
 #include "nn/graph.h"
 #include "nn/layers/add.h"
+#include "nn/layers/batch_norm2d.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/dropout.h"
 #include "nn/layers/flatten.h"
@@ -257,6 +258,47 @@ TEST(Graph, TwoOutputsGiveTheGradientOfTheirWeightedSumAsFiniteDifferencesSay) {
     if (p.name == "c1.weight") c1 = &p;
   ASSERT_NE(c1, nullptr);
   EXPECT_LT(worst_relative_error(*c1, loss, 1e-3f, 13, 1e-2), 2e-2);
+}
+
+// conv -> batch norm -> dropout(0.5) -> fc, on the CPU at batch 2, with its input filled.
+std::unique_ptr<Graph> stepped_graph(std::vector<float>& images) {
+  auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+  int x = g->add("conv", Conv2d(conv3x3(3, 8)), {g->input()});
+  x = g->add("bn", BatchNorm2d(8), {x});
+  x = g->add("drop", Dropout(0.5), {x});
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc", Linear(8 * 25, 4), {x});
+  g->plan(2, Device::kCpu);
+  g->init_parameters(9);
+  Rng rng(10, 1);
+  images.resize(2 * 3 * 5 * 5);
+  for (float& v : images) v = static_cast<float>(rng.normal());
+  return g;
+}
+
+std::vector<float> values(const Tensor& t) { return {t.data(), t.data() + t.numel()}; }
+
+// Note [Captured steps]: what moves from step to step (batch norm's counter, dropout's step)
+// moves in begin_forward, and forward_work does the same at every call. So the split calls give
+// forward's results, and forward_work again without begin_forward repeats the last step, as a
+// replayed recording does, whatever step its own context names.
+TEST(Graph, ForwardWorkRepeatsTheStepThatBeginForwardSet) {
+  std::vector<float> images;
+  auto whole = stepped_graph(images), split = stepped_graph(images);
+  const RunContext step1{true, 7, 1}, step2{true, 7, 2};
+  const std::vector<float> y1 = values(whole->forward(images.data(), step1));
+  const std::vector<float> y2 = values(whole->forward(images.data(), step2));
+  ASSERT_NE(y1, y2) << "dropout's mask should move with the step";
+  ASSERT_EQ(*whole->counters()[0].value, 2);
+
+  split->set_input(images.data(), Device::kCpu);
+  split->begin_forward(step1);
+  EXPECT_EQ(values(split->forward_work(step1)), y1);
+  split->begin_forward(step2);
+  EXPECT_EQ(values(split->forward_work(step2)), y2);
+  EXPECT_EQ(*split->counters()[0].value, 2);
+  EXPECT_EQ(values(split->forward_work(step1)), y2);
+  EXPECT_EQ(*split->counters()[0].value, 2);
 }
 
 TEST(Graph, InitialisationDependsOnlyOnSeedAndName) {

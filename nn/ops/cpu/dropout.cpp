@@ -15,7 +15,9 @@ class CpuDropout final : public DropoutOp {
  public:
   CpuDropout(double p, const TensorSpec& x) : p_(static_cast<float>(p)), n_(static_cast<int64_t>(x.bytes() / 4)) {}
 
-  void forward(const Tensor& x, Tensor& y, bool training, uint64_t seed, uint64_t step) override {
+  void set_step(uint64_t seed, uint64_t step) override { seed_ = seed, step_ = step; }
+
+  void forward(const Tensor& x, Tensor& y, bool training) override {
     active_ = training && p_ > 0;
     if (!active_) {
       std::copy(x.data(), x.data() + n_, y.data());
@@ -24,7 +26,7 @@ class CpuDropout final : public DropoutOp {
     scale_.resize(static_cast<size_t>(n_));
 #pragma omp parallel for
     for (int64_t i = 0; i < n_; ++i) {
-      const float s = dropout_scale(seed, step, static_cast<uint64_t>(i), p_);
+      const float s = dropout_scale(seed_, step_, static_cast<uint64_t>(i), p_);
       scale_[i] = s;
       y.data()[i] = x.data()[i] * s;
     }
@@ -43,6 +45,7 @@ class CpuDropout final : public DropoutOp {
   float p_;
   int64_t n_;
   bool active_ = false;
+  uint64_t seed_ = 0, step_ = 0;
   std::vector<float> scale_;  // 0 or 1/(1-p) per element of the last training forward
 };
 

@@ -1,6 +1,7 @@
 // Softmax cross-entropy by hand, in double per row for a stable log-sum-exp.
 #include "nn/ops/softmax_cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -43,6 +44,32 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
   }
   r.loss = total / static_cast<double>(N);
   return r;
+}
+
+namespace {
+
+// On the CPU the phases need no split: compute does all the work at once.
+class CpuSoftmaxCrossEntropy final : public SoftmaxCrossEntropyOp {
+ public:
+  explicit CpuSoftmaxCrossEntropy(const TensorSpec& logits)
+      : SoftmaxCrossEntropyOp(logits), targets_(static_cast<size_t>(logits.shape[0])) {}
+
+ protected:
+  void set_targets_impl(const int32_t* targets) override { std::copy(targets, targets + targets_.size(), targets_.begin()); }
+  void compute_impl(const Tensor& logits, double label_smoothing, Tensor* dlogits, double grad_scale) override {
+    result_ = cpu::softmax_cross_entropy(logits, targets_.data(), label_smoothing, dlogits, grad_scale);
+  }
+  LossResult result_impl() override { return result_; }
+
+ private:
+  std::vector<int32_t> targets_;
+  LossResult result_;
+};
+
+}  // namespace
+
+std::unique_ptr<SoftmaxCrossEntropyOp> make_softmax_cross_entropy(const TensorSpec& logits) {
+  return std::make_unique<CpuSoftmaxCrossEntropy>(logits);
 }
 
 }  // namespace rt::cpu
