@@ -314,14 +314,13 @@ std::string Trainer::replayed_work() const {
 
 void Trainer::replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward) {
   // A recording holds the loss scale as it was; fp16 changes it on overflow and after 2000 good steps.
-  if (!step_work_.recorded() || recorded_loss_scale_ != loss_scale || recorded_backward_ != with_backward) {
+  if (!step_work_.recorded() || recorded_loss_scale_ != loss_scale) {
     step_work_.record([&] {
       graph_->forward_work(ctx);
       step_loss_->compute(*graph_, config_.train.label_smoothing, dy_.get(), loss_scale);
       if (with_backward) graph_->backward(dy_->views(), ctx);
     });
     recorded_loss_scale_ = loss_scale;
-    recorded_backward_ = with_backward;
     ++recordings_;
   }
   step_work_.replay();

@@ -102,7 +102,8 @@ class Trainer {
   void write_metric(const std::string& line);
   void average_buffers();
   // Note [Captured steps]: replays the recording of forward's device work, the loss and, with
-  // `with_backward`, backward; records it first where there is none for this loss scale.
+  // `with_backward` (the same at every step: no collective listens to backward), backward;
+  // records it first where there is none for this loss scale.
   void replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward);
 
   Config config_;
@@ -118,7 +119,6 @@ class Trainer {
   std::unique_ptr<StepLoss> step_loss_;
   CapturedWork step_work_;  // train.cuda_graph: the recorded device work of a step
   double recorded_loss_scale_ = 0;
-  bool recorded_backward_ = false;
   int64_t steps_run_ = 0;  // train_step calls of this Trainer
   int64_t replayed_steps_ = 0, recordings_ = 0;
   std::unique_ptr<Sgd> sgd_;
