@@ -314,8 +314,10 @@ std::string Trainer::replayed_work() const {
 
 void Trainer::replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward) {
   // A recording holds the loss scale as it was; fp16 changes it on overflow and after 2000 good steps.
+  // (The closure runs once, while recording; it takes its values by copy all the same, as the
+  // recording does.)
   if (!step_work_.recorded() || recorded_loss_scale_ != loss_scale) {
-    step_work_.record([&] {
+    step_work_.record([this, ctx, loss_scale, with_backward] {
       graph_->forward_work(ctx);
       step_loss_->compute(*graph_, config_.train.label_smoothing, dy_.get(), loss_scale);
       if (with_backward) graph_->backward(dy_->views(), ctx);
