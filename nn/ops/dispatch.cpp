@@ -105,7 +105,8 @@ Tensor to_plain(const Tensor& t) {
 namespace {
 
 void check_logits(const TensorSpec& logits) {
-  RT_CHECK(logits.shape.size() == 2 && logits.is_plain(), "softmax_cross_entropy expects plain (N, K) logits, got ", logits.describe());
+  RT_CHECK(logits.shape.size() == 2 && logits.is_plain(), "softmax_cross_entropy expects plain (N, K) logits, got ",
+           logits.describe());
 }
 
 void check_loss_arguments(const TensorSpec& logits, double label_smoothing, const Tensor* dlogits) {

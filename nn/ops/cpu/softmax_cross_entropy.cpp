@@ -55,7 +55,9 @@ class CpuSoftmaxCrossEntropy final : public SoftmaxCrossEntropyOp {
       : SoftmaxCrossEntropyOp(logits), targets_(static_cast<size_t>(logits.shape[0])) {}
 
  protected:
-  void set_targets_impl(const int32_t* targets) override { std::copy(targets, targets + targets_.size(), targets_.begin()); }
+  void set_targets_impl(const int32_t* targets) override {
+    std::copy(targets, targets + targets_.size(), targets_.begin());
+  }
   void compute_impl(const Tensor& logits, double label_smoothing, Tensor* dlogits, double grad_scale) override {
     result_ = cpu::softmax_cross_entropy(logits, targets_.data(), label_smoothing, dlogits, grad_scale);
   }
