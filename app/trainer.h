@@ -98,6 +98,15 @@ class Trainer {
   LossScaler* loss_scaler() { return scaler_.get(); }
 
  private:
+  // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
+  // input_shape_, its image decoders sharing `spare_cores`; make_rank_collective is for several
+  // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
+  void open_data(int spare_cores);
+  std::unique_ptr<Collective> make_rank_collective(Device device);
+  void plan_schedule();  // steps_per_epoch_ and schedule_
+  void attach_reducer(std::unique_ptr<Collective> collective, Device device);
+  void print_start(int threads) const;  // rank 0's summary of the run
+
   void prepare_run_folder();
   void write_metric(const std::string& line);
   void average_buffers();

@@ -1,0 +1,226 @@
+// How a Trainer is built, in the constructor's order: threads and device, this rank's data, the
+// model planned on its device, the checks that every rank agrees, the learning-rate schedule, and
+// (on several ranks) the gradient reducer. The loops that use all this are in trainer.cpp.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+#include "app/consistency.h"
+#include "app/gradient_buckets.h"
+#include "app/image_options.h"
+#include "app/trainer.h"
+#include "base/check.h"
+#include "data/image_folder_batches.h"
+#include "data/sampler.h"
+#include "dist/cuda/device_collective.h"
+#include "models/registry.h"
+#include "nn/conv_algorithm.h"
+
+namespace rt {
+namespace {
+
+std::string data_path(const DataConfig& d, const std::string& file) {
+  return (std::filesystem::path(d.dir) / file).string();
+}
+
+// data.source = "imagefolder": the training or evaluation tree, its transforms from the config.
+std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::string& model, bool training,
+                                               uint64_t seed, int workers,
+                                               std::function<void(const std::string&)> warn) {
+  FolderBatchOptions o;
+  o.sample = image_sample_options(d, model);
+  o.training = training;
+  o.seed = seed;
+  o.workers = workers;
+  o.prefetch = static_cast<int>(d.prefetch);
+  o.error_on_bad_file = d.on_bad_file == "error";
+  o.warn = std::move(warn);
+  const std::string root = data_path(d, training ? d.train_folder : d.val_folder);
+  return std::make_unique<ImageFolderBatches>(load_image_index(root, "", d.rebuild_index), std::move(o));
+}
+
+// Settings that only one device can honour, refused at start on any number of ranks.
+void check_device_settings(const Config& config, Device device) {
+  const DistConfig& dc = config.dist;
+  if (device == Device::kCpu) {
+    RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
+             "\" applies to device = \"cuda\" only; the CPU computes in float32");
+    RT_CHECK(dc.allreduce != "nccl", "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    RT_CHECK(!config.train.cuda_graph, "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
+             "op as it is called");
+    return;
+  }
+  check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
+  RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport, "\" moves host memory; with device = \"cuda\" "
+           "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
+}
+
+}  // namespace
+
+Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
+    : config_(config), resolved_(to_toml(config)), out_(out), world_(world) {
+  // Ranks on a host share its cores (oversubscribed compute threads are the classic slowdown).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads)
+                                               : std::max(1, cores / std::max(1, world.local_size()));
+  omp_set_num_threads(threads);
+  const Device device = parse_device(config.train.device);
+  if (device == Device::kCuda) {
+    // Before any other CUDA call: one GPU per rank on each host, chosen by local rank.
+    select_cuda_device(world.local_rank());
+    set_cuda_precision(parse_precision(config.train.precision));
+  }
+  check_device_settings(config, device);
+
+  open_data(cores - threads * std::max(1, world.local_size()));
+  const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
+  graph_ = build_model(config.model.name, mo);
+  // Made before planning: on the CPU the gradient arena is the collective's memory.
+  std::unique_ptr<Collective> collective = world.size() > 1 ? make_rank_collective(device) : nullptr;
+  const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
+  graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
+  graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
+  dy_ = std::make_unique<OutputGradients>(*graph_);
+  step_loss_ = std::make_unique<StepLoss>(*graph_);
+  if (!synthetic_) {
+    eval_graph_ = build_model(config.model.name, mo);
+    eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
+  }
+  sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
+                                                   config.train.weight_decay, config.train.decay_bias_and_bn});
+  if (config.train.precision == "fp16") scaler_ = std::make_unique<LossScaler>();
+
+  require_same_on_all_ranks("config key", config_items(resolved_), world);
+  require_same_on_all_ranks("model tensor", model_items(*graph_), world);
+  broadcast_model_state(*graph_, world);
+
+  plan_schedule();
+  if (!config.log.timeline.empty())
+    timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
+                                           config.log.timeline_steps,
+                                           static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
+  if (collective) attach_reducer(std::move(collective), device);
+  if (world.rank() == 0) print_start(threads);
+}
+
+void Trainer::open_data(int spare_cores) {
+  const DataConfig& d = config_.data;
+  synthetic_ = d.source == "synthetic";
+  if (synthetic_) {
+    input_shape_ = find_model(config_.model.name).default_input;
+    if (d.image_size > 0) input_shape_[1] = input_shape_[2] = d.image_size;
+    return;
+  }
+  if (d.source == "imagefolder") {
+    const int ranks_here = std::max(1, world_.local_size());
+    const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cores / ranks_here);
+    auto warn = [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; };
+    train_ = open_image_folder(d, config_.model.name, /*training=*/true, static_cast<uint64_t>(config_.train.seed),
+                               workers, warn);
+    test_ = open_image_folder(d, config_.model.name, /*training=*/false, 0, workers, warn);
+  } else {
+    train_ = std::make_unique<InMemoryBatches>(
+        load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));
+    test_ = std::make_unique<InMemoryBatches>(
+        load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std));
+  }
+  const int64_t classes = std::max(train_->num_classes(), test_->num_classes());
+  RT_CHECK(classes <= config_.model.num_classes, "the data in '", d.dir, "' has ", classes,
+           " classes but model.num_classes = ", config_.model.num_classes);
+  const auto [c, h, w] = train_->sample_shape();
+  input_shape_ = {c, h, w};
+}
+
+std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
+  const DistConfig& dc = config_.dist;
+  if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire));
+  StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
+                    [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
+                    [this](const std::string& m) { world_.abort(m); },
+                    // The compute threads fill this rank's cores, and a spinning communication
+                    // thread would take its core from them during backward.
+                    StallPolicy::Idle::kSleep};
+  std::unique_ptr<Collective> collective =
+      make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire));
+  // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
+  graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
+  return collective;
+}
+
+void Trainer::plan_schedule() {
+  const TrainConfig& t = config_.train;
+  if (synthetic_) {
+    // The schedule spans the benchmark's steps as if they were one epoch.
+    const BenchConfig& b = config_.bench;
+    steps_per_epoch_ = b.warmup_steps + b.windows * b.steps_per_window;
+  } else {
+    const EpochSampler sampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
+                               world_.size(), config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
+    steps_per_epoch_ = sampler.steps_per_epoch();
+  }
+  const ScheduleConfig& s = config_.schedule;
+  const auto in_steps = [this](double epochs) {
+    return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch_)));
+  };
+  schedule_.kind = parse_schedule_kind(s.kind);
+  schedule_.base = scaled_lr(t.lr_per_256, t.batch_per_rank * world_.size());
+  schedule_.warmup_steps = in_steps(s.warmup_epochs);
+  for (double m : s.milestones) schedule_.milestones.push_back(in_steps(m));
+  schedule_.factor = s.factor;
+  schedule_.final_fraction = s.final_fraction;
+  schedule_.total_steps = steps_per_epoch_ * t.epochs;
+  position_.seed = t.seed;
+}
+
+void Trainer::attach_reducer(std::unique_ptr<Collective> collective, Device device) {
+  const DistConfig& dc = config_.dist;
+  GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
+  std::optional<ArenaUpdate> update;
+  // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
+  // GPU it follows the allreduce on the compute stream instead: the communication thread only
+  // enqueues work (Note [Device collectives]).
+  if (dc.sharded_update && device == Device::kCpu)
+    update = ArenaUpdate{[this](int64_t offset, int64_t count) {
+                           // On the communication thread, beside the compute threads: an OpenMP team
+                           // here would take their cores, and the update is bound by memory anyway.
+                           static thread_local const bool alone = (omp_set_num_threads(1), true);
+                           (void)alone;
+                           sgd_->step_range(lr_, offset, offset + count);
+                         },
+                         graph_->param_arena()};
+  reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
+                                           std::move(collective), dc.overlap, timeline_.get(), std::move(update));
+  graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
+}
+
+void Trainer::print_start(int threads) const {
+  const Config& config = config_;
+  const Device device = graph_->device();
+  out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), ";
+  if (synthetic_)
+    out_ << "synthetic images of " << shape_str(input_shape_);
+  else
+    out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(input_shape_);
+  out_ << ", " << device_name(device);
+  if (device == Device::kCuda)
+    out_ << " in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
+  if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
+  out_ << "\n"
+       << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
+       << threads << " compute threads per rank, global batch " << config.train.batch_per_rank * world_.size() << " ("
+       << config.train.batch_per_rank << " per rank), learning rate " << schedule_.base << " ("
+       << config.train.lr_per_256 << " per 256 images), " << steps_per_epoch_ << " steps per epoch\n";
+  if (reducer_)
+    out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
+         << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
+         << " backward" << (reducer_->updates_parameters() ? ", SGD sharded across ranks" : "") << "\n";
+}
+
+}  // namespace rt
