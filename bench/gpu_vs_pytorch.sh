@@ -72,9 +72,10 @@ for r in rows:
     if r.get("kind") not in ("bench", "failed"):
         continue
     replay = str(r.get("cuda_graph", False)).lower()
+    run = f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {replay:10}"
     t = torch.get((r["model"], r["precision"]))
     if r["kind"] == "failed":
-        print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {replay:10} {'failed':>16} {t or 0:14.1f}       (exit {r['exit']})")
+        print(f"{run} {'failed':>16} {t or 0:14.1f}       (exit {r['exit']})")
         continue
     o = r["median_images_per_s"]
     ratio = f"{o / t:6.2f}" if t else "     -"
@@ -83,7 +84,7 @@ for r in rows:
     host = ""
     if "profiled_host_ms_per_step" in r:
         host = f"  {r['profiled_host_ms_per_step']:.1f} / {1e3 * r['batch_per_rank'] / o:.1f}"
-    print(f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {replay:10} {o:16.1f} {t or 0:14.1f} {ratio}{host}{skipped}{graph}")
+    print(f"{run} {o:16.1f} {t or 0:14.1f} {ratio}{host}{skipped}{graph}")
 PY
 }
 if [ "$table_only" = 1 ]; then
