@@ -104,7 +104,7 @@ class Trainer {
   void open_data(int spare_cores);
   std::unique_ptr<Collective> make_rank_collective(Device device);
   void plan_schedule();  // steps_per_epoch_ and schedule_
-  void attach_reducer(std::unique_ptr<Collective> collective, Device device);
+  void attach_reducer(std::unique_ptr<Collective> collective);
   void print_start(int threads) const;  // rank 0's summary of the run
 
   void prepare_run_folder();

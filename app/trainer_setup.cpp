@@ -62,6 +62,11 @@ void check_device_settings(const Config& config, Device device) {
            "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
 }
 
+// A warning from this rank on stderr, named by its rank and host.
+std::function<void(const std::string&)> rank_warning(const World& world) {
+  return [&world](const std::string& m) { std::cerr << world.tag() << "ringtrain: warning: " << m << std::endl; };
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
@@ -106,7 +111,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
-  if (collective) attach_reducer(std::move(collective), device);
+  if (collective) attach_reducer(std::move(collective));
   if (world.rank() == 0) print_start(threads);
 }
 
@@ -121,10 +126,9 @@ void Trainer::open_data(int spare_cores) {
   if (d.source == "imagefolder") {
     const int ranks_here = std::max(1, world_.local_size());
     const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cores / ranks_here);
-    auto warn = [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; };
     train_ = open_image_folder(d, config_.model.name, /*training=*/true, static_cast<uint64_t>(config_.train.seed),
-                               workers, warn);
-    test_ = open_image_folder(d, config_.model.name, /*training=*/false, 0, workers, warn);
+                               workers, rank_warning(world_));
+    test_ = open_image_folder(d, config_.model.name, /*training=*/false, 0, workers, rank_warning(world_));
   } else {
     train_ = std::make_unique<InMemoryBatches>(
         load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));
@@ -142,7 +146,7 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   const DistConfig& dc = config_.dist;
   if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire));
   StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
-                    [this](const std::string& m) { std::cerr << world_.tag() << "ringtrain: warning: " << m << std::endl; },
+                    rank_warning(world_),
                     [this](const std::string& m) { world_.abort(m); },
                     // The compute threads fill this rank's cores, and a spinning communication
                     // thread would take its core from them during backward.
@@ -179,14 +183,14 @@ void Trainer::plan_schedule() {
   position_.seed = t.seed;
 }
 
-void Trainer::attach_reducer(std::unique_ptr<Collective> collective, Device device) {
+void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   const DistConfig& dc = config_.dist;
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
   std::optional<ArenaUpdate> update;
   // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
   // GPU it follows the allreduce on the compute stream instead: the communication thread only
   // enqueues work (Note [Device collectives]).
-  if (dc.sharded_update && device == Device::kCpu)
+  if (dc.sharded_update && graph_->device() == Device::kCpu)
     update = ArenaUpdate{[this](int64_t offset, int64_t count) {
                            // On the communication thread, beside the compute threads: an OpenMP team
                            // here would take their cores, and the update is bound by memory anyway.
