@@ -2,6 +2,7 @@
 // every error reaches the user as one message and a non-zero exit status.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <exception>
 #include <filesystem>
 #include <iostream>
 
@@ -136,19 +137,49 @@ namespace {
   world.abort(rt::str_cat(message, where));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int status = 0;
+// The exception being handled, as fail()'s message.
+[[noreturn]] void fail_with_current_exception() {
   try {
-    rt::World::init(&argc, &argv);
-    status = rt::run(rt::parse_cli(argc, argv));
+    throw;
   } catch (const rt::Error& e) {
     fail(rt::str_cat("error: ", e.what()));
   } catch (const dnnl::error& e) {
     fail(rt::str_cat("oneDNN error: ", e.what(), " (status ", static_cast<int>(e.status), ")"));
   } catch (const std::exception& e) {
     fail(rt::str_cat("unexpected error: ", e.what()));
+  } catch (...) {
+    fail("unexpected error of unknown type");
+  }
+}
+
+// Note [Fatal errors under MPI]: an exception that unwound to main would first run the
+// destructors of everything it leaves, and some of those are collectives (MPI_Win_free of the
+// shared-memory windows, the gradient reducer's join of a thread waiting on a peer) that the
+// other ranks, still running, never join: the job hung. So under an MPI launcher main catches
+// nothing; an exception that no handler catches reaches std::terminate before any frame is
+// unwound (the C++ ABI's two-phase unwinding finds no handler first), and this handler aborts
+// the job from there with the failing rank's message. Exceptions of other threads (the
+// reducer's, the image decoders') end here too.
+void on_terminate() {
+  if (std::current_exception()) fail_with_current_exception();
+  fail("terminated without an exception (std::terminate)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set_terminate(on_terminate);
+  int status = 0;
+  if (rt::launched_by_mpi()) {  // Note [Fatal errors under MPI]
+    rt::World::init(&argc, &argv);
+    status = rt::run(rt::parse_cli(argc, argv));
+  } else {
+    try {
+      rt::World::init(&argc, &argv);
+      status = rt::run(rt::parse_cli(argc, argv));
+    } catch (...) {
+      fail_with_current_exception();
+    }
   }
   rt::World::get().finalize();
   return status;

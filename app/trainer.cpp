@@ -14,6 +14,7 @@
 #include "app/json.h"
 #include "app/progress.h"
 #include "base/check.h"
+#include "base/test_fault.h"
 #include "data/sampler.h"
 #include "nn/ops/sgd_update.h"
 #include "nn/ops/softmax_cross_entropy.h"
@@ -153,6 +154,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
   if (profile_) profile_mark();
   Timeline* tl = timeline_.get();
   g_step = position_.step;
+  inject_fault("step", world_.rank(), position_.step);
   const TrainConfig& t = config_.train;
   const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
   lr_ = schedule_.at(position_.step);  // before begin_step: a sharded update reads it
@@ -184,6 +186,7 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
     Span span(tl, "backward");
     graph_->backward(dy_->views(), ctx);
   }
+  inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
   if (reducer_) {
     Span span(tl, "wait for allreduce");
     reducer_->finish();

@@ -17,6 +17,7 @@
 #include "app/image_options.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "base/test_fault.h"
 #include "data/image_folder_batches.h"
 #include "data/sampler.h"
 #include "dist/cuda/device_collective.h"
@@ -85,12 +86,15 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   check_device_settings(config, device);
 
   open_data(cores - threads * std::max(1, world.local_size()));
+  inject_fault("open_data", world.rank());
   const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   graph_ = build_model(config.model.name, mo);
   // Made before planning: on the CPU the gradient arena is the collective's memory.
   std::unique_ptr<Collective> collective = world.size() > 1 ? make_rank_collective(device) : nullptr;
+  inject_fault("collective", world.rank());
   const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
+  inject_fault("plan", world.rank());
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
   dy_ = std::make_unique<OutputGradients>(*graph_);
   step_loss_ = std::make_unique<StepLoss>(*graph_);
@@ -112,6 +116,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
   if (collective) attach_reducer(std::move(collective));
+  inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(threads);
 }
 
@@ -152,7 +157,8 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
                     // thread would take its core from them during backward.
                     StallPolicy::Idle::kSleep};
   std::unique_ptr<Collective> collective =
-      make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire));
+      make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire),
+                      static_cast<size_t>(2 * graph_->arena_floats_to_plan()));
   // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
   graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
   return collective;

@@ -57,18 +57,29 @@ class MpiCollective final : public Collective {
 
 }  // namespace
 
-std::string resolve_transport(const std::string& transport, MPI_Comm comm) {
+std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_t region_floats,
+                              const StallPolicy* stall) {
   RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi",
            "unknown transport '", transport, "': expected auto, shm, tcp or mpi");
-  if (transport != "auto") return transport;
-  return ShmTransport::available(comm) ? "shm" : "tcp";
+  if (transport == "tcp" || transport == "mpi") return transport;
+  // "shm" on several hosts: ShmTransport's constructor says so.
+  if (transport == "auto" && !ShmTransport::available(comm)) return "tcp";
+  const ShmTransport::Space space = ShmTransport::check_space(comm, region_floats);
+  if (space.fits) return "shm";
+  RT_CHECK(transport == "auto", "dist.transport = \"shm\": ", space.shortfall());
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && stall && stall->warn)
+    stall->warn(space.shortfall() + "; the ring runs over TCP on this host instead, which is slower (dist.transport = "
+                "\"tcp\" says so and keeps this quiet)");
+  return "tcp";
 }
 
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
                                             const std::string& transport, const std::string& tcp_interface,
-                                            Wire wire) {
+                                            Wire wire, size_t region_floats) {
   if (algorithm == "ring") {
-    const std::string how = resolve_transport(transport, comm);
+    const std::string how = resolve_transport(transport, comm, region_floats, &stall);
     if (how == "shm")
       return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory", wire);
     if (how == "tcp")

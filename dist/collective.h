@@ -58,11 +58,17 @@ class Collective {
   virtual void join_compute() {}
 };
 
-// Collective over comm.
+// Collective over comm. region_floats: what allocate() will be asked for (0: nothing), so that
+// the shared-memory transport is chosen only where /dev/shm has room for it.
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
                                             const std::string& transport = "auto",
-                                            const std::string& tcp_interface = "", Wire wire = Wire::kFp32);
-// The transport make_collective picks for the ring: "shm", "tcp" or "mpi". Collective over comm.
-std::string resolve_transport(const std::string& transport, MPI_Comm comm);
+                                            const std::string& tcp_interface = "", Wire wire = Wire::kFp32,
+                                            size_t region_floats = 0);
+// The transport make_collective picks for the ring: "shm", "tcp" or "mpi". With "auto", shared
+// memory where every rank is on one host and /dev/shm has room (ShmTransport::check_space), else
+// TCP, saying why on rank 0 through stall.warn where it was for want of room; with "shm", too
+// little room is an rt::Error. Collective over comm.
+std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_t region_floats = 0,
+                              const StallPolicy* stall = nullptr);
 
 }  // namespace rt

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/test_fault.h"
+#include "dist/world.h"
 
 namespace rt {
 
@@ -85,6 +87,7 @@ void GradReducer::comm_loop() {
       const Bucket& bucket = buckets_[b];
       const double start = timeline_ ? timeline_->now_us() : 0;
       const WaitContext context{step, static_cast<int>(b), ""};
+      inject_fault("allreduce", World::get().rank(), step);
       if (update_) {
         const int64_t offset = bucket.offset;
         const ShardUpdate shard{[&](int64_t begin, int64_t count) {

@@ -1,8 +1,11 @@
 #include "dist/shm_transport.h"
 
+#include <sys/statvfs.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 
 #include "base/check.h"
@@ -46,6 +49,10 @@ int64_t steady_ns() {
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
               "the inbox counters must be lock-free to work across processes");
 
+// MPI_Win_free is collective: while an exception unwinds on this rank alone, the others never
+// join it, so the window is left to the end of the process (Note [Fatal errors under MPI]).
+bool unwinding() { return std::uncaught_exceptions() > 0; }
+
 // Collective over comm: the ranks of comm that share this host's memory, as *node (in comm's
 // order); returns how many of comm's ranks that is.
 int split_by_host(MPI_Comm comm, MPI_Comm* node) {
@@ -80,6 +87,34 @@ std::vector<char*> allocate_shared_pages(MPI_Comm comm, size_t bytes, MPI_Win* w
 }
 }  // namespace
 
+ShmTransport::Space ShmTransport::check_space(MPI_Comm comm, size_t region_floats) {
+  int ranks = 0;
+  MPI_Comm_size(comm, &ranks);
+  // Each rank's part of each window is padded by a page (allocate_shared_pages); the region by one
+  // more (allocate); and a MiB to spare for MPI's own bookkeeping in the same folder.
+  const uint64_t inboxes = kHeaderBytes + (kSlotBytes + 4096) * static_cast<uint64_t>(kSlots) + kPage;
+  const uint64_t region = region_floats == 0 ? 0 : region_floats * sizeof(float) + 2 * kPage;
+  Space space;
+  space.needed = static_cast<uint64_t>(ranks) * (inboxes + region) + (uint64_t{1} << 20);
+  struct statvfs fs {};
+  double available = statvfs("/dev/shm", &fs) == 0 ? static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize)
+                                                   : -1;  // no /dev/shm: MPI keeps its windows elsewhere
+  int fits = available < 0 || available >= static_cast<double>(space.needed) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_DOUBLE, MPI_MIN, comm);
+  space.fits = fits == 1;
+  space.available = available < 0 ? 0 : static_cast<uint64_t>(available);
+  return space;
+}
+
+std::string ShmTransport::Space::shortfall() const {
+  const auto mib = [](uint64_t bytes) { return str_cat((bytes + (uint64_t{1} << 20) - 1) >> 20, " MiB"); };
+  return str_cat("/dev/shm has ", mib(available), " (", available, " bytes) free but the shared-memory ring needs ",
+                 mib(needed), " (", needed, " bytes) for its windows on this host. Give the job a larger /dev/shm "
+                 "(docker run --shm-size=", (2 * needed >> 20) + 1, "m; in Kubernetes an emptyDir volume with "
+                 "medium: Memory mounted at /dev/shm: docs/launch.md)");
+}
+
 bool ShmTransport::available(MPI_Comm comm) {
   MPI_Comm node;
   int size = 0;
@@ -104,7 +139,7 @@ struct ShmTransport::Region {
   std::vector<char*> base;  // every rank's region, as mapped here
   size_t bytes = 0;
   ~Region() {
-    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+    if (win != MPI_WIN_NULL && !unwinding()) MPI_Win_free(&win);
   }
   bool holds(const char* p, size_t n, int rank) const {
     const char* b = base[static_cast<size_t>(rank)];
@@ -155,7 +190,7 @@ ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes,
 }
 
 ShmTransport::~ShmTransport() {
-  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (win_ != MPI_WIN_NULL && !unwinding()) MPI_Win_free(&win_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 

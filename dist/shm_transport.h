@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/stall_wait.h"
@@ -26,10 +27,22 @@ class ShmTransport final : public Transport {
  public:
   // Collective over comm. Only ring neighbours may be peers: sends go to (rank + 1) % world,
   // receives come from (rank - 1 + world) % world.
-  ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes = size_t{128} << 10, int slots = 16);
+  static constexpr size_t kSlotBytes = size_t{128} << 10;
+  static constexpr int kSlots = 16;
+  ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes = kSlotBytes, int slots = kSlots);
   ~ShmTransport() override;
   // Collective over comm: true when every rank of comm shares this host's memory.
   static bool available(MPI_Comm comm);
+  // Collective over comm, every rank on this host: whether /dev/shm, where MPI keeps shared
+  // windows, has room for every rank's windows with allocate(region_floats); the ranks agree. A
+  // window larger than the space left is not refused by MPI: its pages fail when first touched
+  // (SIGBUS under MPICH, a hang under Open MPI), so the space is checked before.
+  struct Space {
+    bool fits = true;
+    uint64_t needed = 0, available = 0;  // bytes on this host; available: the least any rank saw
+    std::string shortfall() const;       // "/dev/shm has 64 MiB free, the shared-memory ring needs 180 MiB ..."
+  };
+  static Space check_space(MPI_Comm comm, size_t region_floats);
 
   int rank() const override { return rank_; }
   int world() const override { return world_; }

@@ -16,6 +16,8 @@ namespace {
 
 constexpr int64_t kAlignFloats = 16;  // 64 bytes: each parameter starts on a cache line
 
+int64_t aligned_floats(const Shape& shape) { return (numel(shape) + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+
 uint64_t name_hash(const std::string& s) {  // FNV-1a: stable across platforms and releases
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -86,7 +88,7 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
       ref.init = p.init;
       ref.offset = floats;
       params_.push_back(ref);
-      floats += (numel(p.shape) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+      floats += aligned_floats(p.shape);
     }
   }
   arena_floats_ = floats;
@@ -367,6 +369,13 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
     for (size_t k = 0; k < count; ++k, ++param_index)
       if (grad_ready_) grad_ready_(param_index);
   }
+}
+
+int64_t Graph::arena_floats_to_plan() const {
+  int64_t floats = 0;
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    for (const ParamSpec& p : nodes_[i].layer->param_specs()) floats += aligned_floats(p.shape);
+  return floats;
 }
 
 int64_t Graph::parameter_count() const {

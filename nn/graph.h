@@ -115,6 +115,8 @@ class Graph {
   float* param_arena() { return param_arena_.data(); }
   float* grad_arena() { return grad_arena_.data(); }
   int64_t arena_floats() const { return arena_floats_; }
+  // What arena_floats() will be once planned (before plan: to size a collective's memory).
+  int64_t arena_floats_to_plan() const;
   int64_t parameter_count() const;  // real parameters, without alignment padding
   int64_t batch() const { return batch_; }
   size_t activation_bytes() const { return activation_arena_.bytes(); }  // outputs and their gradients
