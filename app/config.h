@@ -37,7 +37,7 @@ struct DataConfig {
   std::vector<double> crop_scale = {0.08, 1.0};               // random crop: area fraction range
   std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};    // random crop: width / height range
   bool flip = true;                     // training: horizontal flip with probability 1/2
-  int64_t workers = 0;                  // decoding threads per rank; 0 = this host's cores left over by compute (>= 1)
+  int64_t workers = 0;                  // decoding threads per rank; 0 = the rank's CPUs left over by compute (>= 1)
   int64_t prefetch = 4;                 // batches made ahead of the training loop
   std::string on_bad_file = "skip";     // "skip" (warn, count, go on) | "error" (stop naming the file)
   bool rebuild_index = false;           // rescan the folders instead of reading the cached index
@@ -54,7 +54,7 @@ struct TrainConfig {
   bool decay_bias_and_bn = false;  // false: biases and batch-norm parameters get no weight decay
   double label_smoothing = 0.0;    // [0, 1)
   int64_t seed = 1;                // >= 0: weights, shuffling and dropout all derive from it
-  int64_t threads = 0;             // compute threads per process; 0 = cores of this host / ranks on it
+  int64_t threads = 0;             // compute threads per process; 0 = this rank's share of its CPUs (World::cpu_share)
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string conv_algorithm = "direct";  // "direct" (exact) | "winograd" (3x3 stride 1: faster, rounds more)
   std::string precision = "fp32";  // "fp32" | "tf32" | "bf16" | "fp16" (all but fp32: CUDA only)

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <cstring>
-#include <thread>
 
 #include "app/checkpoint.h"
 #include "app/safetensors.h"
 #include "base/check.h"
+#include "base/cpu_budget.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
 #include "nn/graph_loss.h"
@@ -52,8 +52,7 @@ StTensor scalar(DType dtype, T v) {
 std::string run_forward(const ForwardRequest& r) {
   RT_CHECK(r.training || !r.backward, "forward --backward needs training mode (leave out --eval)");
   const Config& c = r.config;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  omp_set_num_threads(c.train.threads > 0 ? static_cast<int>(c.train.threads) : cores);
+  omp_set_num_threads(c.train.threads > 0 ? static_cast<int>(c.train.threads) : this_process_cpu_budget().cpus());
 
   const StFile batch = read_safetensors(r.batch_path);
   const StTensor* input = batch.find("input");

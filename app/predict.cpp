@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
-#include <thread>
 
 #include "app/checkpoint.h"
 #include "app/image_options.h"
 #include "app/safetensors.h"
 #include "base/check.h"
+#include "base/cpu_budget.h"
 #include "data/image_folder.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
@@ -40,8 +40,7 @@ std::vector<std::string> class_names(const DataConfig& d, int64_t classes) {
 
 std::string run_predict(const Config& c, const std::string& weights_path, const std::vector<std::string>& images) {
   RT_CHECK(!images.empty(), "ringtrain predict needs at least one --image PATH");
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  omp_set_num_threads(c.train.threads > 0 ? static_cast<int>(c.train.threads) : cores);
+  omp_set_num_threads(c.train.threads > 0 ? static_cast<int>(c.train.threads) : this_process_cpu_budget().cpus());
 
   // An IDX-trained model reads what its data had: the model's usual channels and size.
   DataConfig d = c.data;

@@ -11,6 +11,7 @@
 #include "app/checkpoint.h"
 #include "app/config.h"
 #include "data/batch_source.h"
+#include "dist/gpu_choice.h"
 #include "dist/grad_reducer.h"
 #include "dist/timeline.h"
 #include "dist/world.h"
@@ -99,9 +100,9 @@ class Trainer {
 
  private:
   // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
-  // input_shape_, its image decoders sharing `spare_cores`; make_rank_collective is for several
+  // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
-  void open_data(int spare_cores);
+  void open_data(int spare_cpus);
   std::unique_ptr<Collective> make_rank_collective(Device device);
   void plan_schedule();  // steps_per_epoch_ and schedule_
   void attach_reducer(std::unique_ptr<Collective> collective);
@@ -119,6 +120,7 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
+  GpuChoice gpu_;  // device = "cuda": which GPU this rank uses, and why
   StepTimes* profile_ = nullptr;
   bool synthetic_ = false;  // data.source = "synthetic": no data sets, only train_step (bench)
   std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data

@@ -4,13 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
 #include <ostream>
-#include <thread>
 
 #include "app/consistency.h"
 #include "app/gradient_buckets.h"
@@ -21,6 +21,7 @@
 #include "data/image_folder_batches.h"
 #include "data/sampler.h"
 #include "dist/cuda/device_collective.h"
+#include "dist/gpu_choice.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
 
@@ -72,20 +73,24 @@ std::function<void(const std::string&)> rank_warning(const World& world) {
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     : config_(config), resolved_(to_toml(config)), out_(out), world_(world) {
-  // Ranks on a host share its cores (oversubscribed compute threads are the classic slowdown).
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads)
-                                               : std::max(1, cores / std::max(1, world.local_size()));
+  // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
+  // the classic slowdown); the machine's core count says nothing about either.
+  const int cpus = world.cpu_share().cpus;
+  const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads) : cpus;
   omp_set_num_threads(threads);
   const Device device = parse_device(config.train.device);
   if (device == Device::kCuda) {
-    // Before any other CUDA call: one GPU per rank on each host, chosen by local rank.
-    select_cuda_device(world.local_rank());
+    // Before any other CUDA call: one GPU per rank.
+    gpu_ = choose_gpu(world.local_rank(), world.local_size(), visible_cuda_devices(),
+                      std::getenv("CUDA_VISIBLE_DEVICES"));
+    select_cuda_device(gpu_.index);
+    const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
+    RT_CHECK(shared.empty(), shared);
     set_cuda_precision(parse_precision(config.train.precision));
   }
   check_device_settings(config, device);
 
-  open_data(cores - threads * std::max(1, world.local_size()));
+  open_data(cpus - threads);
   inject_fault("open_data", world.rank());
   const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   graph_ = build_model(config.model.name, mo);
@@ -120,7 +125,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (world.rank() == 0) print_start(threads);
 }
 
-void Trainer::open_data(int spare_cores) {
+void Trainer::open_data(int spare_cpus) {
   const DataConfig& d = config_.data;
   synthetic_ = d.source == "synthetic";
   if (synthetic_) {
@@ -129,8 +134,7 @@ void Trainer::open_data(int spare_cores) {
     return;
   }
   if (d.source == "imagefolder") {
-    const int ranks_here = std::max(1, world_.local_size());
-    const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cores / ranks_here);
+    const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cpus);
     train_ = open_image_folder(d, config_.model.name, /*training=*/true, static_cast<uint64_t>(config_.train.seed),
                                workers, rank_warning(world_));
     test_ = open_image_folder(d, config_.model.name, /*training=*/false, 0, workers, rank_warning(world_));
@@ -220,11 +224,12 @@ void Trainer::print_start(int threads) const {
     out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(input_shape_);
   out_ << ", " << device_name(device);
   if (device == Device::kCuda)
-    out_ << " in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
+    out_ << " (rank 0: " << gpu_.how << ") in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
   if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
   out_ << "\n"
        << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
-       << threads << " compute threads per rank, global batch " << config.train.batch_per_rank * world_.size() << " ("
+       << threads << " compute threads per rank ("
+       << (config.train.threads > 0 ? "train.threads" : world_.cpu_share().how) << "), global batch " << config.train.batch_per_rank * world_.size() << " ("
        << config.train.batch_per_rank << " per rank), learning rate " << schedule_.base << " ("
        << config.train.lr_per_256 << " per 256 images), " << steps_per_epoch_ << " steps per epoch\n";
   if (reducer_)

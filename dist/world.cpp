@@ -6,14 +6,39 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "base/check.h"
+#include "dist/launcher_check.h"
 
 namespace rt {
 namespace {
 
 World* g_world = nullptr;
+
+// A CpuBudget as fixed-size bytes, to gather over a host's ranks.
+struct PackedBudget {
+  uint64_t mask[16] = {};  // CPUs 0-1023
+  double quota = 0;        // 0: none
+  uint64_t cgroup = 0;
+};
+
+PackedBudget pack(const CpuBudget& b) {
+  PackedBudget p;
+  for (int c : b.mask)
+    if (c >= 0 && c < 1024) p.mask[c / 64] |= uint64_t{1} << (c % 64);
+  p.quota = b.quota.value_or(0);
+  p.cgroup = b.cgroup;
+  return p;
+}
+
+CpuBudget unpack(const PackedBudget& p) {
+  CpuBudget b;
+  for (int c = 0; c < 1024; ++c)
+    if (p.mask[c / 64] >> (c % 64) & 1) b.mask.push_back(c);
+  if (p.quota > 0) b.quota = p.quota;
+  b.cgroup = p.cgroup;
+  return b;
+}
 
 void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -26,7 +51,20 @@ void check_mpi(int rc, const char* what) {
 }  // namespace
 
 bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+  // PMI_FD and PMI_PORT: Hydra's PMI-1 modes (mpiexec -pmi-port sets no PMI_SIZE).
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_FD", "PMI_PORT"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string v(text, static_cast<size_t>(std::max(0, len)));
+  v = v.substr(0, v.find_first_of("\n,"));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+  return v;
 }
 
 World& World::init(int* argc, char*** argv) {
@@ -36,7 +74,12 @@ World& World::init(int* argc, char*** argv) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   w.host_ = host;
-  if (!launched_by_mpi()) return w;
+  const CpuBudget mine = this_process_cpu_budget();
+  w.cpu_share_ = share_cpus({mine}, 0);
+  if (!launched_by_mpi()) {
+    w.refuse_lone_task();
+    return w;
+  }
   // SERIALIZED: the gradient ring's thread and the main thread both call MPI, never at once.
   int provided = 0;
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
@@ -53,12 +96,28 @@ World& World::init(int* argc, char*** argv) {
   check_mpi(MPI_Comm_split_type(w.comm_, MPI_COMM_TYPE_SHARED, w.rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
   MPI_Comm_rank(local, &w.local_rank_);
   MPI_Comm_size(local, &w.local_size_);
+  std::vector<PackedBudget> packed(static_cast<size_t>(w.local_size_));
+  const PackedBudget own = pack(mine);
+  check_mpi(MPI_Allgather(&own, sizeof own, MPI_BYTE, packed.data(), sizeof own, MPI_BYTE, local), "MPI_Allgather");
+  std::vector<CpuBudget> budgets;
+  for (const PackedBudget& p : packed) budgets.push_back(unpack(p));
+  w.cpu_share_ = share_cpus(budgets, static_cast<size_t>(w.local_rank_));
   MPI_Comm_free(&local);
+  w.refuse_lone_task();
   return w;
 }
 
+void World::refuse_lone_task() const {
+  const std::string refusal =
+      launcher_mismatch(launcher_claim([](const char* v) { return std::getenv(v); }), size_, mpi_library_version());
+  if (!refusal.empty()) throw Error(refusal);
+}
+
 World& World::get() {
-  if (!g_world) g_world = new World();
+  if (!g_world) {
+    g_world = new World();
+    g_world->cpu_share_ = share_cpus({this_process_cpu_budget()}, 0);
+  }
   return *g_world;
 }
 
@@ -67,11 +126,8 @@ World World::single() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   w.host_ = host;
+  w.cpu_share_ = share_cpus({this_process_cpu_budget()}, 0);
   return w;
-}
-
-bool World::oversubscribed() const {
-  return local_size_ > static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::string World::tag() const { return rank_ == 0 ? "" : str_cat("[rank ", rank_, "] "); }
@@ -102,6 +158,25 @@ std::vector<double> World::allgather(double value) const {
   std::vector<double> all(static_cast<size_t>(size_), value);
   if (size_ > 1) check_mpi(MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_), "MPI_Allgather");
   return all;
+}
+
+std::vector<std::string> World::allgather(const std::string& value) const {
+  if (size_ == 1) return {value};
+  const std::vector<double> lengths = allgather(static_cast<double>(value.size()));
+  std::vector<int> counts, offsets;
+  int total = 0;
+  for (double n : lengths) {
+    offsets.push_back(total);
+    counts.push_back(static_cast<int>(n));
+    total += static_cast<int>(n);
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  check_mpi(MPI_Allgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, all.data(), counts.data(),
+                           offsets.data(), MPI_CHAR, comm_),
+            "MPI_Allgatherv");
+  std::vector<std::string> values;
+  for (size_t r = 0; r < counts.size(); ++r) values.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
+  return values;
 }
 
 void World::allreduce_sum(float* values, int64_t count) const {

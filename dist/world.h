@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_budget.h"
+
 namespace rt {
 
 class World {
@@ -25,8 +27,10 @@ class World {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   const std::string& host() const { return host_; }
-  // More ranks on this host than it has cores: waiting ranks must not spin.
-  bool oversubscribed() const;
+  // This rank's share of the CPUs it may use (base/cpu_budget.h), agreed with the ranks on its host.
+  const CpuShare& cpu_share() const { return cpu_share_; }
+  // More ranks on this rank's CPUs than there are CPUs: waiting ranks must not spin.
+  bool oversubscribed() const { return cpu_share_.oversubscribed; }
   bool uses_mpi() const { return mpi_; }
   MPI_Comm comm() const { return comm_; }
   // "[rank 3] " on ranks other than 0, "" on rank 0: prefixes every log line.
@@ -42,18 +46,24 @@ class World {
   void allreduce_max(double* values, int count) const;
   // Every rank's `value`, indexed by rank, on every rank.
   std::vector<double> allgather(double value) const;
+  std::vector<std::string> allgather(const std::string& value) const;
   void broadcast(float* values, int64_t count, int root) const;
   void barrier() const;
 
  private:
   World() = default;
+  // Throws where a launcher started several tasks but this one is a world of 1 (launcher_check.h).
+  void refuse_lone_task() const;
   bool mpi_ = false;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
+  CpuShare cpu_share_;
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
 // True when this process was started by an MPI launcher.
 bool launched_by_mpi();
+// The MPI library this binary runs on: the first line of MPI_Get_library_version.
+std::string mpi_library_version();
 
 }  // namespace rt

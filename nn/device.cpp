@@ -63,6 +63,8 @@ const char* cudnn_graph_use_name(CudnnGraphUse use) {
 bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }
 void select_cuda_device(int index) { cuda::select_device(index); }
+int visible_cuda_devices() { return cuda::visible_devices(); }
+std::string cuda_device_uuid() { return cuda::device_uuid(); }
 void set_cuda_precision(Precision precision) { cuda::set_precision(precision); }
 void set_cudnn_graph_use(CudnnGraphUse use) { cuda::set_conv_graph_use(use); }
 CudnnGraphUse cudnn_graph_use() { return cuda::conv_graph_use(); }
@@ -74,6 +76,8 @@ bool cuda_usable(std::string* why) {
   return false;
 }
 void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
+int visible_cuda_devices() { RT_CHECK(false, kNotBuilt); return 0; }
+std::string cuda_device_uuid() { RT_CHECK(false, kNotBuilt); return ""; }
 void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
 void set_cudnn_graph_use(CudnnGraphUse) { RT_CHECK(false, kNotBuilt); }
 CudnnGraphUse cudnn_graph_use() { return CudnnGraphUse::kNever; }

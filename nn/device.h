@@ -25,6 +25,10 @@ bool cuda_usable(std::string* why);
 // Makes GPU `index` the one this process uses; must come before any other CUDA call. rt::Error
 // when there is no such GPU.
 void select_cuda_device(int index);
+// How many GPUs this process sees (after CUDA_VISIBLE_DEVICES); rt::Error where CUDA cannot run.
+int visible_cuda_devices();
+// The selected GPU's UUID ("GPU-3f..."), the same in every process that uses that GPU.
+std::string cuda_device_uuid();
 // What the CUDA backend computes in (train.precision); see Note [Mixed precision] in
 // nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and
 // matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and

@@ -13,6 +13,8 @@ namespace rt::cuda {
 
 bool usable(std::string* why);
 void select_device(int index);
+int visible_devices();
+std::string device_uuid();  // of the selected GPU
 void set_precision(Precision precision);
 void set_conv_graph_use(CudnnGraphUse use);
 CudnnGraphUse conv_graph_use();

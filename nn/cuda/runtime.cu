@@ -110,12 +110,30 @@ bool usable(std::string* why) {
   return true;
 }
 
-void select_device(int index) {
+int visible_devices() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   RT_CHECK(e == cudaSuccess, "device = \"cuda\" but CUDA cannot use a GPU here: ", cudaGetErrorString(e));
-  RT_CHECK(index >= 0 && index < count, "GPU ", index, " was asked for, but this host has ", count,
-           " GPU(s): run at most one rank per GPU on each host");
+  return count;
+}
+
+std::string device_uuid() {
+  context();
+  cudaDeviceProp p{};
+  RT_CU(cudaGetDeviceProperties(&p, g_selected < 0 ? 0 : g_selected));
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex = "GPU-";
+  for (char c : p.uuid.bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    hex += kDigits[byte >> 4];
+    hex += kDigits[byte & 15];
+  }
+  return hex;
+}
+
+void select_device(int index) {
+  const int count = visible_devices();
+  RT_CHECK(index >= 0 && index < count, "GPU ", index, " was asked for, but this process sees ", count, " GPU(s)");
   g_selected = index;
   RT_CU(cudaSetDevice(index));
 }
