@@ -10,8 +10,10 @@ data_pkgs=(dataset-fashion-mnist)
 bench_pkgs=(gnuplot-nox)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)
+# A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
+slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
-want=("${build_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}")
+want=("${build_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# ringtrain under a real one-node Slurm (tests/slurm/local_slurm.sh, started and stopped here):
+#   1. srun --mpi=pmix -n 2 trains one world of 2 ranks over MPI;
+#   2. srun -n 2 without --mpi (MpiDefault=none) refuses to start, naming --mpi=pmix, rather than
+#      training two worlds of 1;
+#   3. srun -n 1 -c 1 --cpu-bind=cores: as many compute threads as CPUs the task is bound to;
+#   4. docs/examples/ringtrain.sbatch, submitted with sbatch --wait, trains to the end;
+#   5. ringtrain started straight from a batch script of 2 tasks (no srun) runs as one rank: the
+#      job's SLURM_* variables alone must not make it refuse.
+# Every check runs; the test fails if any did.
+# usage: slurm_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
+set -u
+ringtrain=$1 src=$2
+data=/usr/share/datasets/fashion-mnist
+[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+cluster=$src/tests/slurm/local_slurm.sh
+work=$(mktemp -d /tmp/ringtrain_slurm_XXXXXX)
+trap '"$cluster" down "$work/slurm"; rm -rf "$work"' EXIT
+trap 'exit 1' INT TERM  # the daemons outlive this script unless the EXIT trap stops them
+chmod 755 "$work"  # munged's socket lies below it
+"$cluster" up "$work/slurm" || exit $?
+export SLURM_CONF=$work/slurm/slurm.conf
+
+failures=0
+pass() { echo "PASS: $1"; }
+fail() {
+  echo "FAIL: $1"
+  echo "$2" | sed 's/^/    /'
+  failures=$((failures + 1))
+}
+# A few seconds: ResNet-18 on 4 synthetic 64x64 images per rank, one thread per rank.
+bench=(bench --config "$src/configs/teaching/scaling.toml" --set bench.warmup_steps=1 --set bench.windows=2
+       --set bench.steps_per_window=1)
+
+out=$(timeout 45 srun --mpi=pmix -n 2 "$ringtrain" "${bench[@]}" 2>&1)
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q "world 2 rank(s) over MPI" <<< "$out"; then
+  pass "srun --mpi=pmix -n 2 ran one world of 2 ranks over MPI"
+else
+  fail "srun --mpi=pmix -n 2 should run one world of 2 ranks over MPI (exit $rc)" "$out"
+fi
+
+out=$(timeout 45 srun -n 2 "$ringtrain" "${bench[@]}" 2>&1)
+rc=$?
+if [[ $rc -ne 0 ]] && grep -q -- "--mpi=pmix" <<< "$out"; then
+  pass "srun -n 2 without --mpi was refused, naming --mpi=pmix"
+else
+  fail "srun -n 2 without --mpi should refuse to start and name --mpi=pmix (exit $rc)" "$out"
+fi
+
+# Expected: the task's CPU count, which is 1 unless a core has several hardware threads (then
+# --cpu-bind=cores gives all of them); nproc without the OMP_* variables that it would obey.
+# train.threads = 0: automatic (the config fixes 1).
+cpus=$(timeout 30 srun -n 1 -c 1 --cpu-bind=cores env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>&1)
+out=$(timeout 45 srun -n 1 -c 1 --cpu-bind=cores "$ringtrain" "${bench[@]}" --set train.threads=0 2>&1)
+rc=$?
+if [[ $rc -eq 0 && $cpus =~ ^[0-9]+$ ]] && grep -q ", $cpus compute threads per rank" <<< "$out"; then
+  pass "srun -n 1 -c 1 --cpu-bind=cores: $cpus compute thread(s), the task's CPUs ($(nproc --all) on this machine)"
+else
+  fail "srun -n 1 -c 1 --cpu-bind=cores should give as many compute threads as the task has CPUs ($cpus) (exit $rc)" \
+       "$out"
+fi
+
+out=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml timeout 90 \
+  sbatch --wait --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --output="$work/job.out" \
+  "$src/docs/examples/ringtrain.sbatch" --set model.name=lenet --set train.epochs=1 \
+  --set train.batch_per_rank=128 --set log.progress=none --set checkpoint.dir="$work/checkpoint" 2>&1)
+rc=$?
+job=$(head -1 <<< "$out")
+state=$(scontrol -o show job "$job" 2> /dev/null | grep -oE "\b(JobState|ExitCode)=[^ ]+" | paste -sd " ")
+if [[ $rc -eq 0 && $state == "JobState=COMPLETED ExitCode=0:0" ]] \
+   && grep -q "world 2 rank(s) over MPI" "$work/job.out" && grep -q "^done: test top-1" "$work/job.out"; then
+  pass "docs/examples/ringtrain.sbatch trained 2 ranks to the end ($state)"
+else
+  fail "docs/examples/ringtrain.sbatch should train 2 ranks to the end (sbatch exit $rc, $state)" \
+       "sbatch: $out"$'\n'"$(cat "$work/job.out" 2> /dev/null)"
+fi
+
+printf '#!/bin/bash\nexec "$@"\n' > "$work/direct.sbatch"
+timeout 45 sbatch --wait --quiet --ntasks=2 --output="$work/direct.out" "$work/direct.sbatch" \
+  "$ringtrain" "${bench[@]}"
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q "world 1 rank(s)" "$work/direct.out"; then
+  pass "ringtrain straight from a batch script of 2 tasks ran as one rank"
+else
+  fail "ringtrain straight from a batch script of 2 tasks should run as one rank (exit $rc)" \
+       "$(cat "$work/direct.out" 2> /dev/null)"
+fi
+
+((failures == 0)) || { echo "$failures check(s) failed"; exit 1; }
