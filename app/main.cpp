@@ -16,6 +16,7 @@
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "base/check.h"
+#include "base/stderr_line.h"
 #include "models/registry.h"
 #include "nn/device.h"
 
@@ -131,7 +132,7 @@ namespace {
   const int64_t step = rt::current_training_step();
   const std::string where = step >= 0 ? rt::str_cat(" at step ", step) : std::string();
   if (world.size() == 1 && !world.uses_mpi()) {
-    std::cerr << "ringtrain: " << message << std::endl;
+    rt::stderr_line("ringtrain: " + message);
     std::exit(1);
   }
   world.abort(rt::str_cat(message, where));

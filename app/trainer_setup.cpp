@@ -8,7 +8,6 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <iostream>
 #include <optional>
 #include <ostream>
 
@@ -17,6 +16,7 @@
 #include "app/image_options.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "base/stderr_line.h"
 #include "base/test_fault.h"
 #include "data/image_folder_batches.h"
 #include "data/sampler.h"
@@ -66,7 +66,7 @@ void check_device_settings(const Config& config, Device device) {
 
 // A warning from this rank on stderr, named by its rank and host.
 std::function<void(const std::string&)> rank_warning(const World& world) {
-  return [&world](const std::string& m) { std::cerr << world.tag() << "ringtrain: warning: " << m << std::endl; };
+  return [&world](const std::string& m) { stderr_line(str_cat(world.tag(), "ringtrain: warning: ", m)); };
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "base/check.h"
+#include "base/stderr_line.h"
 #include "dist/launcher_check.h"
 
 namespace rt {
@@ -133,7 +134,7 @@ World World::single() {
 std::string World::tag() const { return rank_ == 0 ? "" : str_cat("[rank ", rank_, "] "); }
 
 void World::abort(const std::string& message) const {
-  std::cerr << "ringtrain: rank " << rank_ << " of " << size_ << " on " << host_ << ": " << message << std::endl;
+  stderr_line(str_cat("ringtrain: rank ", rank_, " of ", size_, " on ", host_, ": ", message));
   if (mpi_) MPI_Abort(comm_, 1);
   std::_Exit(1);
 }
