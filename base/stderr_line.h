@@ -7,4 +7,9 @@ namespace rt {
 // launcher's stderr never interleave mid-line (std::cerr writes each << on its own).
 void stderr_line(const std::string& text);
 
+// Where stderr is a pipe (a launcher reads the ranks' output through one), waits until the reader
+// has taken everything written to it, or timeout_s. Before MPI_Abort: Hydra's proxy, told to end
+// the job, stops reading the failing rank's pipe, and its last words were lost.
+void wait_until_stderr_is_read(double timeout_s);
+
 }  // namespace rt
