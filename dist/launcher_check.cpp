@@ -30,15 +30,23 @@ std::optional<LauncherClaim> launcher_claim(const std::function<const char*(cons
   return std::nullopt;
 }
 
+std::string slurm_mpi_plugin(const std::string& mpi_library) {
+  // MPICH and its derivatives (MVAPICH, Intel MPI) speak PMI-2; Debian's MPICH does not speak PMIx.
+  for (const char* pmi2 : {"MPICH", "MVAPICH", "Intel"})
+    if (mpi_library.find(pmi2) != std::string::npos) return "pmi2";
+  return "pmix";
+}
+
 std::string launcher_mismatch(const std::optional<LauncherClaim>& claim, int world_size,
                               const std::string& mpi_library) {
   if (!claim || claim->tasks <= 1 || world_size != 1) return "";
+  const std::string plugin = slurm_mpi_plugin(mpi_library);
   return str_cat(claim->launcher, " started ", claim->tasks, " tasks (", claim->variable,
                  "), but MPI sees a world of 1 in this one: the tasks would train as ", claim->tasks,
                  " separate copies writing one checkpoint folder. ringtrain is built with ", mpi_library,
-                 ". Launch it so that MPI can find its peers: under Slurm, srun --mpi=pmix (srun --mpi=list shows "
-                 "what this cluster offers; set MpiDefault=pmix to make it the default), else the mpirun or mpiexec "
-                 "of the MPI it was built with (docs/launch.md)");
+                 ". Launch it so that MPI can find its peers: under Slurm, srun --mpi=", plugin,
+                 " (srun --mpi=list shows what this cluster offers; set MpiDefault=", plugin,
+                 " to make it the default), else the mpirun or mpiexec of the MPI it was built with (docs/launch.md)");
 }
 
 }  // namespace rt

@@ -23,8 +23,12 @@ struct LauncherClaim {
 // nullopt where no launcher variable is set. `env` is getenv or a test's stand-in.
 std::optional<LauncherClaim> launcher_claim(const std::function<const char*(const char*)>& env);
 
+// Slurm's --mpi plugin through which ranks of this MPI meet: "pmi2" for MPICH and its derivatives,
+// "pmix" for the others (Open MPI). mpi_library is MPI_Get_library_version's first line.
+std::string slurm_mpi_plugin(const std::string& mpi_library);
+
 // Empty where the world agrees with the claim; else the message that refuses to start, naming
-// what was seen and the fix. mpi_library is MPI_Get_library_version's first line.
+// what was seen and the fix (srun with slurm_mpi_plugin(mpi_library)).
 std::string launcher_mismatch(const std::optional<LauncherClaim>& claim, int world_size,
                               const std::string& mpi_library);
 

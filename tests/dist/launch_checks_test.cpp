@@ -27,6 +27,10 @@ TEST(LauncherClaim, SrunWithoutPmiIsRefusedNamingTheFix) {
   EXPECT_NE(m.find("SLURM_STEP_NUM_TASKS=2"), std::string::npos) << m;
   EXPECT_NE(m.find("srun --mpi=pmix"), std::string::npos) << m;
   EXPECT_NE(m.find("Open MPI v4.1.4"), std::string::npos) << m;
+  // An MPICH build meets through Slurm's PMI-2 plugin: Debian's MPICH under --mpi=pmix is a world of 1.
+  const std::string mpich = launcher_mismatch(claim, 1, "MPICH Version:\t4.0.2");
+  EXPECT_NE(mpich.find("srun --mpi=pmi2"), std::string::npos) << mpich;
+  EXPECT_EQ(mpich.find("pmix"), std::string::npos) << mpich;
 }
 
 TEST(LauncherClaim, ABatchScriptsOwnShellIsOneTask) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ringtrain under a real one-node Slurm (tests/slurm/local_slurm.sh, started and stopped here):
-#   1. srun --mpi=pmix -n 2 trains one world of 2 ranks over MPI;
-#   2. srun -n 2 without --mpi (MpiDefault=none) refuses to start, naming --mpi=pmix, rather than
+#   1. srun --mpi=pmix -n 2 (pmi2 for an MPICH build) trains one world of 2 ranks over MPI;
+#   2. srun -n 2 without --mpi (MpiDefault=none) refuses to start, naming that plugin, rather than
 #      training two worlds of 1;
 #   3. srun -n 1 -c 1 --cpu-bind=cores: as many compute threads as CPUs the task is bound to;
 #   4. docs/examples/ringtrain.sbatch, submitted with sbatch --wait, trains to the end;
@@ -20,6 +20,9 @@ trap 'exit 1' INT TERM  # the daemons outlive this script unless the EXIT trap s
 chmod 755 "$work"  # munged's socket lies below it
 "$cluster" up "$work/slurm" || exit $?
 export SLURM_CONF=$work/slurm/slurm.conf
+# The plugin through which ranks of the MPI ringtrain was built with meet (RINGTRAIN_MPI from CMake).
+plugin=pmix
+[[ ${RINGTRAIN_MPI:-openmpi} == mpich ]] && plugin=pmi2
 
 failures=0
 pass() { echo "PASS: $1"; }
@@ -32,20 +35,20 @@ fail() {
 bench=(bench --config "$src/configs/teaching/scaling.toml" --set bench.warmup_steps=1 --set bench.windows=2
        --set bench.steps_per_window=1)
 
-out=$(timeout 45 srun --mpi=pmix -n 2 "$ringtrain" "${bench[@]}" 2>&1)
+out=$(timeout 45 srun --mpi=$plugin -n 2 "$ringtrain" "${bench[@]}" 2>&1)
 rc=$?
 if [[ $rc -eq 0 ]] && grep -q "world 2 rank(s) over MPI" <<< "$out"; then
-  pass "srun --mpi=pmix -n 2 ran one world of 2 ranks over MPI"
+  pass "srun --mpi=$plugin -n 2 ran one world of 2 ranks over MPI"
 else
-  fail "srun --mpi=pmix -n 2 should run one world of 2 ranks over MPI (exit $rc)" "$out"
+  fail "srun --mpi=$plugin -n 2 should run one world of 2 ranks over MPI (exit $rc)" "$out"
 fi
 
 out=$(timeout 45 srun -n 2 "$ringtrain" "${bench[@]}" 2>&1)
 rc=$?
-if [[ $rc -ne 0 ]] && grep -q -- "--mpi=pmix" <<< "$out"; then
-  pass "srun -n 2 without --mpi was refused, naming --mpi=pmix"
+if [[ $rc -ne 0 ]] && grep -q -- "--mpi=$plugin" <<< "$out"; then
+  pass "srun -n 2 without --mpi was refused, naming --mpi=$plugin"
 else
-  fail "srun -n 2 without --mpi should refuse to start and name --mpi=pmix (exit $rc)" "$out"
+  fail "srun -n 2 without --mpi should refuse to start and name --mpi=$plugin (exit $rc)" "$out"
 fi
 
 # Expected: the task's CPU count, which is 1 unless a core has several hardware threads (then
@@ -61,7 +64,7 @@ else
        "$out"
 fi
 
-out=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml timeout 90 \
+out=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml SLURM_MPI_TYPE=$plugin timeout 90 \
   sbatch --wait --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --output="$work/job.out" \
   "$src/docs/examples/ringtrain.sbatch" --set model.name=lenet --set train.epochs=1 \
   --set train.batch_per_rank=128 --set log.progress=none --set checkpoint.dir="$work/checkpoint" 2>&1)
