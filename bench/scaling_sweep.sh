@@ -5,21 +5,25 @@
 # is no 1-rank run), with the efficiency printed at each point and in a second panel.
 #
 # usage: bench/scaling_sweep.sh --config FILE --ranks "1 2 4 8" [--out DIR] [--bin RINGTRAIN]
-#          [--mpirun "mpirun ARGS"] [--hostfile FILE | --hosts "h1 h2 ..."] [--title TEXT]
+#          [--mpirun "COMMAND"] [--hostfile FILE | --hosts "h1 h2 ..."] [--title TEXT]
 #          [--set table.key=value ...]
 #   --out       where sweep.jsonl, sweep.csv and sweep.png go (default runs/sweep)
-#   --mpirun    the launcher without -np (default: mpirun --bind-to none --map-by slot, plus
-#               --allow-run-as-root as root and --oversubscribe beyond this host's cores)
-#   --hostfile  passed to mpirun for runs across hosts
+#   --mpirun    the command that launches a run, ending in scripts/mpi_launch.sh and its
+#               options (default: scripts/mpi_launch.sh --bind-to none; it speaks Open MPI's
+#               mpirun and MPICH's Hydra, and $RINGTRAIN_MPIEXEC names the launcher, default
+#               mpirun); -np, --hostfile and --hosts are added as mpi_launch.sh's options
+#   --hostfile  for runs across hosts, in the launcher's own format
 #   --hosts     spread each run over these hosts in ring order, host by host: P ranks take
-#               ceil(P / hosts) slots on as many hosts as they fill (-H h1:k,h2:k --map-by slot),
-#               so the ring crosses each host boundary once (round robin would cross it at every
-#               hop: README, "Predicting a cluster")
+#               ceil(P / hosts) slots on as many hosts as they fill (--hosts h1:k,h2:k), so the
+#               ring crosses each host boundary once (round robin would cross it at every hop:
+#               README, "Predicting a cluster")
 #   --set       passed to every ringtrain bench run (e.g. --set dist.overlap=false)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-config="" ranks="" out=runs/sweep bin=./build/ringtrain launcher="" hostfile="" hosts="" title="" sets=()
+config="" ranks="" out=runs/sweep bin=./build/ringtrain launcher="scripts/mpi_launch.sh --bind-to none" hostfile=""
+hosts=""
+title="" sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -41,21 +45,14 @@ mkdir -p "$out"
 : > "$out/sweep.jsonl"
 
 for p in $ranks; do
-  if [ -n "$launcher" ]; then
-    read -r -a run <<< "$launcher"
-  else
-    run=(mpirun --bind-to none --map-by slot)
-    [ "$(id -u)" -eq 0 ] && run+=(--allow-run-as-root)
-    [ "$p" -gt "$(nproc)" ] && [ -z "$hostfile" ] && run+=(--oversubscribe)
-  fi
+  read -r -a run <<< "$launcher"
   [ -n "$hostfile" ] && run+=(--hostfile "$hostfile")
   if [ -n "$hosts" ]; then
     read -r -a host_list <<< "$hosts"
     per=$(( (p + ${#host_list[@]} - 1) / ${#host_list[@]} ))
     used=$(( (p + per - 1) / per ))
     spec=$(printf "%s:$per," "${host_list[@]:0:$used}")
-    run+=(-H "${spec%,}")
-    [[ " ${run[*]} " == *" --map-by "* ]] || run+=(--map-by slot)
+    run+=(--hosts "${spec%,}")
   fi
   echo "scaling_sweep: $p rank(s)" >&2
   line=$("${run[@]}" -np "$p" "$bin" bench --config "$config" "${sets[@]}" | grep '^{"kind":"bench"' | tail -1)

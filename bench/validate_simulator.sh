@@ -46,9 +46,8 @@ launch() {  # launch RANKS_PER_HOST ringtrain-args...: bench across the two name
   local per=$1
   shift
   # --bind-to none: each "host" would otherwise bind its ranks from core 0, the same cores.
-  ip netns exec rt-a mpirun --allow-run-as-root --bind-to none -H "rt-a:$per,rt-b:$per" -np $((2 * per)) \
-    --mca plm_rsh_agent "$(bash scripts/netns_hosts.sh agent)" --mca btl self,vader,tcp \
-    --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 "$bin" "$@"
+  bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts "rt-a:$per,rt-b:$per" \
+    -np $((2 * per)) --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24 "$bin" "$@"
 }
 
 # measure RANKS_PER_HOST ringtrain-args...: "median min max" of $repeats runs' images/s.

@@ -12,17 +12,16 @@
 # machine drifts between them); the table prints the medians over repetitions, and the lowest
 # and highest efficiency seen.
 #   bench/weak_scaling.sh [MODEL] [IMAGE_SIZE] [REPS]      (defaults: resnet50 112 3)
-# RT_MPIRUN replaces the 2-rank launcher, e.g. across the namespace hosts of scripts/netns_hosts.sh:
-#   RT_MPIRUN="ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:1,rt-b:1 -np 2 --mca plm_rsh_agent
-#   /tmp/ringtrain_netns_rsh --mca btl self,tcp --mca btl_tcp_if_include 10.213.0.0/24
-#   --mca oob_tcp_if_include 10.213.0.0/24" bench/weak_scaling.sh
+# RT_MPIRUN replaces the 2-rank launcher (scripts/mpi_launch.sh, Open MPI or MPICH), e.g. across
+# the namespace hosts of scripts/netns_hosts.sh:
+#   RT_MPIRUN="scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --hosts rt-a:1,rt-b:1 -np 2
+#   --rsh /tmp/ringtrain_netns_rsh --net 10.213.0.0/24" bench/weak_scaling.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-resnet50} size=${2:-112} reps=${3:-3}
 bin=./build/ringtrain
 [[ -x $bin ]] || { echo "weak_scaling: build ringtrain first ($bin)" >&2; exit 1; }
-mpirun=(mpirun -np 2 --bind-to core)
-[[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+mpirun=(scripts/mpi_launch.sh -np 2 --bind-to core)
 if [[ -n ${RT_MPIRUN:-} ]]; then read -r -a mpirun <<< "$RT_MPIRUN"; fi
 common=(bench --config configs/cpu/resnet101.toml --set "model.name=$model" --set "data.image_size=$size"
         --set train.threads=1 --set bench.warmup_steps=3 --set bench.windows=5 --set bench.steps_per_window=3)

@@ -5,10 +5,11 @@
 #   netns_hosts.sh up [RATE]    create (RATE, e.g. 1gbit, shapes the link with tc)
 #   netns_hosts.sh down         remove everything it created
 #   netns_hosts.sh agent        print the rsh agent's path
-# Needs root (CAP_NET_ADMIN). Launch mpirun from inside rt-a so the daemons can reach it:
-#   ip netns exec rt-a mpirun --allow-run-as-root -H rt-a:2,rt-b:2 -np 4 \
-#     --mca plm_rsh_agent "$(netns_hosts.sh agent)" --mca btl tcp,self,vader \
-#     --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 ringtrain ...
+#   netns_hosts.sh on HOST CMD  run CMD on HOST: in its namespace, under its host name
+# Needs root (CAP_NET_ADMIN). Launch from host rt-a, so that the daemons can reach the launcher back
+# by its name (Hydra's proxies connect to the host name the launcher reports):
+#   netns_hosts.sh on rt-a scripts/mpi_launch.sh --hosts rt-a:2,rt-b:2 -np 4 \
+#     --rsh "$(netns_hosts.sh agent)" --net 10.213.0.0/24 ringtrain ...
 set -euo pipefail
 agent=/tmp/ringtrain_netns_rsh
 hosts_tag="# ringtrain netns hosts"
@@ -49,8 +50,13 @@ case "${1:-}" in
   agent)
     echo "$agent"
     ;;
+  on)
+    host=$2
+    shift 2
+    exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
+    ;;
   *)
-    echo "usage: $0 up [RATE] | down | agent" >&2
+    echo "usage: $0 up [RATE] | down | agent | on HOST COMMAND..." >&2
     exit 2
     ;;
 esac

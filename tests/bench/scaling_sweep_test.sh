@@ -7,7 +7,7 @@ set -euo pipefail
 source_dir=$1 binary_dir=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$source_dir/bench/scaling_sweep.sh" \
+"$source_dir/bench/scaling_sweep.sh" \
   --config "$source_dir/configs/cpu/resnet101.toml" --ranks "1 2" --out "$out" --bin "$binary_dir/ringtrain" \
   --set model.name=lenet --set model.num_classes=10 --set data.image_size=28 --set train.threads=1 \
   --set bench.warmup_steps=1 --set bench.windows=3 --set bench.steps_per_window=2

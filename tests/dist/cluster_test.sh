@@ -14,7 +14,7 @@ if ! ip netns add rt-probe 2> /dev/null; then echo "SKIP: cannot create network 
 ip netns del rt-probe
 work=$(mktemp -d /tmp/ringtrain_cluster_XXXXXX)
 trap '"$src/scripts/netns_hosts.sh" down; rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 "$src/scripts/netns_hosts.sh" up || exit 1
 
 # A subset: 2,048 training and 512 test images, as IDX files.
@@ -37,13 +37,11 @@ common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set 
         --set train.batch_per_rank=32 --set log.progress=none --set data.dir="$work/data"
         --set data.train_images=train-images-idx3-ubyte --set data.train_labels=train-labels-idx1-ubyte
         --set data.test_images=t10k-images-idx3-ubyte --set data.test_labels=t10k-labels-idx1-ubyte)
-mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader,tcp "$ringtrain" "${common[@]}" \
+"$launch" -np 4 "$ringtrain" "${common[@]}" \
   --set checkpoint.dir="$work/one_host" > "$work/one.out" 2>&1 || { echo "FAIL: single-host run"; cat "$work/one.out"; exit 1; }
 for transport in auto mpi; do
-  timeout 240 ip netns exec rt-a mpirun --allow-run-as-root --oversubscribe -H rt-a:2,rt-b:2 -np 4 \
-    --mca plm_rsh_agent "$("$src/scripts/netns_hosts.sh" agent)" --mca btl self,vader,tcp \
-    --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
-    "$ringtrain" "${common[@]}" --set dist.transport=$transport --set checkpoint.dir="$work/two_hosts_$transport" \
+  timeout 240 "$src/scripts/netns_hosts.sh" on rt-a "$launch" --hosts rt-a:2,rt-b:2 -np 4 \
+    --rsh "$("$src/scripts/netns_hosts.sh" agent)" --net 10.213.0.0/24 "$ringtrain" "${common[@]}" --set dist.transport=$transport --set checkpoint.dir="$work/two_hosts_$transport" \
     > "$work/two_$transport.out" 2>&1 || { echo "FAIL: two-host run, transport $transport"; cat "$work/two_$transport.out"; exit 1; }
 done
 grep -q "world 4 rank(s)" "$work/two_auto.out" && grep -q "ring over shared memory" "$work/one.out" \

@@ -8,7 +8,7 @@ set -u
 ringtrain=$1 src=$2
 work=$(mktemp -d /tmp/ringtrain_faults_XXXXXX)
 trap 'pkill -9 -f "$work/" 2>/dev/null; rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 limit=20
 failed=0
 
@@ -17,12 +17,14 @@ run() {
   local name=$1 expect=$2
   shift 2
   local start=$SECONDS
-  timeout 60 mpirun --oversubscribe --mca btl self,vader,tcp -x RINGTRAIN_TEST_FAULT -np 3 "$ringtrain" bench \
+  timeout 60 "$launch" --env RINGTRAIN_TEST_FAULT -np 3 "$ringtrain" bench \
     --config "$src/configs/teaching/scaling.toml" --set bench.windows=2 --set bench.steps_per_window=3 \
     --set bench.warmup_steps=2 --set checkpoint.dir="$work/run" "$@" > "$work/$name.out" 2>&1
   local rc=$? elapsed=$((SECONDS - start))
   local first
   first=$(grep -m1 "^ringtrain: rank" "$work/$name.out")
+  # Hydra may return while the ranks it SIGKILLed are still being reaped: allow a second.
+  for _ in 1 2 3 4 5; do pgrep -f "$work/" > /dev/null || break; sleep 0.2; done
   if [[ $rc -eq 0 || $rc -eq 124 || $elapsed -gt $limit ]]; then
     echo "FAIL $name: exit $rc after ${elapsed} s (expected a non-zero exit within ${limit} s)"; cat "$work/$name.out"; failed=1
   elif ! grep -Eq "$expect" <<< "$first"; then

@@ -11,14 +11,14 @@ unshare -m --propagation private sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/sh
   { echo "SKIP: cannot mount a private /dev/shm here"; exit 77; }
 work=$(mktemp -d /tmp/ringtrain_shm_XXXXXX)
 trap 'pkill -9 -f "$work/" 2>/dev/null; rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 failed=0
 
 # resnet18's 11.7 M parameters need 2 x 47 MB of shared window per rank: 187 MB on the host.
 run() {  # run NAME TRANSPORT
   local start=$SECONDS
   timeout 120 unshare -m --propagation private sh -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && \
-    mpirun --oversubscribe --mca btl self,vader,tcp -np 2 '$ringtrain' bench \
+    '$launch' -np 2 '$ringtrain' bench \
       --config '$src/configs/teaching/scaling.toml' --set bench.windows=2 --set bench.steps_per_window=2 \
       --set bench.warmup_steps=1 --set dist.stall_abort_s=10 --set dist.transport=$2 \
       --set checkpoint.dir='$work/run'" > "$work/$1.out" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The timeline under mpirun -np 2: after the traced steps the job is killed (a run that dies), and
+# The timeline at -np 2: after the traced steps the job is killed (a run that dies), and
 # the file must still be valid JSON with both ranks as process rows, compute spans (forward,
 # backward) and one allreduce span per bucket per traced step on each rank, holding its
 # reduce-scatter and all-gather phases, with the sharded SGD's slices inside the reduce-scatter
@@ -12,11 +12,11 @@ data=/usr/share/datasets/fashion-mnist
 command -v python3 > /dev/null || { echo "SKIP: no python3 to parse the JSON"; exit 77; }
 work=$(mktemp -d /tmp/ringtrain_timeline_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 
 for sharded in true false; do
 rm -f "$work/trace.json"
-mpirun --oversubscribe --mca btl self,vader,tcp -np 2 "$ringtrain" --config "$config" \
+"$launch" -np 2 "$ringtrain" --config "$config" \
   --set train.threads=1 --set checkpoint.dir="$work/run" --set log.progress=none \
   --set log.timeline="$work/trace.json" --set log.timeline_first_step=2 --set log.timeline_steps=2 \
   --set dist.bucket_mb=0.1 --set dist.first_bucket_mb=0.02 --set dist.sharded_update=$sharded > "$work/out" 2>&1 &
