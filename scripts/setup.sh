@@ -5,6 +5,8 @@ set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
             libtomlplusplus-dev libstb-dev libjpeg62-turbo-dev libgtest-dev libgmock-dev)
+# MPICH beside Open MPI (the default): cmake -DRINGTRAIN_MPI=mpich builds and tests against it.
+mpich_pkgs=(mpich libmpich-dev)
 data_pkgs=(dataset-fashion-mnist)
 # gnuplot draws the scaling sweep's chart (bench/scaling_sweep.sh), which a test runs.
 bench_pkgs=(gnuplot-nox)
@@ -13,7 +15,7 @@ oracle_pkgs=(python3-torch python3-torchvision)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
-want=("${build_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${slurm_pkgs[@]}")
+want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()
