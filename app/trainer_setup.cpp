@@ -153,13 +153,14 @@ void Trainer::open_data(int spare_cpus) {
 
 std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   const DistConfig& dc = config_.dist;
-  if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire));
   StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
                     rank_warning(world_),
                     [this](const std::string& m) { world_.abort(m); },
                     // The compute threads fill this rank's cores, and a spinning communication
                     // thread would take its core from them during backward.
                     StallPolicy::Idle::kSleep};
+  // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
+  if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire), stall);
   std::unique_ptr<Collective> collective =
       make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire),
                       static_cast<size_t>(2 * graph_->arena_floats_to_plan()));

@@ -3,10 +3,14 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
 #include "dist/ring_schedule.h"
+#include "dist/stall_watch.h"
 #include "nn/cuda/runtime.h"
 
 namespace rt {
@@ -77,6 +81,7 @@ class NcclExchange final : public DeviceExchange {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string describe() const override { return "NCCL point-to-point"; }
+  void abort() override { ncclCommAbort(comm_); }
   void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
                 void* stream) override {
     // One group: NCCL runs the send and the receive together, so no rank's send waits for a
@@ -94,10 +99,10 @@ class NcclExchange final : public DeviceExchange {
 };
 
 // The communication stream and the events that order it against the compute stream (Note
-// [Device collectives]).
+// [Device collectives]), and the watchdog over its work (Note [GPU watchdog]).
 class DeviceCollective : public Collective {
  public:
-  DeviceCollective() {
+  explicit DeviceCollective(StallPolicy stall) : stall_(std::move(stall)) {
     const cuda::Context& c = cuda::context();
     device_ = c.device;
     compute_ = c.stream;
@@ -106,8 +111,10 @@ class DeviceCollective : public Collective {
     RT_CU(cudaEventCreateWithFlags(&now_, cudaEventDisableTiming));
   }
   ~DeviceCollective() override {
+    watch_.reset();
     cudaStreamSynchronize(stream_);
     for (cudaEvent_t e : ready_) cudaEventDestroy(e);
+    for (cudaEvent_t e : done_) cudaEventDestroy(e);
     cudaEventDestroy(joined_);
     cudaEventDestroy(now_);
     cudaStreamDestroy(stream_);
@@ -145,10 +152,36 @@ class DeviceCollective : public Collective {
     }
   }
 
+  // Starts the watchdog; before_abort ends the subclass's transfers in flight. Call from the
+  // subclass's constructor, and stop_watching() first in its destructor: the watchdog may call
+  // before_abort until it stops.
+  void start_watching(std::function<void()> before_abort) {
+    watch_ = std::make_unique<StallWatch>(stall_, std::move(before_abort));
+  }
+  void stop_watching() { watch_.reset(); }
+  // On the communication thread, after a bucket's work is enqueued: the watchdog waits for it.
+  void watch_bucket(const WaitContext& context, std::string what, std::string blame) {
+    if (!watch_) return;
+    const auto b = static_cast<size_t>(std::max(context.bucket, 0));
+    while (done_.size() <= b) {
+      done_.emplace_back();
+      RT_CU(cudaEventCreateWithFlags(&done_.back(), cudaEventDisableTiming));
+    }
+    const cudaEvent_t done = done_[b];
+    RT_CU(cudaEventRecord(done, stream_));
+    watch_->watch([done, device = device_] {
+      cudaSetDevice(device);  // the watchdog's thread
+      return cudaEventQuery(done) != cudaErrorNotReady;
+    }, context, std::move(what), std::move(blame));
+  }
+
   int device_ = 0;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
 
  private:
+  StallPolicy stall_;
+  std::vector<cudaEvent_t> done_;  // per bucket: its work has finished
+  std::unique_ptr<StallWatch> watch_;
   std::vector<cudaEvent_t> ready_;  // per bucket
   cudaEvent_t joined_ = nullptr, now_ = nullptr;
 };
@@ -160,7 +193,11 @@ class DeviceCollective : public Collective {
 // a small fraction of each step's time next to the link's.
 class DeviceRing final : public DeviceCollective {
  public:
-  DeviceRing(std::unique_ptr<DeviceExchange> exchange, Wire wire) : x_(std::move(exchange)), wire_(wire) {}
+  DeviceRing(std::unique_ptr<DeviceExchange> exchange, Wire wire, StallPolicy stall)
+      : DeviceCollective(std::move(stall)), x_(std::move(exchange)), wire_(wire) {
+    start_watching([x = x_.get()] { x->abort(); });
+  }
+  ~DeviceRing() override { stop_watching(); }
   std::string describe() const override {
     return "ringtrain's ring over " + x_->describe() + (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
   }
@@ -205,6 +242,9 @@ class DeviceRing final : public DeviceCollective {
       }
       RT_CU_LAUNCHED();
     }
+    watch_bucket(context, str_cat("the ring's exchange over ", x_->describe(), ", receiving from rank ", prev,
+                                  " and sending to rank ", next),
+                 str_cat(": rank ", prev, " or rank ", next, " is stuck, dead or running a different schedule"));
   }
 
  protected:
@@ -227,8 +267,11 @@ class DeviceRing final : public DeviceCollective {
 // NCCL's own allreduce, averaging in one call: the baseline the ring is measured against.
 class NcclAllreduce final : public DeviceCollective {
  public:
-  explicit NcclAllreduce(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {}
+  NcclAllreduce(MPI_Comm comm, StallPolicy stall) : DeviceCollective(std::move(stall)), comm_(make_nccl_comm(comm)) {
+    start_watching([c = comm_] { ncclCommAbort(c); });
+  }
   ~NcclAllreduce() override {
+    stop_watching();
     cudaStreamSynchronize(stream_);
     ncclCommDestroy(comm_);
   }
@@ -237,6 +280,7 @@ class NcclAllreduce final : public DeviceCollective {
     wait_for_gradients(context);
     if (count == 0) return;
     RT_NCCL(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclAvg, comm_, stream_));
+    watch_bucket(context, "ncclAllReduce", ": a rank is stuck, dead or running a different schedule (NCCL does not say which)");
   }
 
  private:
@@ -247,14 +291,16 @@ class NcclAllreduce final : public DeviceCollective {
 
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm) { return std::make_unique<NcclExchange>(comm); }
 
-std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire) {
-  return std::make_unique<DeviceRing>(std::move(exchange), wire);
+std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
+                                             const StallPolicy& stall) {
+  return std::make_unique<DeviceRing>(std::move(exchange), wire, stall);
 }
 
-std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire) {
+std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
+                                                   const StallPolicy& stall) {
   check_device_allreduce(algorithm, wire);
-  if (algorithm == "ring") return make_device_ring(make_nccl_exchange(comm), wire);
-  return std::make_unique<NcclAllreduce>(comm);
+  if (algorithm == "ring") return make_device_ring(make_nccl_exchange(comm), wire, stall);
+  return std::make_unique<NcclAllreduce>(comm, stall);
 }
 
 }  // namespace rt

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dist/collective.h"
+#include "dist/stall_wait.h"
 #include "dist/wire_format.h"
 
 namespace rt {
@@ -29,6 +30,9 @@ class DeviceExchange {
   virtual void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
                         void* stream) = 0;
   virtual std::string describe() const = 0;
+  // The job is being aborted: end any transfer in flight so that no call stays blocked in it
+  // (ncclCommAbort). Called from the GPU watchdog's thread (Note [GPU watchdog]).
+  virtual void abort() {}
 };
 
 // rt::Error unless `algorithm` moves GPU memory ("ring" or "nccl") and `wire` suits it (ncclAllReduce
@@ -36,12 +40,14 @@ class DeviceExchange {
 void check_device_allreduce(const std::string& algorithm, Wire wire);
 
 // "ring" (ours over NCCL point-to-point) or "nccl" (ncclAllReduce) over comm's ranks, one GPU
-// each, on the GPU select_cuda_device chose. Collective over comm. rt::Error in a build without
-// CUDA.
-std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire);
+// each, on the GPU select_cuda_device chose; each bucket's work is watched with `stall` (Note
+// [GPU watchdog] in dist/stall_watch.h). Collective over comm. rt::Error in a build without CUDA.
+std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
+                                                   const StallPolicy& stall);
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
-// ringtrain's ring on GPU memory over any exchange.
-std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire);
+// ringtrain's ring on GPU memory over any exchange, watched with `stall`.
+std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
+                                             const StallPolicy& stall);
 
 }  // namespace rt

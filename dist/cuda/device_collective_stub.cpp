@@ -8,7 +8,7 @@ constexpr const char* kNotBuilt =
     "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
 }
 
-std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire) {
+std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire, const StallPolicy&) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }
@@ -16,7 +16,7 @@ std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }
-std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange>, Wire) {
+std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange>, Wire, const StallPolicy&) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }

@@ -96,7 +96,7 @@ size_t first_difference(const std::vector<float>& a, const std::vector<float>& b
 TEST_F(DeviceRingTest, MatchesTheCpuRingBitForBitAtEveryWireType) {
   const World& w = World::get();
   for (Wire wire : {Wire::kFp32, Wire::kFp16, Wire::kBf16}) {
-    auto gpu_ring = make_device_ring(std::make_unique<StagedExchange>(), wire);
+    auto gpu_ring = make_device_ring(std::make_unique<StagedExchange>(), wire, test_stall());
     MpiTransport transport(w.comm(), test_stall());
     RingAllreduce cpu_ring(transport, int64_t{1} << 17, wire);
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{(1 << 18) + 3}}) {
@@ -116,7 +116,7 @@ TEST_F(DeviceRingTest, RingOverNcclAndNcclAllReduceGiveTheAverage) {
                  << " GPU(s) on this host";
   const World& w = World::get();
   for (const char* algorithm : {"ring", "nccl"}) {
-    auto c = make_device_collective(algorithm, w.comm(), Wire::kFp32);
+    auto c = make_device_collective(algorithm, w.comm(), Wire::kFp32, test_stall());
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{(1 << 20) + 5}}) {
       const std::vector<float> out = average_on_gpu(*c, contribution(count, w.rank()));
       // Rank r adds 0.37 (r + 1) to a pattern shared by all: the average adds 0.37 (world + 1) / 2.
@@ -169,7 +169,8 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   std::shared_ptr<void> arena = allocate_zeroed(Device::kCuda, bytes);
   synchronize(Device::kCuda);
   GradReducer reducer(static_cast<float*>(arena.get()), params, buckets,
-                      make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32), /*overlap=*/true, nullptr);
+                      make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()), /*overlap=*/true,
+                      nullptr);
   const std::vector<float> mine = contribution(count, w.rank());
   const cudaStream_t compute = cuda::context().stream;
   reducer.begin_step(0);
