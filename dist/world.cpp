@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 
 #include "base/check.h"
 #include "base/stderr_line.h"
@@ -70,13 +69,8 @@ std::string mpi_library_version() {
 
 World& World::init(int* argc, char*** argv) {
   RT_CHECK(g_world == nullptr, "World::init called twice");
-  g_world = new World();
+  g_world = new World(single());
   World& w = *g_world;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  w.host_ = host;
-  const CpuBudget mine = this_process_cpu_budget();
-  w.cpu_share_ = share_cpus({mine}, 0);
   if (!launched_by_mpi()) {
     w.refuse_lone_task();
     return w;
@@ -86,7 +80,7 @@ World& World::init(int* argc, char*** argv) {
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   w.mpi_ = true;
   if (provided < MPI_THREAD_SERIALIZED) {
-    std::cerr << "ringtrain: this MPI provides thread level " << provided << ", ringtrain needs MPI_THREAD_SERIALIZED\n";
+    stderr_line(str_cat("ringtrain: this MPI provides thread level ", provided, ", ringtrain needs MPI_THREAD_SERIALIZED"));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -98,7 +92,7 @@ World& World::init(int* argc, char*** argv) {
   MPI_Comm_rank(local, &w.local_rank_);
   MPI_Comm_size(local, &w.local_size_);
   std::vector<PackedBudget> packed(static_cast<size_t>(w.local_size_));
-  const PackedBudget own = pack(mine);
+  const PackedBudget own = pack(this_process_cpu_budget());
   check_mpi(MPI_Allgather(&own, sizeof own, MPI_BYTE, packed.data(), sizeof own, MPI_BYTE, local), "MPI_Allgather");
   std::vector<CpuBudget> budgets;
   for (const PackedBudget& p : packed) budgets.push_back(unpack(p));
@@ -115,10 +109,7 @@ void World::refuse_lone_task() const {
 }
 
 World& World::get() {
-  if (!g_world) {
-    g_world = new World();
-    g_world->cpu_share_ = share_cpus({this_process_cpu_budget()}, 0);
-  }
+  if (!g_world) g_world = new World(single());
   return *g_world;
 }
 
