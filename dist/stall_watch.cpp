@@ -1,5 +1,8 @@
 #include "dist/stall_watch.h"
 
+#include <chrono>
+#include <future>
+#include <memory>
 #include <utility>
 
 #include "base/check.h"
@@ -9,8 +12,20 @@ namespace rt {
 StallWatch::StallWatch(StallPolicy policy, std::function<void()> before_abort) : policy_(std::move(policy)) {
   // The watcher only polls: sleeping between polls leaves the cores to the host's own threads.
   policy_.idle = StallPolicy::Idle::kSleep;
-  policy_.abort = [abort = policy_.abort, before_abort = std::move(before_abort)](const std::string& m) {
-    if (before_abort) before_abort();
+  // The message first: ncclCommAbort can itself hang (NCCL issues 992 and 1013), and the user
+  // must learn why the job ends even then. It gets kBeforeAbortS, then the job ends regardless.
+  policy_.abort = [warn = policy_.warn, abort = policy_.abort,
+                   before_abort = std::move(before_abort)](const std::string& m) {
+    warn(str_cat("aborting the job, its NCCL communicators first: ", m));
+    if (before_abort) {
+      auto finished = std::make_shared<std::promise<void>>();
+      std::future<void> done = finished->get_future();
+      std::thread([before_abort, finished] {
+        before_abort();
+        finished->set_value();
+      }).detach();  // the process ends right after; a hung abort must not hold it
+      done.wait_for(std::chrono::duration<double>(kBeforeAbortS));
+    }
     abort(m);
   };
   thread_ = std::thread([this] { run(); });

@@ -3,10 +3,11 @@
 // and the host then blocks forever inside whichever CUDA call next waits for the GPU. StallWatch
 // waits in its own thread, on each piece of enqueued work in turn, with the CPU ring's stall
 // policy (dist.stall_warn_s, dist.stall_abort_s): past the warning time it names step, bucket
-// and the peers waited for; past the abort time it runs before_abort (which aborts the NCCL
-// communicators, so no call stays blocked in them) and then the policy's abort. A piece's time
-// counts from when it reaches the head of the queue: work waiting behind a slow bucket, or for
-// backward to produce its gradients, is not charged for it.
+// and the peers waited for; past the abort time it says so, runs before_abort (which aborts the
+// NCCL communicators, so no call stays blocked in them; given at most kBeforeAbortS) and then the
+// policy's abort. A piece's time counts from when it reaches the head of the queue, so work
+// waiting behind a slow bucket is not charged for it; the GPU's wait for the bucket's gradients
+// is (at most the rest of backward, far below any sensible dist.stall_warn_s).
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +24,8 @@ namespace rt {
 
 class StallWatch {
  public:
+  static constexpr double kBeforeAbortS = 10;
+
   StallWatch(StallPolicy policy, std::function<void()> before_abort);
   // Stops watching; work still pending is not waited for.
   ~StallWatch();

@@ -31,13 +31,14 @@ TEST(GpuWatchdog, APeerThatNeverAnswersIsNamedThenTheCommunicatorsAbortedThenThe
   MPI_Irecv(&from_prev, 1, MPI_INT, prev, 71, w.comm(), &receive);
 
   // The first of each kind, in the order they happened (until the peer answers, the watchdog
-  // repeats its abort every third of a second, as a real abort never returns to let it).
+  // repeats its abort every third of a second, as a real abort never returns to let it). Kinds
+  // are told apart by their first 10 characters.
   std::mutex mutex;
   std::vector<std::string> events;
   auto record = [&](std::string e) {
     std::lock_guard<std::mutex> lock(mutex);
     for (const std::string& seen : events)
-      if (seen.substr(0, 5) == e.substr(0, 5)) return false;
+      if (seen.substr(0, 10) == e.substr(0, 10)) return false;
     events.push_back(std::move(e));
     return true;
   };
@@ -74,16 +75,19 @@ TEST(GpuWatchdog, APeerThatNeverAnswersIsNamedThenTheCommunicatorsAbortedThenThe
   std::lock_guard<std::mutex> lock(mutex);
   std::string seen;
   for (const std::string& e : events) seen += "\n  " + e;
-  ASSERT_EQ(events.size(), 3u) << "rank " << w.rank() << ": expected one warning, the communicators aborted, then "
-                               << "the job; saw:" << seen;
+  ASSERT_EQ(events.size(), 4u) << "rank " << w.rank() << ": expected one warning, the abort announced, the "
+                               << "communicators aborted, then the job; saw:" << seen;
   EXPECT_EQ(events[0].rfind("warn: step 7, bucket 3: the ring's exchange, receiving from rank ", 0), 0u) << events[0];
   EXPECT_NE(events[0].find(str_cat("from rank ", prev)), std::string::npos) << events[0];
   EXPECT_NE(events[0].find("on the GPU has waited"), std::string::npos) << events[0];
   EXPECT_NE(events[0].find("dist.stall_warn_s = 0.5"), std::string::npos) << events[0];
-  EXPECT_EQ(events[1], "communicators aborted");
-  EXPECT_EQ(events[2].rfind("abort: step 7, bucket 3: ", 0), 0u) << events[2];
-  EXPECT_NE(events[2].find("dist.stall_abort_s = 2.5"), std::string::npos) << events[2];
-  EXPECT_NE(events[2].find(str_cat(": rank ", prev, " or rank ", next, " is stuck")), std::string::npos) << events[2];
+  // Said before the communicators are touched: ncclCommAbort may hang, and the user must know why.
+  EXPECT_EQ(events[1].rfind("warn: aborting the job, its NCCL communicators first: step 7, bucket 3: ", 0), 0u)
+      << events[1];
+  EXPECT_EQ(events[2], "communicators aborted");
+  EXPECT_EQ(events[3].rfind("abort: step 7, bucket 3: ", 0), 0u) << events[3];
+  EXPECT_NE(events[3].find("dist.stall_abort_s = 2.5"), std::string::npos) << events[3];
+  EXPECT_NE(events[3].find(str_cat(": rank ", prev, " or rank ", next, " is stuck")), std::string::npos) << events[3];
   MPI_Barrier(w.comm());
 }
 
