@@ -4,7 +4,8 @@
 namespace rt {
 
 // Writes text and a newline to stderr in one write(2), so that the lines of ranks that share a
-// launcher's stderr never interleave mid-line (std::cerr writes each << on its own).
+// launcher's stderr pipe do not interleave mid-line (std::cerr writes each << on its own). A pipe
+// keeps a write whole up to PIPE_BUF (4096 bytes on Linux); every line of ours is shorter.
 void stderr_line(const std::string& text);
 
 // Where stderr is a pipe (a launcher reads the ranks' output through one), waits until the reader

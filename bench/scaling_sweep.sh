@@ -46,6 +46,7 @@ mkdir -p "$out"
 
 for p in $ranks; do
   read -r -a run <<< "$launcher"
+  [ "$p" -gt "$(nproc)" ] && [ -z "$hostfile$hosts" ] && run+=(--oversubscribe)
   [ -n "$hostfile" ] && run+=(--hostfile "$hostfile")
   if [ -n "$hosts" ]; then
     read -r -a host_list <<< "$hosts"

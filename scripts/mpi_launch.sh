@@ -3,7 +3,8 @@
 # for the tests and benchmark scripts: each implementation spells them differently.
 #
 # usage: mpi_launch.sh [-np N] [--env NAME]... [--hosts H:SLOTS,H:SLOTS | --hostfile FILE]
-#                      [--rsh AGENT] [--net CIDR] [--bind-to core|none] [--] PROGRAM [ARGS...]
+#                      [--rsh AGENT] [--net CIDR] [--bind-to core|none] [--oversubscribe] [--testing]
+#                      [--] PROGRAM [ARGS...]
 #   -np N         ranks
 #   --env NAME    give every rank this variable of ours, on other hosts too (Open MPI -x, Hydra
 #                 -genvlist); ranks on this host inherit the whole environment either way
@@ -13,12 +14,15 @@
 #                 "node01:2")
 #   --rsh AGENT   start the daemons on other hosts with AGENT HOST COMMAND instead of ssh
 #   --net CIDR    Open MPI: keep its TCP traffic on this network (btl and oob _tcp_if_include);
-#                 Hydra takes no network, and MPICH uses each host's default interface
+#                 ignored, saying so, under Hydra, which names interfaces only (its -iface NAME)
 #   --bind-to     bind each rank to a core, or not at all (by default Open MPI binds and Hydra
 #                 does not)
+#   --oversubscribe  more ranks than a host has slots (Open MPI refuses them otherwise)
+#   --testing     the test suite's setting: --oversubscribe and, under Open MPI, its shared-memory
+#                 and TCP transports only (btl self,vader,tcp)
 # The launcher is $RINGTRAIN_MPIEXEC (default: mpirun); which implementation it is comes from
 # $RINGTRAIN_MPI (openmpi or mpich; CMake's RINGTRAIN_MPI sets both for ctest), else from its
-# --version. Under Open MPI it also allows more ranks than cores and running as root.
+# --version. Under Open MPI it also allows running as root.
 set -euo pipefail
 
 launcher=${RINGTRAIN_MPIEXEC:-mpirun}
@@ -35,7 +39,7 @@ fi
 [[ $kind == openmpi || $kind == mpich ]] || { echo "mpi_launch: RINGTRAIN_MPI=$kind: expected openmpi or mpich" >&2; exit 2; }
 bind_ok() { [[ $1 == core || $1 == none ]] || { echo "mpi_launch: --bind-to $1: expected core or none" >&2; exit 2; }; }
 
-np="" envs=() hosts="" hostfile="" rsh="" net="" bind=""
+np="" envs=() hosts="" hostfile="" rsh="" net="" bind="" oversubscribe=0 testing=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -np | -n) np=$2; shift 2 ;;
@@ -45,6 +49,8 @@ while [[ $# -gt 0 ]]; do
     --rsh) rsh=$2; shift 2 ;;
     --net) net=$2; shift 2 ;;
     --bind-to) bind_ok "$2"; bind=$2; shift 2 ;;
+    --oversubscribe) oversubscribe=1; shift ;;
+    --testing) testing=1; oversubscribe=1; shift ;;
     --) shift; break ;;
     -*) echo "mpi_launch: unknown option '$1' (see the usage at the top of $0)" >&2; exit 2 ;;
     *) break ;;
@@ -55,7 +61,8 @@ done
 run=("$launcher")
 if [[ $kind == openmpi ]]; then
   [[ $(id -u) -eq 0 ]] && run+=(--allow-run-as-root)
-  run+=(--oversubscribe --mca btl self,vader,tcp)
+  [[ $oversubscribe -eq 1 ]] && run+=(--oversubscribe)
+  [[ $testing -eq 1 ]] && run+=(--mca btl self,vader,tcp)
   for name in "${envs[@]}"; do run+=(-x "$name"); done
   [[ -n $hosts ]] && run+=(-H "$hosts" --map-by slot)
   [[ -n $hostfile ]] && run+=(--hostfile "$hostfile" --map-by slot)
@@ -68,6 +75,9 @@ else
   [[ -n $hostfile ]] && run+=(-f "$hostfile")
   [[ -n $rsh ]] && run+=(-launcher rsh -launcher-exec "$rsh")
   [[ -n $bind ]] && run+=(-bind-to "$bind")
+  if [[ -n $net ]]; then
+    echo "mpi_launch: --net $net ignored: Hydra has no option for a network (its -iface names an interface)" >&2
+  fi
 fi
 [[ -n $np ]] && run+=(-np "$np")
 exec "${run[@]}" "$@"

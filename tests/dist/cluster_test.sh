@@ -37,10 +37,10 @@ common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set 
         --set train.batch_per_rank=32 --set log.progress=none --set data.dir="$work/data"
         --set data.train_images=train-images-idx3-ubyte --set data.train_labels=train-labels-idx1-ubyte
         --set data.test_images=t10k-images-idx3-ubyte --set data.test_labels=t10k-labels-idx1-ubyte)
-"$launch" -np 4 "$ringtrain" "${common[@]}" \
+"$launch" --testing -np 4 "$ringtrain" "${common[@]}" \
   --set checkpoint.dir="$work/one_host" > "$work/one.out" 2>&1 || { echo "FAIL: single-host run"; cat "$work/one.out"; exit 1; }
 for transport in auto mpi; do
-  timeout 240 "$src/scripts/netns_hosts.sh" on rt-a "$launch" --hosts rt-a:2,rt-b:2 -np 4 \
+  timeout 240 "$src/scripts/netns_hosts.sh" on rt-a "$launch" --testing --hosts rt-a:2,rt-b:2 -np 4 \
     --rsh "$("$src/scripts/netns_hosts.sh" agent)" --net 10.213.0.0/24 "$ringtrain" "${common[@]}" --set dist.transport=$transport --set checkpoint.dir="$work/two_hosts_$transport" \
     > "$work/two_$transport.out" 2>&1 || { echo "FAIL: two-host run, transport $transport"; cat "$work/two_$transport.out"; exit 1; }
 done

@@ -17,7 +17,7 @@ run() {
   local name=$1 expect=$2
   shift 2
   local start=$SECONDS
-  timeout 60 "$launch" --env RINGTRAIN_TEST_FAULT -np 3 "$ringtrain" bench \
+  timeout 60 "$launch" --testing --env RINGTRAIN_TEST_FAULT -np 3 "$ringtrain" bench \
     --config "$src/configs/teaching/scaling.toml" --set bench.windows=2 --set bench.steps_per_window=3 \
     --set bench.warmup_steps=2 --set checkpoint.dir="$work/run" "$@" > "$work/$name.out" 2>&1
   local rc=$? elapsed=$((SECONDS - start))

@@ -13,7 +13,7 @@ work=$(mktemp -d /tmp/ringtrain_failure_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
 launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 
-"$launch" -np 3 "$ringtrain" --config "$config" \
+"$launch" --testing -np 3 "$ringtrain" --config "$config" \
   --set train.epochs=50 --set train.threads=1 --set checkpoint.dir="$work/run" \
   --set log.progress=lines --set log.every_steps=5 \
   --set dist.stall_warn_s=2 --set dist.stall_abort_s=6 > "$work/out" 2>&1 &

@@ -18,7 +18,7 @@ failed=0
 run() {  # run NAME TRANSPORT
   local start=$SECONDS
   timeout 120 unshare -m --propagation private sh -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && \
-    '$launch' -np 2 '$ringtrain' bench \
+    '$launch' --testing -np 2 '$ringtrain' bench \
       --config '$src/configs/teaching/scaling.toml' --set bench.windows=2 --set bench.steps_per_window=2 \
       --set bench.warmup_steps=1 --set dist.stall_abort_s=10 --set dist.transport=$2 \
       --set checkpoint.dir='$work/run'" > "$work/$1.out" 2>&1

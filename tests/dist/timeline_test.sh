@@ -16,7 +16,7 @@ launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as conf
 
 for sharded in true false; do
 rm -f "$work/trace.json"
-"$launch" -np 2 "$ringtrain" --config "$config" \
+"$launch" --testing -np 2 "$ringtrain" --config "$config" \
   --set train.threads=1 --set checkpoint.dir="$work/run" --set log.progress=none \
   --set log.timeline="$work/trace.json" --set log.timeline_first_step=2 --set log.timeline_steps=2 \
   --set dist.bucket_mb=0.1 --set dist.first_bucket_mb=0.02 --set dist.sharded_update=$sharded > "$work/out" 2>&1 &
