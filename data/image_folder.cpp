@@ -4,10 +4,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "base/check.h"
+#include "base/stderr_line.h"
 
 namespace fs = std::filesystem;
 
@@ -77,7 +77,7 @@ void write_cache(const fs::path& cache, const ImageIndex& index) {
     for (size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
     out.flush();
     if (!out.good()) {
-      std::cerr << "ringtrain: warning: cannot write the image index cache " << cache << "; using the scan\n";
+      stderr_line(str_cat("ringtrain: warning: cannot write the image index cache ", cache, "; using the scan"));
       std::error_code ec;
       fs::remove(tmp, ec);
       return;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 
 #include "base/check.h"
+#include "base/stderr_line.h"
 
 namespace rt {
 
@@ -13,7 +13,7 @@ ImageFolderBatches::ImageFolderBatches(ImageIndex index, FolderBatchOptions opti
   RT_CHECK(o_.workers >= 1, "an image folder needs at least one worker thread, got ", o_.workers);
   RT_CHECK(o_.prefetch >= 1, "an image folder needs a prefetch depth of at least one batch, got ", o_.prefetch);
   RT_CHECK(!index_.files.empty(), "image folder '", index_.root, "' has no files");
-  if (!o_.warn) o_.warn = [](const std::string& m) { std::cerr << m << "\n"; };
+  if (!o_.warn) o_.warn = [](const std::string& m) { stderr_line(m); };
   slots_.resize(static_cast<size_t>(o_.prefetch));
   for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { work(); });
 }
