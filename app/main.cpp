@@ -2,6 +2,7 @@
 // every error reaches the user as one message and a non-zero exit status.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "dist/world.h"
 #include "base/check.h"
 #include "base/stderr_line.h"
+#include "base/whole_lines.h"
 #include "models/registry.h"
 #include "nn/device.h"
 
@@ -97,9 +99,10 @@ int run(const CliArgs& args) {
     Trainer trainer(config, std::cout, world);
     trainer.resume(args.resume_dir.empty() ? config.checkpoint.dir : args.resume_dir);
     const EvalResult r = trainer.evaluate();
-    if (world.rank() == 0)
-      std::printf("test: %lld images, loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", static_cast<long long>(r.samples), r.loss,
-                100 * r.top1, 100 * r.top5);
+    char line[160];
+    std::snprintf(line, sizeof line, "test: %lld images, loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n",
+                  static_cast<long long>(r.samples), r.loss, 100 * r.top1, 100 * r.top5);
+    if (world.rank() == 0) std::cout << line;
     return 0;
   }
   if (args.command == "bench") {
@@ -114,9 +117,10 @@ int run(const CliArgs& args) {
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
   const TrainResult r = trainer.train();
-  if (world.rank() == 0)
-    std::printf("done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in %s\n",
-              100 * r.last_eval.top1, 100 * r.last_eval.top5, r.images_per_s, config.checkpoint.dir.c_str());
+  char line[160];
+  std::snprintf(line, sizeof line, "done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in ",
+                100 * r.last_eval.top1, 100 * r.last_eval.top5, r.images_per_s);
+  if (world.rank() == 0) std::cout << line << config.checkpoint.dir << "\n";
   return 0;
 }
 
@@ -169,6 +173,7 @@ void on_terminate() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rt::write_whole_lines();
   std::set_terminate(on_terminate);
   int status = 0;
   if (rt::launched_by_mpi()) {  // Note [Fatal errors under MPI]
