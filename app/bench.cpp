@@ -10,7 +10,7 @@
 #include <optional>
 #include <ostream>
 
-#include "app/json.h"
+#include "formats/json.h"
 #include "app/step_profile.h"
 #include "base/check.h"
 #include "base/rng.h"

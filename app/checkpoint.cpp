@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <set>
 
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 #include "base/check.h"
 
 namespace rt {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "nn/graph.h"
 #include "nn/optim/sgd.h"
 

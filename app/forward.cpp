@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "app/checkpoint.h"
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "models/registry.h"

@@ -10,7 +10,7 @@
 
 #include "app/checkpoint.h"
 #include "app/image_options.h"
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "data/image_folder.h"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 #include "base/check.h"
 
 namespace rt {

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <ostream>
 
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 #include "app/consistency.h"
-#include "app/json.h"
+#include "formats/json.h"
 #include "app/progress.h"
 #include "base/check.h"
 #include "base/test_fault.h"

@@ -10,7 +10,7 @@
 
 #include "app/checkpoint.h"
 #include "app/cli.h"
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "base/check.h"
 #include "models/registry.h"
 #include "nn/device.h"

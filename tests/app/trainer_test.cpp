@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "app/checkpoint.h"
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "dist/world.h"

@@ -1,5 +1,5 @@
 // The paper's architectures: ResNet-50/101, VGG-16 and Inception-v3 have the parameter counts and
-// forward multiply-adds torchvision publishes (shared/REFERENCE.md); every ResNet, VGG and
+// forward multiply-adds torchvision publishes in its model documentation; every ResNet, VGG and
 // Inception-v3 (with and without its aux head) in the table has exactly torchvision 0.14's
 // parameter count and state_dict keys, asked of /usr/bin/python3's torchvision where it imports
 // (skipped otherwise).

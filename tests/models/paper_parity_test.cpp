@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "nn/tensor.h"
 #include "tests/models/python_probe.h"
 

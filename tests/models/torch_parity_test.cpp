@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "app/checkpoint.h"
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 #include "base/rng.h"
 #include "models/registry.h"
 #include "nn/ops/softmax_cross_entropy.h"

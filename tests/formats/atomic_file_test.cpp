@@ -1,6 +1,6 @@
 // Tests for app/atomic_file.h: replacement, failures that must leave the old file alone and name
 // the path and reason, a temp file left by a crash, and whole-line appends.
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -1,5 +1,5 @@
 // JsonValue, the recursive-descent parser and the compact writer declared in app/json.h.
-#include "app/json.h"
+#include "formats/json.h"
 
 #include <charconv>
 #include <cmath>

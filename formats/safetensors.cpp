@@ -1,13 +1,13 @@
 // safetensors reading (fully validated) and writing (app/safetensors.h).
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <unordered_set>
 
-#include "app/atomic_file.h"
-#include "app/json.h"
+#include "formats/atomic_file.h"
+#include "formats/json.h"
 #include "base/check.h"
 
 namespace rt {

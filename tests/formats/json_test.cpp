@@ -1,6 +1,6 @@
 // Tests for app/json.h: round trips, escaping (checked against hand-written JSON text and, where
 // available, Python's json module), malformed input and the JsonLine metrics writer.
-#include "app/json.h"
+#include "formats/json.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

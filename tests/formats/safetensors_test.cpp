@@ -1,7 +1,7 @@
 // Tests for app/safetensors.h. Interop is checked against an independent reader and writer of the
 // format, a few lines of Python (struct + json) run with /usr/bin/python3; every malformed-file
 // error is checked on a hand-built byte fixture for naming the file and the tensor.
-#include "app/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 #include "base/check.h"
 
 namespace rt {

@@ -1,5 +1,5 @@
 // write-temp / fsync / rename / fsync-folder, O_APPEND lines and whole-file reads (app/atomic_file.h).
-#include "app/atomic_file.h"
+#include "formats/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
