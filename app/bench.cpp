@@ -25,16 +25,6 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-std::string json_array(const std::vector<double>& v) {
-  std::string s = "[";
-  char buf[32];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%.4f", i ? "," : "", v[i]);
-    s += buf;
-  }
-  return s + "]";
-}
-
 // Runs `steps` profiled steps and writes their mean times to `path`. unprofiled_step_s: the
 // windows' mean step, to set the host's cost of issuing a step beside. Returns that cost in
 // seconds per step on a GPU, else nullopt.
@@ -197,33 +187,47 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     }
     out << "\n";
   }
-  JsonLine j;
-  j.add("kind", "bench").add("model", c.model.name).add("ranks", world.size()).add("hosts", static_cast<int64_t>(hosts))
-      .add("threads_per_rank", threads).add("device", c.train.device)
-      .add("gpus_per_rank", static_cast<int64_t>(device == Device::kCuda)).add("precision", c.train.precision)
-      .add("batch_per_rank", B)
-      .add("image_size", in[1]).add("allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none"))
-      .add("collective", collective)
-      .add("bucket_mb", c.dist.bucket_mb).add("first_bucket_mb", c.dist.first_bucket_mb).add("overlap", c.dist.overlap)
-      .add("sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters())
-      .add("wire", c.dist.wire)
-      .add("conv_algorithm", c.train.conv_algorithm).add("winograd_convolutions", winograd)
-      .add("cudnn_graph", cudnn_graph_use_name(on_gpu ? cudnn_graph_use() : CudnnGraphUse::kNever))
-      .add("cudnn_graph_directions", graph_directions).add("cuda_graph", c.train.cuda_graph)
-      .add("cuda_graph_recordings", trainer.recordings())
-      .add("warmup_steps", b.warmup_steps).add("steps_per_window", b.steps_per_window)
-      .add("images_per_s", r.mean).add("ci95_low", r.mean - 1.96 * r.sd).add("ci95_high", r.mean + 1.96 * r.sd)
-      .add("median_images_per_s", r.median).add("peak_rss_mb", r.peak_rss_mb);
-  if (host_s_per_step) j.add("profiled_host_ms_per_step", *host_s_per_step * 1e3);
+  Json j = {{"kind", "bench"},
+            {"model", c.model.name},
+            {"ranks", world.size()},
+            {"hosts", hosts},
+            {"threads_per_rank", threads},
+            {"device", c.train.device},
+            {"gpus_per_rank", device == Device::kCuda ? 1 : 0},
+            {"precision", c.train.precision},
+            {"batch_per_rank", B},
+            {"image_size", in[1]},
+            {"allreduce", world.size() > 1 ? c.dist.allreduce : std::string("none")},
+            {"collective", collective},
+            {"bucket_mb", c.dist.bucket_mb},
+            {"first_bucket_mb", c.dist.first_bucket_mb},
+            {"overlap", c.dist.overlap},
+            {"sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters()},
+            {"wire", c.dist.wire},
+            {"conv_algorithm", c.train.conv_algorithm},
+            {"winograd_convolutions", winograd},
+            {"cudnn_graph", cudnn_graph_use_name(on_gpu ? cudnn_graph_use() : CudnnGraphUse::kNever)},
+            {"cudnn_graph_directions", graph_directions},
+            {"cuda_graph", c.train.cuda_graph},
+            {"cuda_graph_recordings", trainer.recordings()},
+            {"warmup_steps", b.warmup_steps},
+            {"steps_per_window", b.steps_per_window},
+            {"images_per_s", r.mean},
+            {"ci95_low", r.mean - 1.96 * r.sd},
+            {"ci95_high", r.mean + 1.96 * r.sd},
+            {"median_images_per_s", r.median},
+            {"peak_rss_mb", r.peak_rss_mb}};
+  if (host_s_per_step) j["profiled_host_ms_per_step"] = *host_s_per_step * 1e3;
   if (const LossScaler* s = trainer.loss_scaler()) {
-    j.add("loss_scale", s->scale()).add("skipped_steps", s->skipped_steps());
+    j["loss_scale"] = s->scale();
+    j["skipped_steps"] = s->skipped_steps();
     std::snprintf(line, sizeof line, "bench: fp16 loss scale %g, %lld step(s) skipped for overflow\n", s->scale(),
                   static_cast<long long>(s->skipped_steps()));
     if (talk) out << line;
   }
-  r.json = j.str();
-  // Arrays go in by hand: JsonLine writes scalars only.
-  r.json.insert(r.json.size() - 1, ",\"windows\":" + json_array(v) + ",\"per_rank\":" + json_array(r.rank_images_per_s));
+  j["windows"] = v;
+  j["per_rank"] = r.rank_images_per_s;
+  r.json = to_json(j);
   if (talk) out << r.json << "\n" << std::flush;
   return r;
 }

@@ -87,8 +87,8 @@ void Trainer::prepare_run_folder() {
     metrics_path_ = (std::filesystem::path(config_.checkpoint.dir) / config_.log.metrics).string();
 }
 
-void Trainer::write_metric(const std::string& line) {
-  if (!metrics_path_.empty()) append_line(metrics_path_, line);
+void Trainer::write_metric(const Json& record) {
+  if (!metrics_path_.empty()) append_line(metrics_path_, to_json(record));
 }
 
 void Trainer::average_buffers() {
@@ -260,9 +260,8 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);
       const double eta = result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
       progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * global_batch) / epoch_train_seconds, eta);
-      write_metric(JsonLine().add("kind", "step").add("epoch", epoch + 1).add("step", position_.step)
-                       .add("loss", loss.loss).add("lr", lr).add("images_per_s", static_cast<double>(global_batch) / dt)
-                       .str());
+      write_metric(Json{{"kind", "step"}, {"epoch", epoch + 1}, {"step", position_.step}, {"loss", loss.loss},
+                        {"lr", lr}, {"images_per_s", static_cast<double>(global_batch) / dt}});
     }
     g_step = -1;
     progress.end_epoch();
@@ -274,11 +273,13 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     // Each rank's share of its step time spent waiting for a batch, averaged over ranks.
     const double data_wait = epoch_stats[2] / static_cast<double>(world_.size()) / std::max(epoch_train_seconds, 1e-9);
     const int64_t skipped = static_cast<int64_t>(epoch_stats[3]);
-    JsonLine record;
-    record.add("kind", "epoch").add("epoch", epoch + 1).add("step", position_.step).add("train_loss", train_loss)
-        .add("train_top1", train_top1).add("epoch_seconds", seconds_since(epoch_start)).add("data_wait", data_wait)
-        .add("skipped_files", skipped);
-    if (scaler_) record.add("loss_scale", scaler_->scale()).add("skipped_steps", scaler_->skipped_steps());
+    Json record = {{"kind", "epoch"},          {"epoch", epoch + 1},       {"step", position_.step},
+                   {"train_loss", train_loss}, {"train_top1", train_top1}, {"epoch_seconds", seconds_since(epoch_start)},
+                   {"data_wait", data_wait},   {"skipped_files", skipped}};
+    if (scaler_) {
+      record["loss_scale"] = scaler_->scale();
+      record["skipped_steps"] = scaler_->skipped_steps();
+    }
     char line[256];
     std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%, data wait %.1f%%",
                   static_cast<long long>(epoch + 1), static_cast<long long>(t.epochs), train_loss, 100 * train_top1,
@@ -291,15 +292,16 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     const bool last = epoch + 1 == t.epochs;
     if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
-      record.add("test_loss", result.last_eval.loss).add("test_top1", result.last_eval.top1)
-          .add("test_top5", result.last_eval.top5);
+      record["test_loss"] = result.last_eval.loss;
+      record["test_top1"] = result.last_eval.top1;
+      record["test_top5"] = result.last_eval.top5;
       std::snprintf(line, sizeof line, " | test loss %.4f top-1 %.2f%% top-5 %.2f%%", result.last_eval.loss,
                     100 * result.last_eval.top1, 100 * result.last_eval.top5);
       summary += line;
     }
     std::snprintf(line, sizeof line, " (%.1f s)\n", seconds_since(epoch_start));
     if (world_.rank() == 0) out_ << summary << line << std::flush;
-    write_metric(record.str());
+    write_metric(record);
     if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
       gather_optimizer_state();
       average_buffers();

@@ -3,6 +3,8 @@
 // per-step and per-epoch metrics to JSONL and checkpoints after epochs, written by rank 0.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -109,7 +111,7 @@ class Trainer {
   void print_start(int threads) const;  // rank 0's summary of the run
 
   void prepare_run_folder();
-  void write_metric(const std::string& line);
+  void write_metric(const nlohmann::ordered_json& record);  // one line of metrics.jsonl
   void average_buffers();
   // Note [Captured steps]: replays the recording of forward's device work, the loss and, with
   // `with_backward` (the same at every step: no collective listens to backward), backward;

@@ -1,8 +1,9 @@
-// safetensors reading (fully validated) and writing (app/safetensors.h).
+// safetensors reading (fully validated) and writing (formats/safetensors.h).
 #include "formats/safetensors.h"
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <unordered_set>
 
@@ -22,6 +23,13 @@ constexpr std::string_view kMetadataKey = "__metadata__";
 
 constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                                 DType::kI32, DType::kI16, DType::kI8,  DType::kU8,   DType::kBool};
+
+// An integer literal that fits int64 (nlohmann keeps non-negative ones as unsigned, larger ones
+// as unsigned too, and reads 2e3 as a float).
+bool is_int64(const Json& v) {
+  return v.is_number_integer() &&
+         (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+}
 
 bool parse_dtype(std::string_view name, DType* out) {
   for (DType d : kAllDTypes) {
@@ -51,14 +59,14 @@ bool byte_count(const std::vector<int64_t>& shape, DType dtype, uint64_t* out) {
 }
 
 std::string serialize(const StFile& file, const std::string& dest) {
-  JsonValue::Object header;  // appended in order; names are checked for repeats as they come
+  Json header = Json::object();  // in insertion order; names are checked for repeats as they come
   if (!file.metadata.empty()) {
-    JsonValue meta = JsonValue::object();
+    Json meta = Json::object();
     for (const auto& [key, value] : file.metadata) {
-      RT_CHECK(meta.find(key) == nullptr, dest, ": metadata key \"", key, "\" given twice");
-      meta.set(key, JsonValue(value));
+      RT_CHECK(!meta.contains(key), dest, ": metadata key \"", key, "\" given twice");
+      meta[key] = value;
     }
-    header.emplace_back(std::string(kMetadataKey), std::move(meta));
+    header[std::string(kMetadataKey)] = std::move(meta);
   }
   std::unordered_set<std::string_view> names;
   uint64_t offset = 0;
@@ -70,17 +78,10 @@ std::string serialize(const StFile& file, const std::string& dest) {
              shape_text(t.shape));
     RT_CHECK(need == t.bytes.size(), dest, ": tensor \"", name, "\": shape ", shape_text(t.shape), " of ",
              dtype_name(t.dtype), " needs ", need, " bytes but it holds ", t.bytes.size());
-    JsonValue shape = JsonValue::array();
-    for (int64_t d : t.shape) shape.push_back(JsonValue(d));
-    JsonValue entry = JsonValue::object();
-    entry.set("dtype", JsonValue(dtype_name(t.dtype)));
-    entry.set("shape", std::move(shape));
-    entry.set("data_offsets", JsonValue::array({JsonValue(static_cast<int64_t>(offset)),
-                                                JsonValue(static_cast<int64_t>(offset + need))}));
-    header.emplace_back(name, std::move(entry));
+    header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + need}}};
     offset += need;
   }
-  std::string text = to_json(JsonValue::object(std::move(header)));
+  std::string text = to_json(header);
   // Spaces up to a multiple of 8 keep the buffer 8-byte aligned when the file is mapped.
   text.append((8 - text.size() % 8) % 8, ' ');
 
@@ -101,38 +102,37 @@ struct Entry {
 };
 
 // One "name": {"dtype", "shape", "data_offsets"} member, checked against the buffer size.
-Entry parse_entry(const std::string& src, const std::string& name, const JsonValue& v, uint64_t buffer_size) {
+Entry parse_entry(const std::string& src, const std::string& name, const Json& v, uint64_t buffer_size) {
   const std::string where = str_cat(src, ": tensor \"", name, "\"");
   RT_CHECK(v.is_object(), where, ": header entry is ", to_json(v), ", expected an object with dtype, shape, data_offsets");
-  for (const auto& [key, unused] : v.as_object()) {
+  for (const auto& [key, unused] : v.items()) {
     RT_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, ": unknown field \"", key,
              "\" (expected dtype, shape, data_offsets)");
   }
   Entry e;
   e.name = name;
 
-  const JsonValue* dtype = v.find("dtype");
-  RT_CHECK(dtype != nullptr, where, ": missing \"dtype\"");
-  RT_CHECK(dtype->is_string() && parse_dtype(dtype->as_string(), &e.tensor.dtype), where, ": unknown dtype ",
-           to_json(*dtype), " (supported: F32 F64 F16 BF16 I64 I32 I16 I8 U8 BOOL)");
+  RT_CHECK(v.contains("dtype"), where, ": missing \"dtype\"");
+  const Json& dtype = v["dtype"];
+  RT_CHECK(dtype.is_string() && parse_dtype(dtype.get_ref<const std::string&>(), &e.tensor.dtype), where,
+           ": unknown dtype ", to_json(dtype), " (supported: F32 F64 F16 BF16 I64 I32 I16 I8 U8 BOOL)");
 
-  const JsonValue* shape = v.find("shape");
-  RT_CHECK(shape != nullptr, where, ": missing \"shape\"");
-  RT_CHECK(shape->is_array(), where, ": shape ", to_json(*shape), " is not a list of non-negative integers");
-  for (const JsonValue& d : shape->as_array()) {
-    RT_CHECK(d.is_int() && d.as_int() >= 0, where, ": shape ", to_json(*shape),
+  RT_CHECK(v.contains("shape"), where, ": missing \"shape\"");
+  const Json& shape = v["shape"];
+  RT_CHECK(shape.is_array(), where, ": shape ", to_json(shape), " is not a list of non-negative integers");
+  for (const Json& d : shape) {
+    RT_CHECK(is_int64(d) && d.get<int64_t>() >= 0, where, ": shape ", to_json(shape),
              " is not a list of non-negative integers");
-    e.tensor.shape.push_back(d.as_int());
+    e.tensor.shape.push_back(d.get<int64_t>());
   }
 
-  const JsonValue* offsets = v.find("data_offsets");
-  RT_CHECK(offsets != nullptr, where, ": missing \"data_offsets\"");
-  const bool pair = offsets->is_array() && offsets->as_array().size() == 2 && offsets->as_array()[0].is_int() &&
-                    offsets->as_array()[1].is_int() && offsets->as_array()[0].as_int() >= 0 &&
-                    offsets->as_array()[0].as_int() <= offsets->as_array()[1].as_int();
-  RT_CHECK(pair, where, ": data_offsets ", to_json(*offsets), " is not [begin, end] with 0 <= begin <= end");
-  e.begin = static_cast<uint64_t>(offsets->as_array()[0].as_int());
-  e.end = static_cast<uint64_t>(offsets->as_array()[1].as_int());
+  RT_CHECK(v.contains("data_offsets"), where, ": missing \"data_offsets\"");
+  const Json& offsets = v["data_offsets"];
+  const bool pair = offsets.is_array() && offsets.size() == 2 && is_int64(offsets[0]) && is_int64(offsets[1]) &&
+                    offsets[0].get<int64_t>() >= 0 && offsets[0].get<int64_t>() <= offsets[1].get<int64_t>();
+  RT_CHECK(pair, where, ": data_offsets ", to_json(offsets), " is not [begin, end] with 0 <= begin <= end");
+  e.begin = offsets[0].get<uint64_t>();
+  e.end = offsets[1].get<uint64_t>();
 
   uint64_t need = 0;
   const bool fits = byte_count(e.tensor.shape, e.tensor.dtype, &need);
@@ -205,19 +205,19 @@ StFile parse_safetensors(std::string_view bytes, const std::string& source_name)
   const std::string_view header = bytes.substr(8, n);
   const std::string_view buffer = bytes.substr(8 + n);
 
-  const JsonValue root = parse_json(header, src + " header");  // duplicate names are rejected here
+  const Json root = parse_json(header, src + " header");  // duplicate names are rejected here
   RT_CHECK(root.is_object(), src, ": header is ", to_json(root).substr(0, 80), ", expected a JSON object");
 
   StFile file;
   std::vector<Entry> entries;
-  for (const auto& [key, value] : root.as_object()) {
+  for (const auto& [key, value] : root.items()) {
     if (key == kMetadataKey) {
       RT_CHECK(value.is_object(), src, ": __metadata__ is ", to_json(value).substr(0, 80),
                ", expected an object of strings");
-      for (const auto& [mkey, mvalue] : value.as_object()) {
+      for (const auto& [mkey, mvalue] : value.items()) {
         RT_CHECK(mvalue.is_string(), src, ": __metadata__ value of \"", mkey, "\" is ", to_json(mvalue).substr(0, 80),
                  ", expected a string");
-        file.metadata.emplace_back(mkey, mvalue.as_string());
+        file.metadata.emplace_back(mkey, mvalue.get<std::string>());
       }
       continue;
     }

@@ -297,7 +297,7 @@ TEST(Safetensors, AbsurdHeaderLengthNamesTheFile) {
 TEST(Safetensors, MalformedHeaderJsonNamesTheFileAndByte) {
   ScratchDir dir;
   expect_contains(read_error(dir, "bad.safetensors", st_bytes(R"({"w":{"dtype":"F32",})", "")),
-                  {"bad.safetensors", "malformed JSON at byte 20"});
+                  {"bad.safetensors", "invalid JSON at byte 20"});
   expect_contains(read_error(dir, "arr.safetensors", st_bytes("[1,2]", "")), {"arr.safetensors", "expected a JSON object"});
 }
 
