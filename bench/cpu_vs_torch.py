@@ -3,7 +3,7 @@
 resident memory of ResNet-101, VGG-16 and Inception-v3 (no aux head) at batch 8, full resolution,
 2 threads. Each repetition runs `ringtrain bench --config configs/cpu/MODEL.toml` once per
 convolution algorithm (direct: exact, the default; winograd: 3x3 stride-1 convolutions by
-Winograd F(4x4, 3x3)) and the peer anchor ../shared/anchors/torch_cpu_train.py in NCHW and in
+Winograd F(4x4, 3x3)) and PyTorch's own training step, bench/torch_cpu_train.py, in NCHW and in
 channels_last, one after the other, so noise on this shared machine hits all alike; medians over
 repetitions are reported, and ratios are against the better of PyTorch's two layouts. Peak memory
 is GNU time's maximum RSS.
@@ -34,9 +34,9 @@ def ringtrain(binary, model, threads, batch, algorithm):
     return record["median_images_per_s"], rss
 
 
-def torch(anchor, model, threads, batch, steps, channels_last):
+def torch(script, model, threads, batch, steps, channels_last):
     name, res = TORCH_NAMES[model]
-    cmd = ["/usr/bin/python3", anchor, name, str(batch), str(res), "--threads", str(threads), "--steps", str(steps)]
+    cmd = ["/usr/bin/python3", script, name, str(batch), str(res), "--threads", str(threads), "--steps", str(steps)]
     out, rss = timed(cmd + (["--channels-last"] if channels_last else []))
     return float(re.search(r"img_per_s=([0-9.]+)", out).group(1)), rss
 
@@ -50,11 +50,11 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--torch-steps", type=int, default=4, help="timed steps of each PyTorch run")
     p.add_argument("--ringtrain", default=os.path.join(ROOT, "build", "ringtrain"))
-    p.add_argument("--anchor", default=os.path.join(ROOT, "..", "shared", "anchors", "torch_cpu_train.py"))
+    p.add_argument("--torch-script", default=os.path.join(ROOT, "bench", "torch_cpu_train.py"))
     a = p.parse_args()
-    for f in (a.ringtrain, a.anchor):
+    for f in (a.ringtrain, a.torch_script):
         if not os.path.exists(f):
-            sys.exit(f"cpu_vs_torch: {f} not found (build ringtrain first; --anchor names the PyTorch script)")
+            sys.exit(f"cpu_vs_torch: {f} not found (build ringtrain first; --torch-script names the PyTorch step)")
     models, algorithms = a.models.split(","), a.algorithms.split(",")
     ours = [f"ringtrain {alg}" for alg in algorithms]
     runs = {m: {**{k: [] for k in ours}, "nchw": [], "channels_last": []} for m in models}
@@ -62,8 +62,8 @@ def main():
         for m in models:
             for alg, k in zip(algorithms, ours):
                 runs[m][k].append(ringtrain(a.ringtrain, m, a.threads, a.batch, alg))
-            runs[m]["nchw"].append(torch(a.anchor, m, a.threads, a.batch, a.torch_steps, False))
-            runs[m]["channels_last"].append(torch(a.anchor, m, a.threads, a.batch, a.torch_steps, True))
+            runs[m]["nchw"].append(torch(a.torch_script, m, a.threads, a.batch, a.torch_steps, False))
+            runs[m]["channels_last"].append(torch(a.torch_script, m, a.threads, a.batch, a.torch_steps, True))
             print(f"rep {rep + 1}/{a.reps} {m}: " + ", ".join(f"{k} {v[-1][0]:.3f} img/s {v[-1][1]:.0f} MiB"
                                                                for k, v in runs[m].items()), flush=True)
     print(f"\nmedians of {a.reps} repetitions, batch {a.batch}, {a.threads} threads (img/s; peak RSS MiB)")
