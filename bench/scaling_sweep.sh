@@ -16,7 +16,7 @@
 #   --hosts     spread each run over these hosts in ring order, host by host: P ranks take
 #               ceil(P / hosts) slots on as many hosts as they fill (--hosts h1:k,h2:k), so the
 #               ring crosses each host boundary once (round robin would cross it at every hop:
-#               README, "Predicting a cluster")
+#               docs/results/2026-11-23-rank-placement.md)
 #   --set       passed to every ringtrain bench run (e.g. --set dist.overlap=false)
 set -euo pipefail
 cd "$(dirname "$0")/.."

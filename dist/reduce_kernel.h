@@ -1,6 +1,7 @@
 // The ring's byte kernels: add a received slice into the local one (on the last reduce-scatter
-// step scaling the sum to the average in the same pass), the same from a 16-bit wire type
-// (wire_format.h), and copy a slice into shared memory without leaving it in this core's cache.
+// step of a float32 wire scaling the sum to the average in the same pass), the same from a 16-bit
+// wire type (wire_format.h; called unscaled, the ranks having scaled before sending), and copy a
+// slice into shared memory without leaving it in this core's cache.
 #pragma once
 
 #include <algorithm>

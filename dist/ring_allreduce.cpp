@@ -75,8 +75,8 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
     const RingStep s = ring_step(rank, world, step);
     const bool narrow = s.reduce ? narrow_reduce : narrow_gather;
     const ChunkRange in = chunk_range(count, world, s.recv_chunk);
-    // Reduce-scatter receives are added in (and scaled on the last of them); all-gather receives
-    // land in place. With the wire type both land in the receive stage first.
+    // Reduce-scatter receives are added in (and, on a float32 wire, scaled on the last of them);
+    // all-gather receives land in place. With the wire type both land in the receive stage first.
     float* dst = s.reduce ? reduced : gathered;
     std::vector<Transport::Handle> recvs, next_sends;
     for (int64_t at = in.begin; at < in.begin + in.count; at += slice_) {

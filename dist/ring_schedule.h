@@ -12,7 +12,9 @@
 //   Phase 2, all-gather, steps s = world-1 .. 2(world-1)-1: with t = s - (world-1), rank r sends
 //     chunk (r + 1 - t) and receives chunk (r - t), overwriting its copy with the finished sum.
 // Each rank therefore sends and receives 2(world-1)/world of the buffer, whatever world is.
-// The 1/world average is applied once, by the receiver of the last reduce-scatter step.
+// With a float32 wire the 1/world average is applied once, by the receiver of the last
+// reduce-scatter step. With a 16-bit wire each rank scales its own buffer by 1/world before the
+// first send instead, and no step scales afterwards (Note [Wire scaling] in wire_format.h).
 //
 // Note [Sharded update]
 // Between the phases, rank r alone holds the finished average of chunk (r + 1), and the all-gather
@@ -38,7 +40,7 @@ struct RingStep {
   int send_chunk = 0;
   int recv_chunk = 0;
   bool reduce = true;        // true: add received into own; false: overwrite own with received
-  bool final_reduce = false;  // the last reduce-scatter step: also scale by 1/world
+  bool final_reduce = false;  // the last reduce-scatter step (scales by 1/world on a float32 wire)
 };
 
 inline int ring_next(int rank, int world) { return (rank + 1) % world; }

@@ -6,8 +6,8 @@
 // gradient arena) are not copied at all: the slot carries only where the piece lies, and the
 // successor reads it in place (Note [Zero-copy pieces]). Transfers progress inside wait(), in
 // posting order per direction, so a full inbox never blocks a rank from draining its own. Against
-// Open MPI's shared-memory path this skips message matching and small fragments: see README,
-// "Allreduce bandwidth".
+// Open MPI's shared-memory path this skips message matching and small fragments: see
+// docs/results/2026-11-22-allreduce-bandwidth.md.
 #pragma once
 
 #include <mpi.h>

@@ -4,7 +4,7 @@
 // so instead of reading each other's bytes as floats. A receive lands where it belongs straight
 // from the socket; a reducing receive goes through a small staging buffer that stays in cache
 // and is added into place as it fills, so the sum overlaps the transfer. Against Open MPI's TCP
-// path this skips its fragmenting and matching: see README, "Allreduce bandwidth".
+// path this skips its fragmenting and matching: see docs/results/2026-11-22-allreduce-bandwidth.md.
 #pragma once
 
 #include <mpi.h>

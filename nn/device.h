@@ -62,8 +62,7 @@ void synchronize(Device device);
 
 // Note [Captured steps]: a training step on the GPU issues a thousand and more kernels and
 // library calls, and each costs the host microseconds to issue; where the GPU's share of a layer
-// is as short, the host sets the pace (whether it does for 16-bit ResNet-101 at batch 64 is not yet
-// measured: `ringtrain bench --profile` times the host's share). The static graph makes the
+// is as short, the host sets the pace (`ringtrain bench --profile` times the host's share). The static graph makes the
 // same calls at every step on the same memory, so its device work can be recorded once as a CUDA
 // graph and replayed as one launch (train.cuda_graph). What must stay live is kept out of the
 // recording: the batch's copy in (Graph::set_input), the labels' (StepLoss::set_targets), every

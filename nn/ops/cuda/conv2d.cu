@@ -299,7 +299,7 @@ class CudaConv2d final : public Conv2dOp {
     auto [it, fresh] = graph_choices().try_emplace(key);
     GraphChoice& choice = it->second;
     if (fresh || (where_faster && choice.plan && !choice.legacy_timed)) {
-      // An experimental path must not stop a run the legacy API can do: a failure to plan or
+      // An opt-in path must not stop a run the legacy API can do: a failure to plan or
       // time is said once per shape, and the legacy algorithm runs.
       if (where_faster) choice.legacy_timed = true;  // tried once, even if what follows throws
       try {
