@@ -9,10 +9,11 @@
 #include <iostream>
 #include <ostream>
 
-#include "formats/atomic_file.h"
 #include "app/consistency.h"
-#include "formats/json.h"
+#include "app/epoch_report.h"
 #include "app/progress.h"
+#include "formats/atomic_file.h"
+#include "formats/json.h"
 #include "base/check.h"
 #include "base/test_fault.h"
 #include "data/sampler.h"
@@ -105,107 +106,89 @@ void Trainer::gather_optimizer_state() {
   if (reducer_ && reducer_->updates_parameters()) reducer_->gather_updated(sgd_->momentum_arena());
 }
 
-double StepTimes::host_s() const {
-  double s = forward_host_s + optimizer_host_s;
-  for (double layer : backward_host_s) s += layer;
-  return s;
-}
-
 void Trainer::profile_steps(StepTimes* times) {
   profile_ = times;
   graph_->time_backward_layers(times ? &times->backward_s : nullptr, times ? &times->backward_host_s : nullptr);
 }
 
-std::string Trainer::replayed_work() const {
-  if (!config_.train.cuda_graph) return "";
-  return reducer_ ? "forward and loss" : "forward, loss and backward";
-}
-
-void Trainer::replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward) {
-  // A recording holds the loss scale as it was; fp16 changes it on overflow and after 2000 good steps.
-  // (The closure runs once, while recording; it takes its values by copy all the same, as the
-  // recording does.)
-  if (!step_work_.recorded() || recorded_loss_scale_ != loss_scale) {
-    step_work_.record([this, ctx, loss_scale, with_backward] {
-      graph_->forward_work(ctx);
-      step_loss_->compute(*graph_, config_.train.label_smoothing, dy_.get(), loss_scale);
-      if (with_backward) graph_->backward(dy_->views(), ctx);
-    });
-    recorded_loss_scale_ = loss_scale;
-    ++recordings_;
-  }
-  step_work_.replay();
-  ++replayed_steps_;
-}
-
 LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
-  // Profiling: seconds since the last mark, with the device's queue drained first; and the host's
-  // seconds since the last mark, the queue left as it is.
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point last = Clock::now();
-  auto profile_mark = [this, &last] {
-    synchronize(graph_->device());
-    const Clock::time_point now = Clock::now();
-    const double s = std::chrono::duration<double>(now - last).count();
-    last = now;
-    return s;
-  };
-  auto host_since_mark = [&last] { return std::chrono::duration<double>(Clock::now() - last).count(); };
-  if (profile_) profile_mark();
-  Timeline* tl = timeline_.get();
-  g_step = position_.step;
-  inject_fault("step", world_.rank(), position_.step);
-  const TrainConfig& t = config_.train;
-  const RunContext ctx{true, static_cast<uint64_t>(t.seed), static_cast<uint64_t>(position_.step)};
-  lr_ = schedule_.at(position_.step);  // before begin_step: a sharded update reads it
-  if (reducer_) reducer_->begin_step(position_.step);
-  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
-  // Note [Captured steps]: never while profiling (its waits split the step), nor at a run's first
-  // step; backward only where no collective listens to it.
-  const bool replay = t.cuda_graph && !profile_ && steps_run_ > 0;
-  const bool backward_replayed = replay && !reducer_;
-  LossResult loss;
-  {
-    Span span(tl, !replay ? "forward" : backward_replayed ? "forward and backward, replayed" : "forward, replayed");
-    graph_->set_input(images, images_on);
-    graph_->begin_forward(ctx);
-    step_loss_->set_targets(labels);
-    if (replay) {
-      replay_step_work(ctx, loss_scale, backward_replayed);
-    } else {
-      graph_->forward_work(ctx);
-      if (profile_) profile_->forward_host_s += host_since_mark();
-      step_loss_->compute(*graph_, t.label_smoothing, dy_.get(), loss_scale);
-    }
-    loss = step_loss_->result();
-    if (profile_) profile_->forward_s += profile_mark();
-  }
-  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
-           lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
-  if (!backward_replayed) {
-    Span span(tl, "backward");
+  StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
+  const RunContext ctx = begin_step();
+  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // the gradients carry it until the update
+  const bool replay = replay_.replays(profile_ != nullptr);
+  const LossResult loss = forward_and_loss(images, labels, images_on, ctx, loss_scale, replay, clock);
+  if (!replay || !replay_.covers_backward()) {
+    Span span(timeline_.get(), "backward");
     graph_->backward(dy_->views(), ctx);
   }
   inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
   if (reducer_) {
-    Span span(tl, "wait for allreduce");
+    Span span(timeline_.get(), "wait for allreduce");
     reducer_->finish();
   }
-  // fp16: every rank holds the same averaged gradients, so every rank skips alike.
-  const bool apply = !scaler_ || scaler_->update(all_finite(graph_->device(), graph_->grad_arena(),
-                                                            graph_->arena_floats()), position_.step);
-  if (apply && (!reducer_ || !reducer_->updates_parameters())) {
-    Span span(tl, "optimizer");
-    if (profile_) profile_mark();
-    sgd_->step(lr_, 1.0 / loss_scale);
-    if (profile_) profile_->optimizer_host_s += host_since_mark();
-    if (profile_) profile_->optimizer_s += profile_mark();
-  }
-  if (profile_) ++profile_->steps;
-  ++steps_run_;
-  ++position_.step;
-  position_.images_seen += t.batch_per_rank * world_.size();
+  if (gradients_apply() && (!reducer_ || !reducer_->updates_parameters())) update(loss_scale, clock);
+  end_step(clock);
   return loss;
+}
+
+RunContext Trainer::begin_step() {
+  g_step = position_.step;
+  inject_fault("step", world_.rank(), position_.step);
+  lr_ = schedule_.at(position_.step);  // before the reducer's begin_step: a sharded update reads it
+  if (reducer_) reducer_->begin_step(position_.step);
+  return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.step)};
+}
+
+LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels, Device images_on,
+                                     const RunContext& ctx, double loss_scale, bool replay, StepClock& clock) {
+  const double smoothing = config_.train.label_smoothing;
+  LossResult loss;
+  {
+    Span span(timeline_.get(), !replay                     ? "forward"
+                               : replay_.covers_backward() ? "forward and backward, replayed"
+                                                           : "forward, replayed");
+    graph_->set_input(images, images_on);
+    graph_->begin_forward(ctx);
+    step_loss_->set_targets(labels);
+    if (replay) {
+      // Runs once, while recording; it takes its values by copy all the same, as the recording does.
+      replay_.replay(loss_scale, [this, ctx, loss_scale, smoothing] {
+        graph_->forward_work(ctx);
+        step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
+        if (replay_.covers_backward()) graph_->backward(dy_->views(), ctx);
+      });
+    } else {
+      graph_->forward_work(ctx);
+      clock.issued(&StepTimes::forward_host_s);
+      step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
+    }
+    loss = step_loss_->result();
+    clock.done(&StepTimes::forward_s);
+  }
+  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
+           lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
+  return loss;
+}
+
+bool Trainer::gradients_apply() {
+  // fp16: every rank holds the same averaged gradients, so every rank skips alike.
+  return !scaler_ ||
+         scaler_->update(all_finite(graph_->device(), graph_->grad_arena(), graph_->arena_floats()), position_.step);
+}
+
+void Trainer::update(double loss_scale, StepClock& clock) {
+  Span span(timeline_.get(), "optimizer");
+  clock.start();
+  sgd_->step(lr_, 1.0 / loss_scale);
+  clock.issued(&StepTimes::optimizer_host_s);
+  clock.done(&StepTimes::optimizer_s);
+}
+
+void Trainer::end_step(StepClock& clock) {
+  clock.step_done();
+  replay_.step_done();
+  ++position_.step;
+  position_.images_seen += config_.train.batch_per_rank * world_.size();
 }
 
 TrainResult Trainer::train(int64_t stop_after_epochs) {
@@ -272,36 +255,26 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     const double train_top1 = epoch_stats[1] / static_cast<double>(steps * global_batch);
     // Each rank's share of its step time spent waiting for a batch, averaged over ranks.
     const double data_wait = epoch_stats[2] / static_cast<double>(world_.size()) / std::max(epoch_train_seconds, 1e-9);
-    const int64_t skipped = static_cast<int64_t>(epoch_stats[3]);
-    Json record = {{"kind", "epoch"},          {"epoch", epoch + 1},       {"step", position_.step},
-                   {"train_loss", train_loss}, {"train_top1", train_top1}, {"epoch_seconds", seconds_since(epoch_start)},
-                   {"data_wait", data_wait},   {"skipped_files", skipped}};
-    if (scaler_) {
-      record["loss_scale"] = scaler_->scale();
-      record["skipped_steps"] = scaler_->skipped_steps();
-    }
-    char line[256];
-    std::snprintf(line, sizeof line, "epoch %lld/%lld: train loss %.4f top-1 %.2f%%, data wait %.1f%%",
-                  static_cast<long long>(epoch + 1), static_cast<long long>(t.epochs), train_loss, 100 * train_top1,
-                  100 * data_wait);
-    std::string summary = line;
-    if (skipped > 0) summary += str_cat(", ", skipped, " unreadable file(s) skipped");
-    if (scaler_)
-      summary += str_cat(", fp16 loss scale ", scaler_->scale(), ", ", scaler_->skipped_steps(),
-                         " step(s) skipped for overflow so far");
+    EpochReport report{.epoch = epoch + 1,
+                       .epochs = t.epochs,
+                       .step = position_.step,
+                       .train_loss = train_loss,
+                       .train_top1 = train_top1,
+                       .data_wait = data_wait,
+                       .skipped_files = static_cast<int64_t>(epoch_stats[3]),
+                       .train_seconds = seconds_since(epoch_start),
+                       .seconds = 0,  // set after the evaluation
+                       .fp16 = std::nullopt,
+                       .test = std::nullopt};
+    if (scaler_) report.fp16 = EpochReport::LossScale{scaler_->scale(), scaler_->skipped_steps()};
     const bool last = epoch + 1 == t.epochs;
     if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
-      record["test_loss"] = result.last_eval.loss;
-      record["test_top1"] = result.last_eval.top1;
-      record["test_top5"] = result.last_eval.top5;
-      std::snprintf(line, sizeof line, " | test loss %.4f top-1 %.2f%% top-5 %.2f%%", result.last_eval.loss,
-                    100 * result.last_eval.top1, 100 * result.last_eval.top5);
-      summary += line;
+      report.test = EpochReport::Test{result.last_eval.loss, result.last_eval.top1, result.last_eval.top5};
     }
-    std::snprintf(line, sizeof line, " (%.1f s)\n", seconds_since(epoch_start));
-    if (world_.rank() == 0) out_ << summary << line << std::flush;
-    write_metric(record);
+    report.seconds = seconds_since(epoch_start);
+    if (world_.rank() == 0) out_ << report.line() << std::flush;
+    write_metric(report.record());
     if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
       gather_optimizer_state();
       average_buffers();

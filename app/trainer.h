@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "app/checkpoint.h"
+#include "app/step_clock.h"
+#include "app/step_replay.h"
 #include "app/config.h"
 #include "data/batch_source.h"
 #include "dist/gpu_choice.h"
@@ -36,19 +38,6 @@ struct TrainResult {
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
   double images_per_s = 0;          // global training images / train_seconds
   int64_t skipped_steps = 0;        // fp16: steps whose gradients overflowed, so were not applied (all runs)
-};
-
-// Where profiled steps' time went (`ringtrain bench --profile`), summed over the steps.
-// Each span is timed with the device's queue drained at its start and end; the *_host_s figures
-// are the host's time issuing that span's work, up to the drain (forward's without the loss).
-struct StepTimes {
-  int64_t steps = 0;
-  double forward_s = 0;             // forward and the loss
-  std::vector<double> backward_s;   // per layer, rows as Graph::layer_table()
-  double optimizer_s = 0;           // SGD after the allreduce
-  double forward_host_s = 0, optimizer_host_s = 0;
-  std::vector<double> backward_host_s;
-  double host_s() const;            // all three
 };
 
 class Trainer {
@@ -92,9 +81,9 @@ class Trainer {
   // and backward" on one rank, "forward and loss" on several; empty without it), how many
   // train_step calls replayed it, and how many recordings they took (fp16 records again when its
   // loss scale changes).
-  std::string replayed_work() const;
-  int64_t replayed_steps() const { return replayed_steps_; }
-  int64_t recordings() const { return recordings_; }
+  std::string replayed_work() const { return replay_.covers(); }
+  int64_t replayed_steps() const { return replay_.replayed_steps(); }
+  int64_t recordings() const { return replay_.recordings(); }
   // fp16's dynamic loss scaling; null for other precisions. Mutable for a run that starts from
   // another scale than GradScaler's (tests of the back-off).
   const LossScaler* loss_scaler() const { return scaler_.get(); }
@@ -113,10 +102,13 @@ class Trainer {
   void prepare_run_folder();
   void write_metric(const nlohmann::ordered_json& record);  // one line of metrics.jsonl
   void average_buffers();
-  // Note [Captured steps]: replays the recording of forward's device work, the loss and, with
-  // `with_backward` (the same at every step: no collective listens to backward), backward;
-  // records it first where there is none for this loss scale.
-  void replay_step_work(const RunContext& ctx, double loss_scale, bool with_backward);
+  // The pieces of train_step, in its order.
+  RunContext begin_step();  // the step's rate, fault injection, the reducer told
+  LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
+                              double loss_scale, bool replay, StepClock& clock);
+  bool gradients_apply();  // false where fp16's gradients overflowed (on every rank alike)
+  void update(double loss_scale, StepClock& clock);  // SGD, where the reducer did not apply it
+  void end_step(StepClock& clock);
 
   Config config_;
   std::string resolved_;  // to_toml(config_)
@@ -130,10 +122,7 @@ class Trainer {
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<StepLoss> step_loss_;
-  CapturedWork step_work_;  // train.cuda_graph: the recorded device work of a step
-  double recorded_loss_scale_ = 0;
-  int64_t steps_run_ = 0;  // train_step calls of this Trainer
-  int64_t replayed_steps_ = 0, recordings_ = 0;
+  StepReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Timeline> timeline_;
