@@ -1,4 +1,4 @@
-// write-temp / fsync / rename / fsync-folder, O_APPEND lines and whole-file reads (app/atomic_file.h).
+// write-temp / fsync / rename / fsync-folder, O_APPEND lines and whole-file reads (formats/atomic_file.h).
 #include "formats/atomic_file.h"
 
 #include <fcntl.h>

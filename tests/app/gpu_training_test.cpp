@@ -14,7 +14,7 @@
 #include "app/trainer.h"
 #include "dist/world.h"
 #include "nn/device.h"
-#include "tests/app/synthetic_idx.h"
+#include "tests/support/synthetic_idx.h"
 
 namespace rt::testing {
 namespace {

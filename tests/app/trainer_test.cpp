@@ -12,7 +12,7 @@
 #include "app/trainer.h"
 #include "base/check.h"
 #include "dist/world.h"
-#include "tests/app/synthetic_idx.h"
+#include "tests/support/synthetic_idx.h"
 
 namespace rt::testing {
 namespace {

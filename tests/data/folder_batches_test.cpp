@@ -14,7 +14,7 @@
 #include "data/image_folder_batches.h"
 #include "data/labeled_images.h"
 #include "tests/data/test_folders.h"
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>  // a system header: its own warnings stay quiet

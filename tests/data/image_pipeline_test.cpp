@@ -16,7 +16,7 @@
 #include "data/image_folder.h"
 #include "data/image_transforms.h"
 #include "tests/data/test_folders.h"
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 namespace rt::testing {
 

@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "app/simulate.h"
+#include "tools/simulate.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "dist/world.h"
-#include "tests/app/synthetic_idx.h"
+#include "tests/support/synthetic_idx.h"
 
 namespace rt::testing {
 namespace {

@@ -1,4 +1,4 @@
-// Tests for app/atomic_file.h: replacement, failures that must leave the old file alone and name
+// Tests for formats/atomic_file.h: replacement, failures that must leave the old file alone and name
 // the path and reason, a temp file left by a crash, and whole-line appends.
 #include "formats/atomic_file.h"
 

@@ -1,4 +1,4 @@
-// Tests for app/safetensors.h. Interop is checked against an independent reader and writer of the
+// Tests for formats/safetensors.h. Interop is checked against an independent reader and writer of the
 // format, a few lines of Python (struct + json) run with /usr/bin/python3; every malformed-file
 // error is checked on a hand-built byte fixture for naming the file and the tensor.
 #include "formats/safetensors.h"

@@ -14,7 +14,7 @@
 
 #include "base/check.h"
 #include "models/registry.h"
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 namespace rt {
 namespace {

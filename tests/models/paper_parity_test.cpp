@@ -17,7 +17,7 @@
 
 #include "formats/safetensors.h"
 #include "nn/tensor.h"
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 namespace rt {
 namespace {

@@ -16,7 +16,7 @@
 #include "base/rng.h"
 #include "models/registry.h"
 #include "nn/ops/softmax_cross_entropy.h"
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 namespace rt {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "app/ring_demo.h"
+#include "tools/ring_demo.h"
 #include "base/check.h"
 
 namespace rt::testing {

@@ -1,4 +1,4 @@
-#include "app/simulate.h"
+#include "tools/simulate.h"
 
 #include <toml++/toml.h>
 

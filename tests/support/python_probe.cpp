@@ -1,4 +1,4 @@
-#include "tests/models/python_probe.h"
+#include "tests/support/python_probe.h"
 
 #include <unistd.h>
 

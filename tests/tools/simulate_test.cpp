@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/simulate.h"
+#include "tools/simulate.h"
 #include "base/check.h"
 
 namespace rt {

@@ -1,4 +1,4 @@
-#include "app/ring_demo.h"
+#include "tools/ring_demo.h"
 
 #include <cmath>
 #include <sstream>

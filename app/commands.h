@@ -1,0 +1,19 @@
+// The subcommands of the ringtrain executable that are more than a call: main() dispatches to
+// them, and each returns the exit status. The tools that are not the trainer (simulate,
+// ring-demo) live in tools/.
+#pragma once
+
+#include "app/cli.h"
+#include "app/config.h"
+
+namespace rt {
+
+// The config of info and forward: --config FILE, or the defaults with --model's name and the
+// model table's usual class count; --model renames either way, and --set overrides come last.
+Config config_of(const CliArgs& args);
+
+int info_command(const CliArgs& args);   // app/info.cpp: the build, the model table, a planned model
+int train_command(const CliArgs& args);  // app/train.cpp: trains (the default command)
+int eval_command(const CliArgs& args);   // app/eval.cpp: a checkpoint on the test set
+
+}  // namespace rt

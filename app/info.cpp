@@ -1,0 +1,52 @@
+// `ringtrain info`: the build (oneDNN, CUDA), the model table and, with --config or --model, the
+// planned model layer by layer.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "base/check.h"
+#include "models/registry.h"
+#include "nn/device.h"
+
+namespace rt {
+
+Config config_of(const CliArgs& args) {
+  std::vector<std::string> overrides;
+  if (!args.model.empty()) overrides.push_back("model.name=" + args.model);
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  if (!args.config_path.empty()) return load_config(args.config_path, overrides);
+  const ModelEntry& entry = find_model(args.model);
+  return parse_config(str_cat("[model]\nname = \"", entry.name, "\"\nnum_classes = ", entry.default_classes, "\n"),
+                      "(defaults for --model " + args.model + ")", overrides);
+}
+
+int info_command(const CliArgs& args) {
+  const dnnl_version_t* v = dnnl_version();
+  std::cout << "ringtrain 0.1.0\n"
+            << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch
+            << (v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : "") << "\n"
+            << "  CUDA: " << cuda_report()
+            << "\n  models:\n";
+  for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
+  if (args.model.empty() && args.config_path.empty()) return 0;
+  // With --config: its batch and, for synthetic data, its image size; with --model: one image at
+  // the table's usual input.
+  const Config c = config_of(args);
+  const ModelEntry& entry = find_model(c.model.name);
+  Shape input = entry.default_input;
+  if (c.data.image_size > 0) input[1] = input[2] = c.data.image_size;
+  if (args.input > 0) input[1] = input[2] = args.input;
+  const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
+  const ModelOptions mo{input, c.model.num_classes, c.model.dropout, c.model.aux_logits};
+  auto g = build_model(c.model.name, mo);
+  g->plan(batch, Device::kCpu, /*training=*/true, {parse_conv_algorithm(c.train.conv_algorithm)});
+  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
+            << mo.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
+            << g->summary();
+  return 0;
+}
+
+}  // namespace rt
