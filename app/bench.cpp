@@ -30,8 +30,8 @@ double peak_rss_mb() {
 // windows' mean step, to set the host's cost of issuing a step beside. Returns that cost in
 // seconds per step on a GPU, else nullopt.
 template <typename Step>
-std::optional<double> write_profile(Trainer& trainer, Step& step, int64_t steps, const std::string& path, double unprofiled_step_s,
-                   std::ostream& out) {
+std::optional<double> write_profile(Trainer& trainer, Step& step, int64_t steps, const std::string& path,
+                                    double unprofiled_step_s, std::ostream& out) {
   StepTimes times;
   trainer.profile_steps(&times);
   for (int64_t s = 0; s < steps; ++s) step();
@@ -41,9 +41,9 @@ std::optional<double> write_profile(Trainer& trainer, Step& step, int64_t steps,
   StepProfile p{c.model.name, c.train.batch_per_rank, times.forward_s / n, times.optimizer_s / n, {}};
   const std::vector<LayerRow> rows = trainer.graph().layer_table();
   for (size_t i = 0; i < rows.size(); ++i) p.layers.emplace_back(rows[i].name, times.backward_s.at(i) / n);
-  write_step_profile(path, p, str_cat("ringtrain bench --profile: ", c.model.name, ", ", c.train.device, ", ",
-                                      omp_get_max_threads(), " thread(s), mean of ", times.steps,
-                                      " steps, seconds per step"));
+  write_step_profile(path, p,
+                     str_cat("ringtrain bench --profile: ", c.model.name, ", ", c.train.device, ", ",
+                             omp_get_max_threads(), " thread(s), mean of ", times.steps, " steps, seconds per step"));
   double backward = 0;
   for (const auto& [name, seconds] : p.layers) backward += seconds;
   char line[256];
@@ -81,7 +81,8 @@ SyntheticBatch synthetic_batch(Trainer& trainer) {
   const Shape in = trainer.input_shape();
   const Device device = trainer.graph().device();
   Rng rng(static_cast<uint64_t>(c.train.seed), 0xbe7c4 + static_cast<uint64_t>(trainer.world().rank()));
-  SyntheticBatch batch{Tensor(plain_spec({B, in[0], in[1], in[2]}, device)), std::vector<int32_t>(static_cast<size_t>(B))};
+  SyntheticBatch batch{Tensor(plain_spec({B, in[0], in[1], in[2]}, device)),
+                       std::vector<int32_t>(static_cast<size_t>(B))};
   std::vector<float> images(static_cast<size_t>(batch.images.numel()));
   for (float& v : images) v = static_cast<float>(rng.normal());
   copy_bytes(batch.images.data(), device, images.data(), Device::kCpu, batch.images.bytes());
@@ -119,7 +120,8 @@ double time_windows(Trainer& trainer, Step& step, std::ostream* out, std::vector
 
 BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path) {
   const World& world = trainer.world();
-  RT_CHECK(profile_path.empty() || world.size() == 1, "bench --profile measures one rank's compute (the simulator "
+  RT_CHECK(profile_path.empty() || world.size() == 1,
+           "bench --profile measures one rank's compute (the simulator "
            "adds the communication): run it without mpirun, with train.threads as each rank would have it");
   const bool talk = world.rank() == 0;
   const BenchRun run = bench_run(trainer);
@@ -140,8 +142,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
 
   BenchResult r;
   const double own_seconds = time_windows(trainer, step, talk ? &out : nullptr, &r.window_images_per_s);
-  r.rank_images_per_s = world.allgather(static_cast<double>(trainer.config().train.batch_per_rank *
-                                                            b.steps_per_window * b.windows) / own_seconds);
+  r.rank_images_per_s = world.allgather(
+      static_cast<double>(trainer.config().train.batch_per_rank * b.steps_per_window * b.windows) / own_seconds);
   std::optional<double> host_s_per_step;
   if (!profile_path.empty())
     host_s_per_step = write_profile(trainer, step, b.steps_per_window, profile_path,
@@ -160,8 +162,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       out << str_cat("bench: fp16 loss scale ", scaler->scale(), ", ", scaler->skipped_steps(),
                      " step(s) skipped for overflow\n");
   }
-  r.json = to_json(bench_record(trainer, run, stats, r.peak_rss_mb, host_s_per_step, r.window_images_per_s,
-                                r.rank_images_per_s));
+  r.json = to_json(
+      bench_record(trainer, run, stats, r.peak_rss_mb, host_s_per_step, r.window_images_per_s, r.rank_images_per_s));
   if (talk) out << r.json << "\n" << std::flush;
   return r;
 }

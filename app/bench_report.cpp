@@ -35,8 +35,9 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
   const std::string graph_note =
       device == Device::kCuda
           ? str_cat("; cuDNN's graph API on ", run.graph_api_directions, " direction(s)",
-                    c.train.cuda_graph ? str_cat("; steps after the first replay a CUDA graph of ", trainer.replayed_work())
-                                       : std::string())
+                    c.train.cuda_graph
+                        ? str_cat("; steps after the first replay a CUDA graph of ", trainer.replayed_work())
+                        : std::string())
           : "";
   char line[640];
   std::snprintf(line, sizeof line,
@@ -52,8 +53,9 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
                 static_cast<long long>(b.steps_per_window), std::string(device_name(device)).c_str());
   std::string text = line;
   if (c.train.cuda_graph && b.warmup_steps < 2)
-    text += "bench: warning: the CUDA graph is recorded at the second step, inside the first window "
-            "(bench.warmup_steps < 2)\n";
+    text +=
+        "bench: warning: the CUDA graph is recorded at the second step, inside the first window "
+        "(bench.warmup_steps < 2)\n";
   return text;
 }
 

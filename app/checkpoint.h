@@ -20,7 +20,7 @@ struct TrainingPosition {
   int64_t step = 0;         // optimizer steps taken
   int64_t images_seen = 0;  // global images consumed (what a different world size resumes from)
   int64_t seed = 0;
-  double loss_scale = 0;    // fp16's dynamic loss scale (nn/optim/loss_scale.h); 0: not fp16
+  double loss_scale = 0;  // fp16's dynamic loss scale (nn/optim/loss_scale.h); 0: not fp16
 };
 
 inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";

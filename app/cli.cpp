@@ -113,8 +113,10 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       const std::string v = value(arg);
       const std::optional<double> n = number(v);
       RT_CHECK(n && *n >= 1 && *n == std::floor(*n), arg, " expects a positive integer, got '", v, "'");
-      if (arg == "--ranks") a.ranks = static_cast<int>(std::min(*n, double{1 << 20}));
-      else a.elements = static_cast<int64_t>(std::min(*n, 1e15));
+      if (arg == "--ranks")
+        a.ranks = static_cast<int>(std::min(*n, double{1 << 20}));
+      else
+        a.elements = static_cast<int64_t>(std::min(*n, 1e15));
     } else if (arg == "--input") {
       const std::string v = value(arg);
       const std::optional<double> n = number(v);
@@ -144,8 +146,7 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   } else if (a.command == "ring-demo") {
     RT_CHECK(a.ranks > 0 && a.elements > 0, "ringtrain ring-demo needs --ranks P and --elements N\n", usage());
   } else {
-    RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n",
-             usage());
+    RT_CHECK(a.command == "info" || !a.config_path.empty(), "ringtrain ", a.command, " needs --config FILE\n", usage());
   }
   return a;
 }

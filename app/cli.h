@@ -9,12 +9,13 @@
 namespace rt {
 
 struct CliArgs {
-  std::string command = "train";  // train | eval | bench | forward | predict | info | ring-demo | simulate | help | version
+  std::string command =
+      "train";  // train | eval | bench | forward | predict | info | ring-demo | simulate | help | version
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
-  std::string model;   // info, forward: --model NAME
-  int64_t input = 0;   // info --input SIZE (square); 0 = the model's usual size
+  std::string model;                // info, forward: --model NAME
+  int64_t input = 0;                // info --input SIZE (square); 0 = the model's usual size
   std::string weights, batch, out;  // forward --weights FILE --batch FILE --out FILE; predict --weights FILE
   std::vector<std::string> images;  // predict --image PATH ...
   bool backward = false;            // forward --backward

@@ -91,8 +91,7 @@ std::string format_plain(double v) {
 std::string describe(const Bound& b) {
   bool has_lo = std::isfinite(b.lo), has_hi = std::isfinite(b.hi);
   if (has_lo && has_hi)
-    return str_cat("in ", b.lo_open ? "(" : "[", format_plain(b.lo), ", ", format_plain(b.hi),
-                   b.hi_open ? ")" : "]");
+    return str_cat("in ", b.lo_open ? "(" : "[", format_plain(b.lo), ", ", format_plain(b.hi), b.hi_open ? ")" : "]");
   if (has_lo) return str_cat(b.lo_open ? "> " : ">= ", format_plain(b.lo));
   if (has_hi) return str_cat(b.hi_open ? "< " : "<= ", format_plain(b.hi));
   return "";
@@ -200,15 +199,13 @@ class Loader {
           apply_unknown_table(name.str(), at);
         } else {
           auto names = near_keys("", name.str());
-          fail(at,
-               str_cat("key '", name.str(), "' is outside any table; every key belongs to one of: ",
-                       join(table_names(), ", "), names.empty() ? "" : did_you_mean(names)));
+          fail(at, str_cat("key '", name.str(), "' is outside any table; every key belongs to one of: ",
+                           join(table_names(), ", "), names.empty() ? "" : did_you_mean(names)));
         }
         continue;
       }
       if (!table) {
-        fail(at, str_cat("'", name.str(), "' must be a table ([", name.str(), "]), got ",
-                         type_name(node.type())));
+        fail(at, str_cat("'", name.str(), "' must be a table ([", name.str(), "]), got ", type_name(node.type())));
         continue;
       }
       for (auto&& [key, value] : *table) {
@@ -237,15 +234,13 @@ class Loader {
     const KeySpec* spec = find_key(table, key);
     if (!spec) return fail(at, unknown_key_message(table, key));
     std::string text = trim(arg.substr(eq + 1));
-    if (text.empty())
-      return fail(at, str_cat("no value after '=' (an empty string is written ", path, "='\"\"')"));
+    if (text.empty()) return fail(at, str_cat("no value after '=' (an empty string is written ", path, "='\"\"')"));
     try {
       toml::table doc = toml::parse("v = " + text, at.where);
       if (doc.size() != 1) return fail(at, str_cat("'", text, "' is not a single TOML value"));
       apply(*spec, *doc.get("v"), at);
     } catch (const toml::parse_error& e) {
-      if (!is_bare_word(text))
-        return fail(at, str_cat("cannot read '", text, "' as a TOML value: ", e.description()));
+      if (!is_bare_word(text)) return fail(at, str_cat("cannot read '", text, "' as a TOML value: ", e.description()));
       apply(*spec, toml::value<std::string>(text), at);
     }
   }
@@ -279,8 +274,7 @@ class Loader {
 
   Config finish() {
     if (errors_.empty()) return config_;
-    std::stable_sort(errors_.begin(), errors_.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(errors_.begin(), errors_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::string message;
     for (const auto& [rank, text] : errors_) message += (message.empty() ? "" : "\n") + text;
     throw Error(message);
@@ -304,8 +298,7 @@ class Loader {
         [&](auto ref) {
           auto& field = ref(config_);
           if (!read(node, field)) {
-            fail(at, str_cat("'", full_name(spec), "' expects ", expected_name(&field), ", got ",
-                             got_name(node)));
+            fail(at, str_cat("'", full_name(spec), "' expects ", expected_name(&field), ", got ", got_name(node)));
             return;
           }
           origins_[static_cast<size_t>(&spec - config_schema().data())] = at;
@@ -318,16 +311,14 @@ class Loader {
     for (std::string_view t : table_names())
       if (closeness(name, t)) near.push_back(str_cat(t));
     fail(at, str_cat("unknown table '", name, "'",
-                     near.empty() ? str_cat(" (tables are: ", join(table_names(), ", "), ")")
-                                  : did_you_mean(near)));
+                     near.empty() ? str_cat(" (tables are: ", join(table_names(), ", "), ")") : did_you_mean(near)));
   }
 
   void check(const KeySpec&, bool, const Origin&) {}
 
   void check(const KeySpec& spec, int64_t v, const Origin& at) {
     if (!within(spec.bound, static_cast<double>(v)))
-      fail(at, str_cat("'", full_name(spec), "' = ", v, " is out of range: expected ",
-                       describe(spec.bound)));
+      fail(at, str_cat("'", full_name(spec), "' = ", v, " is out of range: expected ", describe(spec.bound)));
   }
 
   void check(const KeySpec& spec, double v, const Origin& at, std::string_view suffix = "") {
@@ -340,24 +331,20 @@ class Loader {
 
   void check(const KeySpec& spec, const std::string& v, const Origin& at) {
     if (spec.non_empty && v.empty()) fail(at, str_cat("'", full_name(spec), "' must not be empty"));
-    if (spec.choices.empty() ||
-        std::find(spec.choices.begin(), spec.choices.end(), v) != spec.choices.end())
-      return;
+    if (spec.choices.empty() || std::find(spec.choices.begin(), spec.choices.end(), v) != spec.choices.end()) return;
     std::vector<std::string> near;
     for (std::string_view c : spec.choices)  // stricter than for keys: "gpu" must not suggest "cpu"
       if (edit_distance(v, c) * 4 <= v.size()) near.push_back(str_cat(c));
-    fail(at, str_cat("'", full_name(spec), "' = ", format_value(v), " is not one of: ",
-                     join(spec.choices, ", "), near.empty() ? "" : did_you_mean(near)));
+    fail(at, str_cat("'", full_name(spec), "' = ", format_value(v), " is not one of: ", join(spec.choices, ", "),
+                     near.empty() ? "" : did_you_mean(near)));
   }
 
   void check(const KeySpec& spec, const std::vector<double>& v, const Origin& at) {
-    if (spec.non_empty && v.empty())
-      fail(at, str_cat("'", full_name(spec), "' must hold at least one value"));
+    if (spec.non_empty && v.empty()) fail(at, str_cat("'", full_name(spec), "' must hold at least one value"));
     for (size_t i = 0; i < v.size(); ++i) check(spec, v[i], at, str_cat("[", i, "]"));
     for (size_t i = 1; i < v.size(); ++i) {
       if (spec.increasing && !(v[i - 1] < v[i])) {
-        fail(at, str_cat("'", full_name(spec), "' = ", format_value(v),
-                         " must be strictly increasing"));
+        fail(at, str_cat("'", full_name(spec), "' = ", format_value(v), " must be strictly increasing"));
         break;
       }
     }
@@ -369,9 +356,7 @@ class Loader {
   }
 
   // A word that TOML would not misread: no spaces, quotes, brackets, braces, commas, '=' or '#'.
-  static bool is_bare_word(const std::string& s) {
-    return s.find_first_of(" \t\r\n\"'[]{},=#\\") == std::string::npos;
-  }
+  static bool is_bare_word(const std::string& s) { return s.find_first_of(" \t\r\n\"'[]{},=#\\") == std::string::npos; }
 
   std::string source_;
   Config config_;
@@ -387,8 +372,7 @@ Config parse_config(const std::string& text, const std::string& source_name,
   try {
     root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
-    throw Error(str_cat(source_name, ":", e.source().begin.line, ":", e.source().begin.column, ": ",
-                        e.description()));
+    throw Error(str_cat(source_name, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description()));
   }
   Loader loader(source_name);
   loader.apply_document(root);
@@ -406,8 +390,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
   int read_errno = std::ferror(f) ? errno : 0;  // a directory opens but fails here (EISDIR)
   std::fclose(f);
-  if (read_errno)
-    throw Error(str_cat("cannot read config '", path, "': ", std::strerror(read_errno)));
+  if (read_errno) throw Error(str_cat("cannot read config '", path, "': ", std::strerror(read_errno)));
   return parse_config(text, path, overrides);
 }
 
@@ -420,8 +403,7 @@ std::string to_toml(const Config& config) {
     size_t width = 0;
     for (const auto& [kv, _] : lines) width = std::max(width, std::min<size_t>(kv.size(), 40));
     for (const auto& [kv, comment] : lines)
-      out += str_cat(kv, std::string(width > kv.size() ? width - kv.size() : 0, ' '), "  # ",
-                     comment, "\n");
+      out += str_cat(kv, std::string(width > kv.size() ? width - kv.size() : 0, ' '), "  # ", comment, "\n");
     lines.clear();
   };
   for (const KeySpec& spec : config_schema()) {
@@ -431,8 +413,7 @@ std::string to_toml(const Config& config) {
       out += str_cat("\n[", table, "]\n");
     }
     std::string value = std::visit([&](auto ref) { return format_value(ref(c)); }, spec.field);
-    std::string rule = !spec.choices.empty() ? str_cat("one of: ", join(spec.choices, ", "))
-                                             : describe(spec.bound);
+    std::string rule = !spec.choices.empty() ? str_cat("one of: ", join(spec.choices, ", ")) : describe(spec.bound);
     if (std::holds_alternative<FieldRef<std::vector<double>>>(spec.field)) {
       if (!rule.empty()) rule = "each " + rule;
       if (spec.increasing) rule += ", strictly increasing";

@@ -18,8 +18,9 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string source = "idx";  // "idx" (MNIST-format files) | "imagefolder" | "synthetic" (one random batch; bench only)
-  int64_t image_size = 0;      // synthetic, imagefolder: square input side; 0 = the model's usual size
+  std::string source =
+      "idx";               // "idx" (MNIST-format files) | "imagefolder" | "synthetic" (one random batch; bench only)
+  int64_t image_size = 0;  // synthetic, imagefolder: square input side; 0 = the model's usual size
   std::string dir = "/usr/share/datasets/fashion-mnist";  // folder of the four files below, or of the two folders
   std::string train_images = "train-images-idx3-ubyte.gz";
   std::string train_labels = "train-labels-idx1-ubyte.gz";
@@ -31,24 +32,24 @@ struct DataConfig {
   // imagefolder: ROOT/<class>/<file> trees, relative to dir; transforms as torchvision's ImageNet recipes
   std::string train_folder = "train";
   std::string val_folder = "val";
-  int64_t channels = 3;                 // 3 = RGB; 1 = luminance (gray data such as exported Fashion-MNIST)
-  int64_t resize_size = 0;              // evaluation: shorter side before the centre crop; 0 = image_size x 256 / 224
-  bool random_crop = true;              // training: random resized crop; false = the evaluation transform
-  std::vector<double> crop_scale = {0.08, 1.0};               // random crop: area fraction range
-  std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};    // random crop: width / height range
-  bool flip = true;                     // training: horizontal flip with probability 1/2
-  int64_t workers = 0;                  // decoding threads per rank; 0 = the rank's CPUs left over by compute (>= 1)
-  int64_t prefetch = 4;                 // batches made ahead of the training loop
-  std::string on_bad_file = "skip";     // "skip" (warn, count, go on) | "error" (stop naming the file)
-  bool rebuild_index = false;           // rescan the folders instead of reading the cached index
+  int64_t channels = 3;     // 3 = RGB; 1 = luminance (gray data such as exported Fashion-MNIST)
+  int64_t resize_size = 0;  // evaluation: shorter side before the centre crop; 0 = image_size x 256 / 224
+  bool random_crop = true;  // training: random resized crop; false = the evaluation transform
+  std::vector<double> crop_scale = {0.08, 1.0};             // random crop: area fraction range
+  std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};  // random crop: width / height range
+  bool flip = true;                                         // training: horizontal flip with probability 1/2
+  int64_t workers = 0;               // decoding threads per rank; 0 = the rank's CPUs left over by compute (>= 1)
+  int64_t prefetch = 4;              // batches made ahead of the training loop
+  std::string on_bad_file = "skip";  // "skip" (warn, count, go on) | "error" (stop naming the file)
+  bool rebuild_index = false;        // rescan the folders instead of reading the cached index
   bool operator==(const DataConfig&) const = default;
 };
 
 struct TrainConfig {
-  int64_t epochs = 5;              // >= 1
-  int64_t batch_per_rank = 64;     // images per rank per step (global batch = this x world size)
-  double lr_per_256 = 0.1;         // learning rate for 256 images; scaled by global batch / 256
-  double momentum = 0.9;           // [0, 1)
+  int64_t epochs = 5;           // >= 1
+  int64_t batch_per_rank = 64;  // images per rank per step (global batch = this x world size)
+  double lr_per_256 = 0.1;      // learning rate for 256 images; scaled by global batch / 256
+  double momentum = 0.9;        // [0, 1)
   bool nesterov = false;
   double weight_decay = 5e-4;      // >= 0
   bool decay_bias_and_bn = false;  // false: biases and batch-norm parameters get no weight decay
@@ -57,8 +58,8 @@ struct TrainConfig {
   int64_t threads = 0;             // compute threads per process; 0 = this rank's share of its CPUs (World::cpu_share)
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string conv_algorithm = "direct";  // "direct" (exact) | "winograd" (3x3 stride 1: faster, rounds more)
-  std::string precision = "fp32";  // "fp32" | "tf32" | "bf16" | "fp16" (all but fp32: CUDA only)
-  bool cuda_graph = false;         // CUDA: record a step's device work once, replay it (Note [Captured steps])
+  std::string precision = "fp32";         // "fp32" | "tf32" | "bf16" | "fp16" (all but fp32: CUDA only)
+  bool cuda_graph = false;                // CUDA: record a step's device work once, replay it (Note [Captured steps])
   bool operator==(const TrainConfig&) const = default;
 };
 
@@ -99,7 +100,7 @@ struct EvalConfig {
 };
 
 struct LogConfig {
-  int64_t every_steps = 50;              // >= 1: plain progress lines and metric records
+  int64_t every_steps = 50;               // >= 1: plain progress lines and metric records
   std::string metrics = "metrics.jsonl";  // relative to checkpoint.dir; "" disables
   std::string progress = "auto";          // "auto" | "bar" | "lines" | "none"
   std::string timeline = "";              // Chrome-trace JSON path; "" disables

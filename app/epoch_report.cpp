@@ -14,7 +14,8 @@ std::string EpochReport::line() const {
   std::string out = text;
   if (skipped_files > 0) out += str_cat(", ", skipped_files, " unreadable file(s) skipped");
   if (fp16)
-    out += str_cat(", fp16 loss scale ", fp16->scale, ", ", fp16->skipped_steps, " step(s) skipped for overflow so far");
+    out +=
+        str_cat(", fp16 loss scale ", fp16->scale, ", ", fp16->skipped_steps, " step(s) skipped for overflow so far");
   if (test) {
     std::snprintf(text, sizeof text, " | test loss %.4f top-1 %.2f%% top-5 %.2f%%", test->loss, 100 * test->top1,
                   100 * test->top5);
@@ -25,9 +26,14 @@ std::string EpochReport::line() const {
 }
 
 Json EpochReport::record() const {
-  Json r = {{"kind", "epoch"},          {"epoch", epoch},          {"step", step},
-            {"train_loss", train_loss}, {"train_top1", train_top1}, {"epoch_seconds", train_seconds},
-            {"data_wait", data_wait},   {"skipped_files", skipped_files}};
+  Json r = {{"kind", "epoch"},
+            {"epoch", epoch},
+            {"step", step},
+            {"train_loss", train_loss},
+            {"train_top1", train_top1},
+            {"epoch_seconds", train_seconds},
+            {"data_wait", data_wait},
+            {"skipped_files", skipped_files}};
   if (fp16) {
     r["loss_scale"] = fp16->scale;
     r["skipped_steps"] = fp16->skipped_steps;

@@ -67,8 +67,8 @@ std::string run_forward(const ForwardRequest& r) {
   const std::vector<int32_t> targets =
       target ? read_targets(*target, n, c.model.num_classes, r.batch_path) : std::vector<int32_t>();
 
-  const ModelOptions mo{{input->shape[1], input->shape[2], input->shape[3]}, c.model.num_classes, c.model.dropout,
-                        c.model.aux_logits};
+  const ModelOptions mo{
+      {input->shape[1], input->shape[2], input->shape[3]}, c.model.num_classes, c.model.dropout, c.model.aux_logits};
   std::unique_ptr<Graph> graph = build_model(c.model.name, mo);
   graph->plan(n, Device::kCpu, r.training, {parse_conv_algorithm(c.train.conv_algorithm)});
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
@@ -79,8 +79,7 @@ std::string run_forward(const ForwardRequest& r) {
   StFile out;
   out.metadata = {{"model", c.model.name}, {"mode", r.training ? "training" : "eval"}};
   out.tensors.push_back({"logits", f32_tensor_of(graph->output(0))});
-  if (graph->output_count() > 1)
-    out.tensors.push_back({"aux_logits", f32_tensor_of(graph->output(1))});
+  if (graph->output_count() > 1) out.tensors.push_back({"aux_logits", f32_tensor_of(graph->output(1))});
   std::string summary = str_cat("forward: ", c.model.name, ", batch ", n, " of ", shape_str(mo.input_shape), ", ",
                                 r.training ? "training" : "eval", " mode");
   if (!targets.empty()) {
@@ -90,8 +89,7 @@ std::string run_forward(const ForwardRequest& r) {
     summary += str_cat(": loss ", loss.loss, ", top-1 ", loss.correct1, "/", n);
     if (r.backward) {
       graph->backward(dy.views(), ctx);
-      for (const ParamRef& p : graph->params())
-        out.tensors.push_back({"grad." + p.name, f32_tensor_of(p.grad)});
+      for (const ParamRef& p : graph->params()) out.tensors.push_back({"grad." + p.name, f32_tensor_of(p.grad)});
     }
   }
   for (const BufferRef& b : graph->buffers()) out.tensors.push_back({b.name, f32_tensor_of(b.value)});

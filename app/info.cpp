@@ -28,8 +28,7 @@ int info_command(const CliArgs& args) {
   std::cout << "ringtrain 0.1.0\n"
             << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch
             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : "") << "\n"
-            << "  CUDA: " << cuda_report()
-            << "\n  models:\n";
+            << "  CUDA: " << cuda_report() << "\n  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
   if (args.model.empty() && args.config_path.empty()) return 0;
   // With --config: its batch and, for synthetic data, its image size; with --model: one image at
@@ -43,8 +42,8 @@ int info_command(const CliArgs& args) {
   const ModelOptions mo{input, c.model.num_classes, c.model.dropout, c.model.aux_logits};
   auto g = build_model(c.model.name, mo);
   g->plan(batch, Device::kCpu, /*training=*/true, {parse_conv_algorithm(c.train.conv_algorithm)});
-  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
-            << mo.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
+  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", " << mo.num_classes
+            << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();
   return 0;
 }

@@ -43,7 +43,8 @@ int run(const CliArgs& args) {
 
   if (args.command == "simulate") {
     std::cout << simulate_report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list),
-                                 args.network, args.cycle_ms / 1e3, args.profile) << std::flush;
+                                 args.network, args.cycle_ms / 1e3, args.profile)
+              << std::flush;
     return 0;
   }
   if (args.command == "predict") {

@@ -38,9 +38,8 @@ void Progress::step(int64_t step, double loss, double lr, double images_per_s, d
     open_line_ = true;
   } else if (mode_ == Mode::kLines && ((step + 1) % every_ == 0 || step + 1 == steps_)) {
     std::snprintf(line, sizeof line, "epoch %lld/%lld step %lld/%lld loss %.4f lr %.5f %.1f img/s ETA %s",
-                  static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_),
-                  static_cast<long long>(step + 1), static_cast<long long>(steps_), loss, lr, images_per_s,
-                  format_duration(eta_s).c_str());
+                  static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_), static_cast<long long>(step + 1),
+                  static_cast<long long>(steps_), loss, lr, images_per_s, format_duration(eta_s).c_str());
     out_ << line << "\n" << std::flush;
   }
 }

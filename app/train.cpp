@@ -13,8 +13,8 @@ int train_command(const CliArgs& args) {
   const Config config = load_config(args.config_path, args.overrides);
   const World& world = World::get();
   if (world.rank() == 0)
-    std::cout << "# resolved config (also saved as " << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string()
-              << ")\n"
+    std::cout << "# resolved config (also saved as "
+              << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string() << ")\n"
               << to_toml(config) << std::endl;
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);

@@ -65,8 +65,8 @@ Trainer::~Trainer() = default;
 
 void Trainer::resume(const std::string& dir) {
   position_ = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
-  RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir, "': it was trained with train.seed = ",
-           position_.seed, ", the config says ", config_.train.seed);
+  RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir,
+           "': it was trained with train.seed = ", position_.seed, ", the config says ", config_.train.seed);
   // fp16 continues from the saved loss scale (a checkpoint of another precision has none: the
   // scale starts afresh and backs off within a few steps if it must).
   if (scaler_ && position_.loss_scale > 0) scaler_->set_scale(position_.loss_scale);
@@ -192,8 +192,9 @@ void Trainer::end_step(StepClock& clock) {
 }
 
 TrainResult Trainer::train(int64_t stop_after_epochs) {
-  RT_CHECK(!synthetic_, "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
-                        "real data set (data.source = \"idx\")");
+  RT_CHECK(!synthetic_,
+           "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
+           "real data set (data.source = \"idx\")");
   prepare_run_folder();
   const TrainConfig& t = config_.train;
   const EpochSampler sampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
@@ -241,10 +242,15 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       epoch_stats[1] += static_cast<double>(loss.correct1);
       // ETA of the whole run, from this run's mean step time so far.
       const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);
-      const double eta = result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
+      const double eta =
+          result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
       progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * global_batch) / epoch_train_seconds, eta);
-      write_metric(Json{{"kind", "step"}, {"epoch", epoch + 1}, {"step", position_.step}, {"loss", loss.loss},
-                        {"lr", lr}, {"images_per_s", static_cast<double>(global_batch) / dt}});
+      write_metric(Json{{"kind", "step"},
+                        {"epoch", epoch + 1},
+                        {"step", position_.step},
+                        {"loss", loss.loss},
+                        {"lr", lr},
+                        {"images_per_s", static_cast<double>(global_batch) / dt}});
     }
     g_step = -1;
     progress.end_epoch();
@@ -293,7 +299,8 @@ EvalResult Trainer::evaluate() {
   RT_CHECK(!synthetic_, "data.source = \"synthetic\" has no test set to evaluate");
   average_buffers();
   copy_state(*graph_, *eval_graph_);
-  const EpochSampler sampler(test_->count(), config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad, false);
+  const EpochSampler sampler(test_->count(), config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad,
+                             false);
   const std::vector<int64_t> indices = sampler.eval_indices();
   const int64_t B = config_.eval.batch;
   const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];

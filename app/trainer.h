@@ -106,7 +106,7 @@ class Trainer {
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
                               double loss_scale, bool replay, StepClock& clock);
-  bool gradients_apply();  // false where fp16's gradients overflowed (on every rank alike)
+  bool gradients_apply();                            // false where fp16's gradients overflowed (on every rank alike)
   void update(double loss_scale, StepClock& clock);  // SGD, where the reducer did not apply it
   void end_step(StepClock& clock);
 
@@ -116,7 +116,7 @@ class Trainer {
   const World& world_;
   GpuChoice gpu_;  // device = "cuda": which GPU this rank uses, and why
   StepTimes* profile_ = nullptr;
-  bool synthetic_ = false;  // data.source = "synthetic": no data sets, only train_step (bench)
+  bool synthetic_ = false;                     // data.source = "synthetic": no data sets, only train_step (bench)
   std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data
   Shape input_shape_;
   std::unique_ptr<Graph> graph_, eval_graph_;

@@ -54,13 +54,16 @@ void check_device_settings(const Config& config, Device device) {
   if (device == Device::kCpu) {
     RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
              "\" applies to device = \"cuda\" only; the CPU computes in float32");
-    RT_CHECK(dc.allreduce != "nccl", "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
-    RT_CHECK(!config.train.cuda_graph, "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
+    RT_CHECK(dc.allreduce != "nccl",
+             "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    RT_CHECK(!config.train.cuda_graph,
+             "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
              "op as it is called");
     return;
   }
   check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
-  RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport, "\" moves host memory; with device = \"cuda\" "
+  RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport,
+           "\" moves host memory; with device = \"cuda\" "
            "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
 }
 
@@ -81,8 +84,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const Device device = parse_device(config.train.device);
   if (device == Device::kCuda) {
     // Before any other CUDA call: one GPU per rank.
-    gpu_ = choose_gpu(world.local_rank(), world.local_size(), visible_cuda_devices(),
-                      std::getenv("CUDA_VISIBLE_DEVICES"));
+    gpu_ =
+        choose_gpu(world.local_rank(), world.local_size(), visible_cuda_devices(), std::getenv("CUDA_VISIBLE_DEVICES"));
     select_cuda_device(gpu_.index);
     const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
     RT_CHECK(shared.empty(), shared);
@@ -154,8 +157,7 @@ void Trainer::open_data(int spare_cpus) {
 
 std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   const DistConfig& dc = config_.dist;
-  StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s,
-                    rank_warning(world_),
+  StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s, rank_warning(world_),
                     [this](const std::string& m) { world_.abort(m); },
                     // The compute threads fill this rank's cores, and a spinning communication
                     // thread would take its core from them during backward.
@@ -226,14 +228,16 @@ void Trainer::print_start(int threads) const {
     out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(input_shape_);
   out_ << ", " << device_name(device);
   if (device == Device::kCuda)
-    out_ << " (rank 0: " << gpu_.how << ") in " << config.train.precision << (scaler_ ? " with dynamic loss scaling" : "");
+    out_ << " (rank 0: " << gpu_.how << ") in " << config.train.precision
+         << (scaler_ ? " with dynamic loss scaling" : "");
   if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
   out_ << "\n"
        << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
        << threads << " compute threads per rank ("
-       << (config.train.threads > 0 ? "train.threads" : world_.cpu_share().how) << "), global batch " << config.train.batch_per_rank * world_.size() << " ("
-       << config.train.batch_per_rank << " per rank), learning rate " << schedule_.base << " ("
-       << config.train.lr_per_256 << " per 256 images), " << steps_per_epoch_ << " steps per epoch\n";
+       << (config.train.threads > 0 ? "train.threads" : world_.cpu_share().how) << "), global batch "
+       << config.train.batch_per_rank * world_.size() << " (" << config.train.batch_per_rank
+       << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
+       << steps_per_epoch_ << " steps per epoch\n";
   if (reducer_)
     out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
          << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")

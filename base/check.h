@@ -27,13 +27,13 @@ std::string str_cat(const Parts&... parts) {
 }  // namespace rt
 
 // User-facing check: the message says what was wrong and what was expected.
-#define RT_CHECK(cond, ...)                                                      \
-  do {                                                                           \
+#define RT_CHECK(cond, ...)                                                                 \
+  do {                                                                                      \
     if (!(cond)) ::rt::throw_check_failure(__FILE__, __LINE__, ::rt::str_cat(__VA_ARGS__)); \
   } while (0)
 
 // Internal invariant: a failure here is a ringtrain bug, not bad input.
-#define RT_ASSERT(cond)                                                          \
-  do {                                                                           \
+#define RT_ASSERT(cond)                                                                   \
+  do {                                                                                    \
     if (!(cond)) ::rt::throw_check_failure(__FILE__, __LINE__, "internal error: " #cond); \
   } while (0)

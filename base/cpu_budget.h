@@ -30,9 +30,9 @@ std::vector<int> affinity_cpus();
 
 // What one process may use: the CPUs of its mask and its cgroup's quota.
 struct CpuBudget {
-  std::vector<int> mask;         // affinity_cpus()
-  std::optional<double> quota;   // cgroup_cpu_quota()
-  uint64_t cgroup = 0;           // which cgroup (a hash of /proc/self/cgroup): processes in one share its quota
+  std::vector<int> mask;        // affinity_cpus()
+  std::optional<double> quota;  // cgroup_cpu_quota()
+  uint64_t cgroup = 0;          // which cgroup (a hash of /proc/self/cgroup): processes in one share its quota
   // floor(quota) where a quota is below the mask's size, else the mask's size; at least 1.
   int cpus() const;
 };

@@ -34,7 +34,8 @@ class Rng {
   uint64_t below(uint64_t n) {
     const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t r;
-    do r = next_u64(); while (r >= limit);
+    do r = next_u64();
+    while (r >= limit);
     return r % n;
   }
   // Standard normal by Box-Muller (one value per two draws, no cached state).

@@ -24,7 +24,7 @@ void stderr_line(const std::string& text) {
 }
 
 void wait_until_stderr_is_read(double timeout_s) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(STDERR_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int unread = 0;  // FIONREAD on either end of a pipe: the bytes not yet read

@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
       std::vector<MPI_Request> reqs;
       for (int64_t at = 0; at < n; at += slice) {
         reqs.emplace_back();
-        MPI_Irecv(in.data() + at, static_cast<int>(slice), MPI_FLOAT, (w.rank() + w.size() - 1) % w.size(), 7,
-                  w.comm(), &reqs.back());
+        MPI_Irecv(in.data() + at, static_cast<int>(slice), MPI_FLOAT, (w.rank() + w.size() - 1) % w.size(), 7, w.comm(),
+                  &reqs.back());
         reqs.emplace_back();
         MPI_Isend(out.data() + at, static_cast<int>(slice), MPI_FLOAT, (w.rank() + 1) % w.size(), 7, w.comm(),
                   &reqs.back());
@@ -131,14 +131,16 @@ int main(int argc, char** argv) {
       if (k > 0) best = std::min(best, dt);
     }
     if (w.rank() == 0)
-      std::printf("# link over MPI: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at "
-                  "once)\n",
-                  n * 4.0 / best / 1e9);
+      std::printf(
+          "# link over MPI: %.2f GB/s per rank to its ring neighbour (64 MiB in 1 MiB messages, all ranks at "
+          "once)\n",
+          n * 4.0 / best / 1e9);
   }
   if (w.rank() == 0) {
-    std::printf("# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours; "
-                "ring_tcp_of_link = link_tcp time / ring_tcp time\n# %12s",
-                w.size(), w.host().c_str(), reps, "bytes");
+    std::printf(
+        "# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours; "
+        "ring_tcp_of_link = link_tcp time / ring_tcp time\n# %12s",
+        w.size(), w.host().c_str(), reps, "bytes");
     for (const Contender& c : contenders) std::printf(" %10s_ms %10s_bw", c.name.c_str(), c.name.c_str());
     for (size_t i = 0; i + 1 < contenders.size(); ++i)
       if (contenders[i].name != "link_tcp") std::printf(" %14s", (contenders[i].name + "_ratio").c_str());

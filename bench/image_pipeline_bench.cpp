@@ -23,11 +23,16 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       const long long v = std::atoll(argv[i + 1]);
-      if (flag == "--workers") workers = static_cast<int>(v);
-      else if (flag == "--batch") batch = v;
-      else if (flag == "--size") size = v;
-      else if (flag == "--passes") passes = static_cast<int>(v);
-      else RT_CHECK(false, "unknown flag ", flag);
+      if (flag == "--workers")
+        workers = static_cast<int>(v);
+      else if (flag == "--batch")
+        batch = v;
+      else if (flag == "--size")
+        size = v;
+      else if (flag == "--passes")
+        passes = static_cast<int>(v);
+      else
+        RT_CHECK(false, "unknown flag ", flag);
     }
     rt::FolderBatchOptions o;
     o.sample.size = static_cast<int>(size);
@@ -47,9 +52,10 @@ int main(int argc, char** argv) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double rate = static_cast<double>(order.size()) / s;
       if (pass > 0) rates.push_back(rate);
-      std::printf("{\"kind\":\"image_pipeline\",\"impl\":\"ringtrain\",\"pass\":%d,\"workers\":%d,\"images\":%zu,"
-                  "\"seconds\":%.3f,\"images_per_s\":%.2f}\n",
-                  pass, workers, order.size(), s, rate);
+      std::printf(
+          "{\"kind\":\"image_pipeline\",\"impl\":\"ringtrain\",\"pass\":%d,\"workers\":%d,\"images\":%zu,"
+          "\"seconds\":%.3f,\"images_per_s\":%.2f}\n",
+          pass, workers, order.size(), s, rate);
     }
     std::sort(rates.begin(), rates.end());
     std::printf("ringtrain: median %.1f images/s with %d workers (%.1f per worker)\n", rates[rates.size() / 2], workers,

@@ -8,11 +8,10 @@
 
 namespace rt {
 
-void gather_batch(const LabeledImages& src, std::span<const int64_t> indices, float* images_out,
-                  int32_t* labels_out) {
+void gather_batch(const LabeledImages& src, std::span<const int64_t> indices, float* images_out, int32_t* labels_out) {
   for (size_t i = 0; i < indices.size(); ++i) {
-    RT_CHECK(indices[i] >= 0 && indices[i] < src.count, "gather_batch: index ", indices[i],
-             " at batch position ", i, " is outside the dataset's ", src.count, " samples");
+    RT_CHECK(indices[i] >= 0 && indices[i] < src.count, "gather_batch: index ", indices[i], " at batch position ", i,
+             " is outside the dataset's ", src.count, " samples");
   }
   RT_CHECK(indices.empty() || (images_out != nullptr && labels_out != nullptr),
            "gather_batch: output buffers must not be null");

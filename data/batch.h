@@ -11,7 +11,6 @@
 
 namespace rt {
 
-void gather_batch(const LabeledImages& src, std::span<const int64_t> indices, float* images_out,
-                  int32_t* labels_out);
+void gather_batch(const LabeledImages& src, std::span<const int64_t> indices, float* images_out, int32_t* labels_out);
 
 }  // namespace rt

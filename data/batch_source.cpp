@@ -17,9 +17,10 @@ void InMemoryBatches::start(int64_t /*epoch*/, std::vector<int64_t> indices, int
 
 double InMemoryBatches::next(float* images, int32_t* labels) {
   RT_CHECK((delivered_ + 1) * batch_ <= static_cast<int64_t>(indices_.size()), "no batch left in this pass");
-  gather_batch(data_, std::span<const int64_t>(indices_).subspan(static_cast<size_t>(delivered_ * batch_),
-                                                                  static_cast<size_t>(batch_)),
-               images, labels);
+  gather_batch(
+      data_,
+      std::span<const int64_t>(indices_).subspan(static_cast<size_t>(delivered_ * batch_), static_cast<size_t>(batch_)),
+      images, labels);
   ++delivered_;
   return 0;
 }

@@ -89,13 +89,20 @@ uint32_t big_endian_u32(const uint8_t* p) {
 
 const char* idx_type_name(uint8_t type) {
   switch (type) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return "unknown";
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return "unknown";
   }
 }
 
@@ -136,13 +143,13 @@ IdxArray read_idx(const std::string& path) {
   const size_t magic_got = src.read(magic, 4);
   RT_CHECK(magic_got == 4, path, ": too short for an IDX header: found ", magic_got,
            " bytes, expected at least 4 bytes of magic", truncation_note(src));
-  const std::string bad_magic = str_cat(
-      path, ": bad magic ", hex32(big_endian_u32(magic)),
-      ", expected 0x000008NN (two zero bytes, type 0x08 = unsigned byte, NN = number of dims 1..4), "
-      "e.g. 0x00000801 (labels) or 0x00000803 (images): ");
+  const std::string bad_magic =
+      str_cat(path, ": bad magic ", hex32(big_endian_u32(magic)),
+              ", expected 0x000008NN (two zero bytes, type 0x08 = unsigned byte, NN = number of dims 1..4), "
+              "e.g. 0x00000801 (labels) or 0x00000803 (images): ");
   RT_CHECK(magic[0] == 0 && magic[1] == 0, bad_magic, "not an IDX file");
-  RT_CHECK(magic[2] == 0x08, bad_magic, "element type ", hex8(magic[2]), " (",
-           idx_type_name(magic[2]), ") is not supported");
+  RT_CHECK(magic[2] == 0x08, bad_magic, "element type ", hex8(magic[2]), " (", idx_type_name(magic[2]),
+           ") is not supported");
   const int ndims = magic[3];
   RT_CHECK(ndims >= 1 && ndims <= 4, bad_magic, ndims, " dimensions is not supported");
 
@@ -172,16 +179,17 @@ IdxArray read_idx(const std::string& path) {
     filled += got;
     if (got < want) break;
   }
-  RT_CHECK(static_cast<int64_t>(filled) == expected, path, ": truncated: dims ",
-           dims_string(out.dims), " need ", expected, " payload bytes after the ", 4 + header_bytes,
-           "-byte header, found ", filled, truncation_note(src));
+  RT_CHECK(static_cast<int64_t>(filled) == expected, path, ": truncated: dims ", dims_string(out.dims), " need ",
+           expected, " payload bytes after the ", 4 + header_bytes, "-byte header, found ", filled,
+           truncation_note(src));
 
   uint8_t scratch[4096];
   int64_t trailing = 0;
   for (size_t got; (got = src.read(scratch, sizeof scratch)) > 0;) trailing += static_cast<int64_t>(got);
   RT_CHECK(trailing == 0, path, ": ", trailing, " trailing bytes after the expected ", expected,
            " payload bytes (dims ", dims_string(out.dims), ")");
-  RT_CHECK(!src.gzip_truncated(), path, ": the gzip stream ends early (missing its end marker or "
+  RT_CHECK(!src.gzip_truncated(), path,
+           ": the gzip stream ends early (missing its end marker or "
            "checksum): the .gz file is cut short");
   return out;
 }

@@ -11,8 +11,8 @@
 namespace rt {
 
 struct IdxArray {
-  std::vector<int64_t> dims;   // outermost first, e.g. (N, H, W) for images, (N) for labels
-  std::vector<uint8_t> data;   // row-major, product of dims bytes
+  std::vector<int64_t> dims;  // outermost first, e.g. (N, H, W) for images, (N) for labels
+  std::vector<uint8_t> data;  // row-major, product of dims bytes
 };
 
 // Reads an IDX file; gzip is detected by the 1f 8b magic, anything else is read as raw IDX.

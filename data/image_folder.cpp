@@ -20,7 +20,8 @@ bool hidden(const fs::path& p) { return p.filename().string().starts_with("."); 
 
 // Every regular, non-hidden file under dir, relative to root.
 void list_files(const fs::path& root, const fs::path& dir, std::vector<std::string>& out) {
-  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink)) {
+  for (const fs::directory_entry& e :
+       fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink)) {
     if (hidden(e.path()) || !e.is_regular_file()) continue;
     out.push_back(fs::relative(e.path(), root).generic_string());
   }

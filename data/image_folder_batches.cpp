@@ -89,7 +89,8 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
       *label = index_.labels[file];
       return;
     } catch (const Error& e) {
-      if (o_.error_on_bad_file) throw Error(str_cat(e.what(), " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
+      if (o_.error_on_bad_file)
+        throw Error(str_cat(e.what(), " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
       std::lock_guard<std::mutex> lock(mu_);
       skipped_this_pass_.insert(file);
       if (warned_.insert(index_.path(file)).second) o_.warn(str_cat("skipping an unreadable image: ", e.what()));

@@ -29,8 +29,8 @@ struct FolderBatchOptions {
   ImageSampleOptions sample;
   bool training = true;  // the training transforms, else the evaluation ones
   uint64_t seed = 1;
-  int workers = 1;        // >= 1
-  int prefetch = 2;       // batches made ahead of the loop, >= 1
+  int workers = 1;   // >= 1
+  int prefetch = 2;  // batches made ahead of the loop, >= 1
   bool error_on_bad_file = false;
   std::function<void(const std::string&)> warn;  // a skipped file's message; default: stderr
 };
@@ -44,9 +44,7 @@ class ImageFolderBatches final : public BatchSource {
 
   int64_t count() const override { return static_cast<int64_t>(index_.files.size()); }
   int64_t num_classes() const override { return static_cast<int64_t>(index_.classes.size()); }
-  std::array<int64_t, 3> sample_shape() const override {
-    return {o_.sample.channels, o_.sample.size, o_.sample.size};
-  }
+  std::array<int64_t, 3> sample_shape() const override { return {o_.sample.channels, o_.sample.size, o_.sample.size}; }
   void start(int64_t epoch, std::vector<int64_t> indices, int64_t batch) override;
   double next(float* images, int32_t* labels) override;
   int64_t skipped() const override;
@@ -71,7 +69,7 @@ class ImageFolderBatches final : public BatchSource {
   int64_t epoch_ = 0, batch_ = 0, total_ = 0, claimed_ = 0, delivered_ = 0;
   std::vector<Slot> slots_;
   std::exception_ptr error_;
-  std::set<std::string> warned_;       // files already reported (once per run)
+  std::set<std::string> warned_;        // files already reported (once per run)
   std::set<size_t> skipped_this_pass_;  // files found unreadable since start()
   bool stop_ = false;
   std::vector<std::thread> threads_;

@@ -22,9 +22,10 @@ RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& o, boo
                          int64_t epoch, int64_t sample) {
   // A sample's draws: counter = sample x 256 + k, far more than the crop's ten tries ever take.
   Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
-  RgbImage out = training && o.random_crop
-                     ? resized_crop(image, random_resized_crop_box(image.width, image.height, o.crop, rng), o.size, o.size)
-                     : evaluation_transform(image, o);
+  RgbImage out =
+      training && o.random_crop
+          ? resized_crop(image, random_resized_crop_box(image.width, image.height, o.crop, rng), o.size, o.size)
+          : evaluation_transform(image, o);
   if (training && o.flip && rng.uniform() < 0.5f) flip_horizontally(out);
   return out;
 }

@@ -19,7 +19,7 @@ struct CropBox {
 };
 
 struct ResizedCropOptions {
-  double scale_lo = 0.08, scale_hi = 1.0;            // of the image's area
+  double scale_lo = 0.08, scale_hi = 1.0;             // of the image's area
   double ratio_lo = 3.0 / 4.0, ratio_hi = 4.0 / 3.0;  // width / height
 };
 

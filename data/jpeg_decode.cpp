@@ -59,7 +59,8 @@ std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::s
   image.height = static_cast<int>(info.output_height);
   image.pixels.resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3);
   while (info.output_scanline < info.output_height) {
-    JSAMPROW row = image.pixels.data() + static_cast<size_t>(info.output_scanline) * static_cast<size_t>(image.width) * 3;
+    JSAMPROW row =
+        image.pixels.data() + static_cast<size_t>(info.output_scanline) * static_cast<size_t>(image.width) * 3;
     jpeg_read_scanlines(&info, &row, 1);
   }
   jpeg_finish_decompress(&info);

@@ -10,22 +10,24 @@
 
 namespace rt {
 
-EpochSampler::EpochSampler(int64_t num_samples, int64_t batch_per_rank, uint64_t seed, int rank,
-                           int world, TailPolicy tail, bool shuffle)
-    : num_samples_(num_samples), batch_per_rank_(batch_per_rank), seed_(seed), rank_(rank),
-      world_(world), tail_(tail), shuffle_(shuffle) {
+EpochSampler::EpochSampler(int64_t num_samples, int64_t batch_per_rank, uint64_t seed, int rank, int world,
+                           TailPolicy tail, bool shuffle)
+    : num_samples_(num_samples),
+      batch_per_rank_(batch_per_rank),
+      seed_(seed),
+      rank_(rank),
+      world_(world),
+      tail_(tail),
+      shuffle_(shuffle) {
   RT_CHECK(num_samples >= 1, "EpochSampler: num_samples is ", num_samples, ", expected >= 1");
-  RT_CHECK(batch_per_rank >= 1, "EpochSampler: batch_per_rank is ", batch_per_rank,
-           ", expected >= 1");
+  RT_CHECK(batch_per_rank >= 1, "EpochSampler: batch_per_rank is ", batch_per_rank, ", expected >= 1");
   RT_CHECK(world >= 1, "EpochSampler: world is ", world, ", expected >= 1");
-  RT_CHECK(rank >= 0 && rank < world, "EpochSampler: rank is ", rank, ", expected 0 <= rank < world (",
-           world, ")");
+  RT_CHECK(rank >= 0 && rank < world, "EpochSampler: rank is ", rank, ", expected 0 <= rank < world (", world, ")");
   const int64_t global_batch = batch_per_rank * world;
   if (tail == TailPolicy::kDrop) {
     RT_CHECK(num_samples >= global_batch, "EpochSampler: ", num_samples,
-             " samples are fewer than one global batch (world ", world, " x batch_per_rank ",
-             batch_per_rank, " = ", global_batch,
-             "), so dropping the tail leaves nothing; use a smaller batch or tail padding");
+             " samples are fewer than one global batch (world ", world, " x batch_per_rank ", batch_per_rank, " = ",
+             global_batch, "), so dropping the tail leaves nothing; use a smaller batch or tail padding");
     steps_ = num_samples / global_batch;
   } else {
     steps_ = (num_samples + global_batch - 1) / global_batch;

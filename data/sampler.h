@@ -27,8 +27,8 @@ class EpochSampler {
  public:
   // Throws rt::Error unless num_samples >= 1, batch_per_rank >= 1, world >= 1, 0 <= rank < world,
   // and (for kDrop) num_samples >= world * batch_per_rank.
-  EpochSampler(int64_t num_samples, int64_t batch_per_rank, uint64_t seed, int rank = 0,
-               int world = 1, TailPolicy tail = TailPolicy::kDrop, bool shuffle = true);
+  EpochSampler(int64_t num_samples, int64_t batch_per_rank, uint64_t seed, int rank = 0, int world = 1,
+               TailPolicy tail = TailPolicy::kDrop, bool shuffle = true);
 
   // The same on every rank: kDrop floor(N / G), kPad ceil(N / G).
   int64_t steps_per_epoch() const { return steps_; }

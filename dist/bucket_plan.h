@@ -21,8 +21,8 @@ struct ParamExtent {
 };
 
 struct Bucket {
-  int64_t offset = 0;  // first float of the first parameter
-  int64_t count = 0;   // up to the last float of the last parameter (alignment gaps included)
+  int64_t offset = 0;                     // first float of the first parameter
+  int64_t count = 0;                      // up to the last float of the last parameter (alignment gaps included)
   size_t first_param = 0, end_param = 0;  // [first, end) in arena order
 };
 

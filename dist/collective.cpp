@@ -8,10 +8,13 @@ namespace {
 class RingCollective final : public Collective {
  public:
   RingCollective(std::unique_ptr<Transport> transport, std::string transport_name, Wire wire)
-      : transport_(std::move(transport)), ring_(*transport_, int64_t{1} << 17, wire),
-        transport_name_(std::move(transport_name)), wire_(wire) {}
+      : transport_(std::move(transport)),
+        ring_(*transport_, int64_t{1} << 17, wire),
+        transport_name_(std::move(transport_name)),
+        wire_(wire) {}
   std::string describe() const override {
-    return "ringtrain's ring over " + transport_name_ + (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
+    return "ringtrain's ring over " + transport_name_ +
+           (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
   }
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
     return ring_.last_phase_switch();
@@ -59,8 +62,8 @@ class MpiCollective final : public Collective {
 
 std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_t region_floats,
                               const StallPolicy* stall) {
-  RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi",
-           "unknown transport '", transport, "': expected auto, shm, tcp or mpi");
+  RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi", "unknown transport '",
+           transport, "': expected auto, shm, tcp or mpi");
   if (transport == "tcp" || transport == "mpi") return transport;
   // "shm" on several hosts: ShmTransport's constructor says so.
   if (transport == "auto" && !ShmTransport::available(comm)) return "tcp";
@@ -70,14 +73,15 @@ std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0 && stall && stall->warn)
-    stall->warn(space.shortfall() + "; the ring runs over TCP on this host instead, which is slower (dist.transport = "
+    stall->warn(space.shortfall() +
+                "; the ring runs over TCP on this host instead, which is slower (dist.transport = "
                 "\"tcp\" says so and keeps this quiet)");
   return "tcp";
 }
 
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport, const std::string& tcp_interface,
-                                            Wire wire, size_t region_floats) {
+                                            const std::string& transport, const std::string& tcp_interface, Wire wire,
+                                            size_t region_floats) {
   if (algorithm == "ring") {
     const std::string how = resolve_transport(transport, comm, region_floats, &stall);
     if (how == "shm")
@@ -87,7 +91,8 @@ std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Co
     return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point", wire);
   }
   if (algorithm == "mpi") {
-    RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire), "\" applies to ringtrain's ring; MPI_Allreduce "
+    RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire),
+             "\" applies to ringtrain's ring; MPI_Allreduce "
              "(dist.allreduce = \"mpi\") sums in float32 on the wire");
     return std::make_unique<MpiCollective>(comm);
   }

@@ -24,7 +24,8 @@ std::string shared_gpu(const std::vector<std::string>& host_of_rank, const std::
     const auto [at, fresh] = first_user.emplace(std::make_pair(host_of_rank[r], gpu_of_rank[r]), static_cast<int>(r));
     if (!fresh)
       return str_cat("ranks ", at->second, " and ", r, " on host ", host_of_rank[r], " would share GPU ",
-                     gpu_of_rank[r], ": run at most one rank per GPU (each rank sees only one GPU, and it is the "
+                     gpu_of_rank[r],
+                     ": run at most one rank per GPU (each rank sees only one GPU, and it is the "
                      "same one)");
   }
   return "";

@@ -11,8 +11,13 @@ namespace rt {
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
                          std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
                          std::optional<ArenaUpdate> update)
-    : arena_(grad_arena), params_(std::move(params)), buckets_(std::move(buckets)),
-      collective_(std::move(collective)), overlap_(overlap), timeline_(timeline), update_(std::move(update)) {
+    : arena_(grad_arena),
+      params_(std::move(params)),
+      buckets_(std::move(buckets)),
+      collective_(std::move(collective)),
+      overlap_(overlap),
+      timeline_(timeline),
+      update_(std::move(update)) {
   bucket_of_param_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;

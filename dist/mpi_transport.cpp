@@ -18,9 +18,9 @@ Transport::Handle MpiTransport::post(const void* data, size_t bytes, int peer, b
   Pending& p = pending_.emplace_back();
   p.peer = peer;
   p.is_send = is_send;
-  const int ok = is_send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &p.request)
-                         : MPI_Irecv(const_cast<void*>(data), static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_,
-                                     &p.request);
+  const int ok =
+      is_send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &p.request)
+              : MPI_Irecv(const_cast<void*>(data), static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &p.request);
   RT_CHECK(ok == MPI_SUCCESS, is_send ? "MPI_Isend to" : "MPI_Irecv from", " rank ", peer, " failed");
   return static_cast<Handle>(pending_.size() - 1);
 }
@@ -49,8 +49,8 @@ void MpiTransport::wait(Handle h, const WaitContext& ctx) {
   wait_until(
       [&] {
         int done = 0;
-        RT_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test failed in step ",
-                 ctx.step, ", bucket ", ctx.bucket);
+        RT_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Test failed in step ", ctx.step,
+                 ", bucket ", ctx.bucket);
         return done != 0 ? PollResult::kDone : PollResult::kIdle;
       },
       policy_, [&](double waited) { return stall_report(ctx, p.is_send, p.peer, waited); },

@@ -84,7 +84,8 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
       if (narrow)
         recvs.push_back(t_.post_recv(recv_stage_.data() + at, elem_bytes * static_cast<size_t>(n), prev));
       else if (s.reduce)
-        recvs.push_back(t_.post_recv_reduce(dst + at, static_cast<size_t>(n), prev, s.final_reduce ? final_scale : 1.0f));
+        recvs.push_back(
+            t_.post_recv_reduce(dst + at, static_cast<size_t>(n), prev, s.final_reduce ? final_scale : 1.0f));
       else
         recvs.push_back(t_.post_recv(dst + at, sizeof(float) * static_cast<size_t>(n), prev));
     }

@@ -39,7 +39,7 @@ struct ChunkRange {
 struct RingStep {
   int send_chunk = 0;
   int recv_chunk = 0;
-  bool reduce = true;        // true: add received into own; false: overwrite own with received
+  bool reduce = true;         // true: add received into own; false: overwrite own with received
   bool final_reduce = false;  // the last reduce-scatter step (scales by 1/world on a float32 wire)
 };
 

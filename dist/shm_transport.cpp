@@ -110,8 +110,11 @@ ShmTransport::Space ShmTransport::check_space(MPI_Comm comm, size_t region_float
 std::string ShmTransport::Space::shortfall() const {
   const auto mib = [](uint64_t bytes) { return str_cat((bytes + (uint64_t{1} << 20) - 1) >> 20, " MiB"); };
   return str_cat("/dev/shm has ", mib(available), " (", available, " bytes) free but the shared-memory ring needs ",
-                 mib(needed), " (", needed, " bytes) for its windows on this host. Give the job a larger /dev/shm "
-                 "(docker run --shm-size=", (2 * needed >> 20) + 1, "m; in Kubernetes an emptyDir volume with "
+                 mib(needed), " (", needed,
+                 " bytes) for its windows on this host. Give the job a larger /dev/shm "
+                 "(docker run --shm-size=",
+                 (2 * needed >> 20) + 1,
+                 "m; in Kubernetes an emptyDir volume with "
                  "medium: Memory mounted at /dev/shm: docs/launch.md)");
 }
 
@@ -177,8 +180,8 @@ ShmTransport::ShmTransport(MPI_Comm comm, StallPolicy policy, size_t slot_bytes,
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &world_);
   const int node_size = split_by_host(comm, &comm_);
-  RT_CHECK(node_size == world_, "the shared-memory transport needs every rank on one host; this host has ",
-           node_size, " of ", world_, " ranks (use dist.transport = \"mpi\")");
+  RT_CHECK(node_size == world_, "the shared-memory transport needs every rank on one host; this host has ", node_size,
+           " of ", world_, " ranks (use dist.transport = \"mpi\")");
   next_ = (rank_ + 1) % world_;
   prev_ = (rank_ + world_ - 1) % world_;
   const std::vector<char*> bases =
@@ -194,7 +197,9 @@ ShmTransport::~ShmTransport() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-size_t ShmTransport::slot_index(uint64_t piece) const { return static_cast<size_t>(piece % static_cast<uint64_t>(slots_)); }
+size_t ShmTransport::slot_index(uint64_t piece) const {
+  return static_cast<size_t>(piece % static_cast<uint64_t>(slots_));
+}
 
 char* ShmTransport::slot(Inbox* box, uint64_t piece) const {
   return reinterpret_cast<char*>(box) + kHeaderBytes + slot_stride() * slot_index(piece);
@@ -357,8 +362,10 @@ std::string ShmTransport::blame_chain(int peer) const {
     const int next = box->waiting_for.load(std::memory_order_relaxed);
     const bool frozen = steady_ns() - box->heartbeat_ns.load(std::memory_order_relaxed) > kStaleHeartbeatNs;
     if (next < 0 || frozen) return chain + blame_rank(at);
-    if (next == rank_) return chain + str_cat("; rank ", at, " waits for this rank: every rank in the ring is waiting "
-                                              "on another, so the ranks run different schedules");
+    if (next == rank_)
+      return chain + str_cat("; rank ", at,
+                             " waits for this rank: every rank in the ring is waiting "
+                             "on another, so the ranks run different schedules");
     chain += str_cat("; rank ", at, " is itself waiting for rank ", next);
     at = next;
   }

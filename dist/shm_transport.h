@@ -57,7 +57,7 @@ class ShmTransport final : public Transport {
   void reset() override;
 
  private:
-  struct Inbox;  // the shared header: counters and piece sizes, then the slots
+  struct Inbox;   // the shared header: counters and piece sizes, then the slots
   struct Region;  // the window allocate() hands out, and where every rank maps it
   struct Transfer {
     char* data;
@@ -91,7 +91,7 @@ class ShmTransport final : public Transport {
   size_t slot_bytes_;
   int slots_;
   std::vector<Inbox*> inboxes_;  // every rank's, by rank
-  Inbox* mine_ = nullptr;  // written by prev, read here
+  Inbox* mine_ = nullptr;        // written by prev, read here
   Inbox* next_inbox_ = nullptr;  // written here, read by next
   uint64_t sent_pieces_ = 0, received_pieces_ = 0;
   std::deque<Transfer> sends_, recvs_;

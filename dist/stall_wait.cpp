@@ -8,9 +8,7 @@
 
 namespace rt {
 
-std::string blame_rank(int rank) {
-  return str_cat(": rank ", rank, " is stuck, dead or running a different schedule");
-}
+std::string blame_rank(int rank) { return str_cat(": rank ", rank, " is stuck, dead or running a different schedule"); }
 
 void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
                 const std::function<std::string(double waited_s)>& describe,
@@ -18,7 +16,7 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   bool warned = false;
-  int idle = 0;  // polls since bytes last moved
+  int idle = 0;    // polls since bytes last moved
   int sleeps = 0;  // idle sleeps in a row
   for (int polls = 0;; ++polls) {
     const PollResult r = poll();

@@ -30,8 +30,7 @@ enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes 
 // warning and the abort message; blame() ends the abort message by naming the rank at fault
 // (the awaited one, or the rank a chain of waiting ranks ends at, where the transport can see it).
 void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
-                const std::function<std::string(double waited_s)>& describe,
-                const std::function<std::string()>& blame);
+                const std::function<std::string(double waited_s)>& describe, const std::function<std::string()>& blame);
 
 // ": rank 3 is stuck, dead or running a different schedule".
 std::string blame_rank(int rank);

@@ -47,7 +47,7 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
   StepPrediction p;
   p.ranks = ranks;
   p.compute_s = profile.forward_s + profile.backward_s + profile.optimizer_s;
-  double launched = 0, comm_free = 0;  // from backward's start
+  double launched = 0, comm_free = 0;           // from backward's start
   std::vector<std::pair<double, double>> busy;  // the collectives' intervals
   const double slowdown = cluster.overlap_slowdown;
   if (ranks > 1) {

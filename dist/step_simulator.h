@@ -40,19 +40,19 @@ double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& clust
 
 // When backward finishes each gradient, in arena order (the order they become final).
 struct ComputeProfile {
-  double forward_s = 0;            // forward and loss, before backward starts
-  double backward_s = 0;           // the whole backward pass
-  std::vector<double> ready_s;     // per parameter: from backward's start
-  double optimizer_s = 0;          // after the last allreduce
+  double forward_s = 0;         // forward and loss, before backward starts
+  double backward_s = 0;        // the whole backward pass
+  std::vector<double> ready_s;  // per parameter: from backward's start
+  double optimizer_s = 0;       // after the last allreduce
 };
 
 struct StepPrediction {
   int ranks = 1;
-  double step_s = 0;            // forward, backward, the communication left after it, the optimizer
-  double compute_s = 0;         // forward, backward and optimizer alone (the one-rank step)
-  double comm_busy_s = 0;       // the sum of the buckets' allreduce times
-  double exposed_comm_s = 0;    // step_s - compute_s: communication backward did not hide
-  double efficiency = 1;        // compute_s / step_s: per-rank throughput against one rank alone
+  double step_s = 0;          // forward, backward, the communication left after it, the optimizer
+  double compute_s = 0;       // forward, backward and optimizer alone (the one-rank step)
+  double comm_busy_s = 0;     // the sum of the buckets' allreduce times
+  double exposed_comm_s = 0;  // step_s - compute_s: communication backward did not hide
+  double efficiency = 1;      // compute_s / step_s: per-rank throughput against one rank alone
 };
 
 // buckets over params (arena order, as plan_buckets made them); bytes_per_element: 4 in float32,

@@ -147,8 +147,8 @@ RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double ti
   sockaddr_in any{};
   any.sin_family = AF_INET;
   any.sin_addr.s_addr = htonl(INADDR_ANY);
-  RT_CHECK(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 && ::listen(listener, 4) == 0,
-           "rank ", rank, ": cannot listen on a TCP port: ", errno_text());
+  RT_CHECK(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 && ::listen(listener, 4) == 0, "rank ",
+           rank, ": cannot listen on a TCP port: ", errno_text());
   const Offer mine = make_offer(listener, interface);
   Offer theirs;  // the successor's
   MPI_Sendrecv(&mine, sizeof mine, MPI_BYTE, prev, 0, &theirs, sizeof theirs, MPI_BYTE, next, 0, comm,

@@ -12,8 +12,8 @@
 namespace rt {
 
 struct RingLinks {
-  int to_next = -1;    // socket this rank sends on
-  int from_prev = -1;  // socket this rank receives on
+  int to_next = -1;          // socket this rank sends on
+  int from_prev = -1;        // socket this rank receives on
   std::string next_address;  // "10.213.0.2:41234", for messages
   std::string prev_address;
 };

@@ -33,8 +33,8 @@ TcpTransport::~TcpTransport() {
 
 Transport::Handle TcpTransport::enqueue(std::deque<Transfer>& queue, Transfer t, int peer, int expected_peer,
                                         const char* what) {
-  RT_CHECK(peer == expected_peer, "TCP transport: rank ", rank_, " can ", what, " only rank ", expected_peer,
-           ", not ", peer);
+  RT_CHECK(peer == expected_peer, "TCP transport: rank ", rank_, " can ", what, " only rank ", expected_peer, ", not ",
+           peer);
   t.handle = static_cast<Handle>(done_.size());
   t.header = t.bytes;
   done_.push_back(false);

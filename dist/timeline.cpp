@@ -7,7 +7,11 @@
 namespace rt {
 
 Timeline::Timeline(const std::string& path, const World& world, int64_t first_step, int64_t steps, int64_t max_bytes)
-    : world_(world), first_(first_step), steps_(steps), max_bytes_(max_bytes), origin_(std::chrono::steady_clock::now()) {
+    : world_(world),
+      first_(first_step),
+      steps_(steps),
+      max_bytes_(max_bytes),
+      origin_(std::chrono::steady_clock::now()) {
   // One clock for all ranks: start from a common instant (a barrier), good to a few microseconds
   // on one host and to the barrier's latency across hosts.
   world_.barrier();
@@ -42,7 +46,8 @@ void Timeline::set_step(int64_t step) {
                     events_.empty() ? "" : ",\n", world_.rank(), tid, tid == 0 ? "compute" : "communication");
       events_ += meta;
     }
-    std::snprintf(meta, sizeof meta, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d (%s)\"}}",
+    std::snprintf(meta, sizeof meta,
+                  ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d (%s)\"}}",
                   world_.rank(), world_.rank(), world_.host().c_str());
     events_ += meta;
   }
@@ -85,7 +90,8 @@ void Timeline::flush(int64_t step) {
     MPI_Gatherv(mine.data(), len, MPI_CHAR, gathered.data(), lens.data(), offsets.data(), MPI_CHAR, 0, world_.comm());
     if (world_.rank() == 0) {
       all.clear();
-      for (size_t r = 0; r < lens.size(); ++r) all.push_back(gathered.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
+      for (size_t r = 0; r < lens.size(); ++r)
+        all.push_back(gathered.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
     }
   }
   if (world_.rank() == 0) {

@@ -40,7 +40,7 @@ class Timeline {
   bool full_ = false;
   std::chrono::steady_clock::time_point origin_;
   std::mutex mu_;
-  std::string events_;  // this rank's pending events, comma-separated JSON objects
+  std::string events_;         // this rank's pending events, comma-separated JSON objects
   std::FILE* file_ = nullptr;  // rank 0 only
   int64_t written_ = 0;
   bool any_event_ = false;

@@ -14,9 +14,12 @@ Wire parse_wire(std::string_view name) {
 
 const char* wire_name(Wire wire) {
   switch (wire) {
-    case Wire::kFp32: return "fp32";
-    case Wire::kFp16: return "fp16";
-    case Wire::kBf16: return "bf16";
+    case Wire::kFp32:
+      return "fp32";
+    case Wire::kFp16:
+      return "fp16";
+    case Wire::kBf16:
+      return "bf16";
   }
   return "?";
 }

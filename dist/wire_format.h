@@ -24,6 +24,8 @@ const char* wire_name(Wire wire);
 inline size_t wire_bytes(Wire wire) { return wire == Wire::kFp32 ? 4 : 2; }
 
 RT_HD inline uint16_t to_wire(float f, Wire wire) { return wire == Wire::kBf16 ? float_to_bf16(f) : float_to_fp16(f); }
-RT_HD inline float from_wire(uint16_t h, Wire wire) { return wire == Wire::kBf16 ? bf16_to_float(h) : fp16_to_float(h); }
+RT_HD inline float from_wire(uint16_t h, Wire wire) {
+  return wire == Wire::kBf16 ? bf16_to_float(h) : fp16_to_float(h);
+}
 
 }  // namespace rt

@@ -80,7 +80,8 @@ World& World::init(int* argc, char*** argv) {
   check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   w.mpi_ = true;
   if (provided < MPI_THREAD_SERIALIZED) {
-    stderr_line(str_cat("ringtrain: this MPI provides thread level ", provided, ", ringtrain needs MPI_THREAD_SERIALIZED"));
+    stderr_line(
+        str_cat("ringtrain: this MPI provides thread level ", provided, ", ringtrain needs MPI_THREAD_SERIALIZED"));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -171,7 +172,8 @@ std::vector<std::string> World::allgather(const std::string& value) const {
                            offsets.data(), MPI_CHAR, comm_),
             "MPI_Allgatherv");
   std::vector<std::string> values;
-  for (size_t r = 0; r < counts.size(); ++r) values.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
+  for (size_t r = 0; r < counts.size(); ++r)
+    values.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
   return values;
 }
 

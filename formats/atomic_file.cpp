@@ -83,8 +83,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   // The rename itself is only durable once the folder entry is on disk.
   const std::string dir = parent_dir(path);
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  RT_CHECK(dir_fd.get() >= 0, "wrote ", path, " but cannot open its folder ", dir, " to fsync it: ",
-           errno_text(errno));
+  RT_CHECK(dir_fd.get() >= 0, "wrote ", path, " but cannot open its folder ", dir, " to fsync it: ", errno_text(errno));
   // EINVAL: the file system does not support syncing folders; nothing more can be done there.
   if (::fsync(dir_fd.get()) != 0 && errno != EINVAL) {
     RT_CHECK(false, "wrote ", path, " but fsync of its folder ", dir, " failed: ", errno_text(errno));

@@ -27,8 +27,7 @@ constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kB
 // An integer literal that fits int64 (nlohmann keeps non-negative ones as unsigned, larger ones
 // as unsigned too, and reads 2e3 as a float).
 bool is_int64(const Json& v) {
-  return v.is_number_integer() &&
-         (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+  return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
 }
 
 bool parse_dtype(std::string_view name, DType* out) {
@@ -74,8 +73,7 @@ std::string serialize(const StFile& file, const std::string& dest) {
     RT_CHECK(name != kMetadataKey, dest, ": \"", kMetadataKey, "\" is reserved and cannot name a tensor");
     RT_CHECK(names.insert(name).second, dest, ": tensor \"", name, "\" given twice");
     uint64_t need = 0;
-    RT_CHECK(byte_count(t.shape, t.dtype, &need), dest, ": tensor \"", name, "\": invalid shape ",
-             shape_text(t.shape));
+    RT_CHECK(byte_count(t.shape, t.dtype, &need), dest, ": tensor \"", name, "\": invalid shape ", shape_text(t.shape));
     RT_CHECK(need == t.bytes.size(), dest, ": tensor \"", name, "\": shape ", shape_text(t.shape), " of ",
              dtype_name(t.dtype), " needs ", need, " bytes but it holds ", t.bytes.size());
     header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + need}}};
@@ -104,7 +102,8 @@ struct Entry {
 // One "name": {"dtype", "shape", "data_offsets"} member, checked against the buffer size.
 Entry parse_entry(const std::string& src, const std::string& name, const Json& v, uint64_t buffer_size) {
   const std::string where = str_cat(src, ": tensor \"", name, "\"");
-  RT_CHECK(v.is_object(), where, ": header entry is ", to_json(v), ", expected an object with dtype, shape, data_offsets");
+  RT_CHECK(v.is_object(), where, ": header entry is ", to_json(v),
+           ", expected an object with dtype, shape, data_offsets");
   for (const auto& [key, unused] : v.items()) {
     RT_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, ": unknown field \"", key,
              "\" (expected dtype, shape, data_offsets)");
@@ -136,9 +135,9 @@ Entry parse_entry(const std::string& src, const std::string& name, const Json& v
 
   uint64_t need = 0;
   const bool fits = byte_count(e.tensor.shape, e.tensor.dtype, &need);
-  RT_CHECK(fits && need == e.end - e.begin, where, ": data_offsets [", e.begin, ", ", e.end, "] span ",
-           e.end - e.begin, " bytes but shape ", shape_text(e.tensor.shape), " of ", dtype_name(e.tensor.dtype),
-           " needs ", fits ? std::to_string(need) : std::string("more than 2^64"));
+  RT_CHECK(fits && need == e.end - e.begin, where, ": data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin,
+           " bytes but shape ", shape_text(e.tensor.shape), " of ", dtype_name(e.tensor.dtype), " needs ",
+           fits ? std::to_string(need) : std::string("more than 2^64"));
   RT_CHECK(e.end <= buffer_size, where, ": data_offsets [", e.begin, ", ", e.end, "] reach past the end of the ",
            buffer_size, "-byte data buffer (file truncated?)");
   return e;
@@ -148,26 +147,46 @@ Entry parse_entry(const std::string& src, const std::string& name, const Json& v
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::kF64: case DType::kI64: return 8;
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
-    case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI16:
+      return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool:
+      return 1;
   }
   RT_ASSERT(false);
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "F32";
-    case DType::kF64: return "F64";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kI64: return "I64";
-    case DType::kI32: return "I32";
-    case DType::kI16: return "I16";
-    case DType::kI8: return "I8";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kF32:
+      return "F32";
+    case DType::kF64:
+      return "F64";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   RT_ASSERT(false);
 }
@@ -232,14 +251,16 @@ StFile parse_safetensors(std::string_view bytes, const std::string& source_name)
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     RT_CHECK(e.begin >= pos, src, ": tensor \"", e.name, "\": data_offsets [", e.begin, ", ", e.end,
-             "] overlap tensor \"", previous ? previous->name : "", "\" [", previous ? previous->begin : 0, ", ", pos, "]");
+             "] overlap tensor \"", previous ? previous->name : "", "\" [", previous ? previous->begin : 0, ", ", pos,
+             "]");
     RT_CHECK(e.begin == pos, src, ": tensor \"", e.name, "\": data_offsets [", e.begin, ", ", e.end,
              "] leave a gap of ", e.begin - pos, " bytes after byte ", pos, " of the data buffer");
     pos = e.end;
     previous = &e;
   }
   RT_CHECK(pos == buffer.size(), src, ": the last ", buffer.size() - pos, " bytes of the ", buffer.size(),
-           "-byte data buffer belong to no tensor", previous ? str_cat(" (the last tensor, \"", previous->name, "\", ends at byte ", pos, ")") : std::string());
+           "-byte data buffer belong to no tensor",
+           previous ? str_cat(" (the last tensor, \"", previous->name, "\", ends at byte ", pos, ")") : std::string());
 
   file.tensors.reserve(entries.size());
   for (Entry& e : entries) {

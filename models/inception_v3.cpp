@@ -78,8 +78,8 @@ int max_pool(Graph& g, const std::string& name, int x) {
 int inception_a(Graph& g, const std::string& m, int x, int64_t in, int64_t pool_features) {
   const int b1 = chain(g, m, x, in, {{"branch1x1", 64, k1x1}});
   const int b5 = chain(g, m, x, in, {{"branch5x5_1", 48, k1x1}, {"branch5x5_2", 64, k5x5}});
-  const int b3 = chain(g, m, x, in,
-                       {{"branch3x3dbl_1", 64, k1x1}, {"branch3x3dbl_2", 96, k3x3}, {"branch3x3dbl_3", 96, k3x3}});
+  const int b3 =
+      chain(g, m, x, in, {{"branch3x3dbl_1", 64, k1x1}, {"branch3x3dbl_2", 96, k3x3}, {"branch3x3dbl_3", 96, k3x3}});
   const int bp = chain(g, m, avg_pool(g, m, x), in, {{"branch_pool", pool_features, k1x1}});
   return g.add(m + ".cat", Concat(), {b1, b5, b3, bp});
 }
@@ -87,8 +87,8 @@ int inception_a(Graph& g, const std::string& m, int x, int64_t in, int64_t pool_
 // 35x35 -> 17x17; 480 + in channels out.
 int inception_b(Graph& g, const std::string& m, int x, int64_t in) {
   const int b3 = chain(g, m, x, in, {{"branch3x3", 384, k3x3_s2}});
-  const int bd = chain(g, m, x, in,
-                       {{"branch3x3dbl_1", 64, k1x1}, {"branch3x3dbl_2", 96, k3x3}, {"branch3x3dbl_3", 96, k3x3_s2}});
+  const int bd =
+      chain(g, m, x, in, {{"branch3x3dbl_1", 64, k1x1}, {"branch3x3dbl_2", 96, k3x3}, {"branch3x3dbl_3", 96, k3x3_s2}});
   const int bp = max_pool(g, m + ".max_pool", x);
   return g.add(m + ".cat", Concat(), {b3, bd, bp});
 }

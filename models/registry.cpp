@@ -24,7 +24,10 @@ const std::vector<ModelEntry>& model_table() {
       {"vgg16_bn", "VGG-16 with batch norm", build_vgg16_bn},
       {"vgg19", "VGG-19 (torchvision, configuration E)", build_vgg19},
       {"vgg19_bn", "VGG-19 with batch norm", build_vgg19_bn},
-      {"inception_v3", "Inception-v3 (torchvision; aux head per model.aux_logits; inputs >= 75x75, >= 299x299 with aux)", build_inception_v3, {3, 299, 299}},
+      {"inception_v3",
+       "Inception-v3 (torchvision; aux head per model.aux_logits; inputs >= 75x75, >= 299x299 with aux)",
+       build_inception_v3,
+       {3, 299, 299}},
   };
   return table;
 }

@@ -33,7 +33,8 @@ int conv_bn(Graph& g, const std::string& block, int i, int x, int64_t c, int64_t
 
 }  // namespace
 
-int resnet_block(Graph& g, const std::string& name, int x, int64_t in, int64_t planes, int64_t stride, bool bottleneck) {
+int resnet_block(Graph& g, const std::string& name, int x, int64_t in, int64_t planes, int64_t stride,
+                 bool bottleneck) {
   const int64_t out = bottleneck ? planes * 4 : planes;
   int y = x;
   if (bottleneck) {

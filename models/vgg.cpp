@@ -22,15 +22,15 @@ constexpr int kPool = 0;  // "M" in torchvision's cfgs: 2x2 max pooling
 // torchvision's cfgs "A", "B", "D", "E".
 const std::vector<int> kVgg11{64, kPool, 128, kPool, 256, 256, kPool, 512, 512, kPool, 512, 512, kPool};
 const std::vector<int> kVgg13{64, 64, kPool, 128, 128, kPool, 256, 256, kPool, 512, 512, kPool, 512, 512, kPool};
-const std::vector<int> kVgg16{64,  64,  kPool, 128, 128, kPool, 256, 256, 256, kPool,
-                              512, 512, 512,   kPool, 512, 512, 512, kPool};
-const std::vector<int> kVgg19{64,  64,  kPool, 128, 128, kPool, 256, 256, 256, 256, kPool,
-                              512, 512, 512,   512, kPool, 512, 512, 512, 512, kPool};
+const std::vector<int> kVgg16{64,    64,  kPool, 128, 128,   kPool, 256, 256, 256,
+                              kPool, 512, 512,   512, kPool, 512,   512, 512, kPool};
+const std::vector<int> kVgg19{64,  64,  kPool, 128, 128,   kPool, 256, 256, 256, 256,  kPool,
+                              512, 512, 512,   512, kPool, 512,   512, 512, 512, kPool};
 
 std::unique_ptr<Graph> build_vgg(const ModelOptions& o, const std::vector<int>& cfg, bool batch_norm) {
   RT_CHECK(o.input_shape.size() == 3, "vgg expects (C, H, W) inputs, got ", shape_str(o.input_shape));
-  RT_CHECK(o.input_shape[1] >= 32 && o.input_shape[2] >= 32, "vgg needs inputs of at least 32x32 (five 2x2 poolings), got ",
-           shape_str(o.input_shape));
+  RT_CHECK(o.input_shape[1] >= 32 && o.input_shape[2] >= 32,
+           "vgg needs inputs of at least 32x32 (five 2x2 poolings), got ", shape_str(o.input_shape));
   auto g = std::make_unique<Graph>(o.input_shape);
   int x = g->input(), index = 0;
   int64_t channels = o.input_shape[0];

@@ -34,10 +34,14 @@ Precision parse_precision(std::string_view name) {
 
 const char* precision_name(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
   }
   return "?";
 }
@@ -52,9 +56,12 @@ CudnnGraphUse parse_cudnn_graph_use(std::string_view value) {
 
 const char* cudnn_graph_use_name(CudnnGraphUse use) {
   switch (use) {
-    case CudnnGraphUse::kNever: return "0";
-    case CudnnGraphUse::kWhereFaster: return "1";
-    case CudnnGraphUse::kAlways: return "always";
+    case CudnnGraphUse::kNever:
+      return "0";
+    case CudnnGraphUse::kWhereFaster:
+      return "1";
+    case CudnnGraphUse::kAlways:
+      return "always";
   }
   return "?";
 }
@@ -70,14 +77,22 @@ void set_cudnn_graph_use(CudnnGraphUse use) { cuda::set_conv_graph_use(use); }
 CudnnGraphUse cudnn_graph_use() { return cuda::conv_graph_use(); }
 #else
 bool cuda_built() { return false; }
-std::string cuda_report() { return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)"; }
+std::string cuda_report() {
+  return "not built (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
+}
 bool cuda_usable(std::string* why) {
   if (why) *why = kNotBuilt;
   return false;
 }
 void select_cuda_device(int) { RT_CHECK(false, kNotBuilt); }
-int visible_cuda_devices() { RT_CHECK(false, kNotBuilt); return 0; }
-std::string cuda_device_uuid() { RT_CHECK(false, kNotBuilt); return ""; }
+int visible_cuda_devices() {
+  RT_CHECK(false, kNotBuilt);
+  return 0;
+}
+std::string cuda_device_uuid() {
+  RT_CHECK(false, kNotBuilt);
+  return "";
+}
 void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
 void set_cudnn_graph_use(CudnnGraphUse) { RT_CHECK(false, kNotBuilt); }
 CudnnGraphUse cudnn_graph_use() { return CudnnGraphUse::kNever; }

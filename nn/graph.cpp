@@ -173,7 +173,8 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
     }
   }
   std::vector<int64_t> y_last(count);
-  for (size_t i = 1; i < count; ++i) y_last[i] = keep[i] ? end : std::max<int64_t>(static_cast<int64_t>(i), last_reader[i]);
+  for (size_t i = 1; i < count; ++i)
+    y_last[i] = keep[i] ? end : std::max<int64_t>(static_cast<int64_t>(i), last_reader[i]);
   std::vector<size_t> owner(count);  // the node whose buffer y lives in: itself, or what it overwrote
   for (size_t i = 1; i < count; ++i) {
     owner[i] = i;
@@ -231,9 +232,15 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
     Node& node = nodes_[requests[r].node];
     Tensor view(y_specs[requests[r].node], reinterpret_cast<float*>(base + plan.offsets[r]), nullptr);
     switch (requests[r].kind) {
-      case Kind::kY: node.y = view; break;
-      case Kind::kDy: node.dy = view; break;
-      case Kind::kDyExtra: node.dy_extra = view; break;
+      case Kind::kY:
+        node.y = view;
+        break;
+      case Kind::kDy:
+        node.dy = view;
+        break;
+      case Kind::kDyExtra:
+        node.dy_extra = view;
+        break;
     }
   }
   for (size_t i = 1; i < count; ++i)
@@ -253,9 +260,15 @@ void Graph::init_parameters(uint64_t seed) {
     host.resize(static_cast<size_t>(p.value.numel()));
     for (float& w : host) {
       switch (p.init.kind) {
-        case Init::Kind::kConstant: w = static_cast<float>(p.init.a); break;
-        case Init::Kind::kUniform: w = static_cast<float>((2.0 * rng.uniform() - 1.0) * p.init.a); break;
-        case Init::Kind::kNormal: w = static_cast<float>(rng.normal() * p.init.a); break;
+        case Init::Kind::kConstant:
+          w = static_cast<float>(p.init.a);
+          break;
+        case Init::Kind::kUniform:
+          w = static_cast<float>((2.0 * rng.uniform() - 1.0) * p.init.a);
+          break;
+        case Init::Kind::kNormal:
+          w = static_cast<float>(rng.normal() * p.init.a);
+          break;
       }
     }
     copy_bytes(p.value.data(), device_, host.data(), Device::kCpu, p.value.bytes());
@@ -389,8 +402,13 @@ std::vector<LayerRow> Graph::layer_table() const {
   std::vector<LayerRow> rows;
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    LayerRow row{n.name, std::string(n.layer->kind()), n.y.shape(), 0, n.layer->multiply_adds(),
-                 std::string(n.layer->algorithm()), n.layer->graph_api_directions()};
+    LayerRow row{n.name,
+                 std::string(n.layer->kind()),
+                 n.y.shape(),
+                 0,
+                 n.layer->multiply_adds(),
+                 std::string(n.layer->algorithm()),
+                 n.layer->graph_api_directions()};
     for (const ParamSpec& p : n.layer->param_specs()) row.params += numel(p.shape);
     rows.push_back(std::move(row));
   }

@@ -21,8 +21,8 @@ struct ParamRef {
   std::string name;  // torchvision-style: "layer1.0.conv1.weight"
   ParamRole role = ParamRole::kWeight;
   Init init;
-  Tensor value;       // plain view into the parameter arena
-  Tensor grad;        // plain view into the gradient arena, same offset
+  Tensor value;        // plain view into the parameter arena
+  Tensor grad;         // plain view into the gradient arena, same offset
   int64_t offset = 0;  // in floats from the arena start
 };
 
@@ -39,10 +39,10 @@ struct CounterRef {
 // One row of Graph::layer_table(): a layer node after plan().
 struct LayerRow {
   std::string name, kind;
-  Shape output;         // logical output shape at the planned batch
-  int64_t params = 0;   // parameters of this layer
-  int64_t macs = 0;     // forward multiply-adds per image (Layer::multiply_adds)
-  std::string algorithm;  // Layer::algorithm(): "direct" / "winograd" for convolutions
+  Shape output;                  // logical output shape at the planned batch
+  int64_t params = 0;            // parameters of this layer
+  int64_t macs = 0;              // forward multiply-adds per image (Layer::multiply_adds)
+  std::string algorithm;         // Layer::algorithm(): "direct" / "winograd" for convolutions
   int graph_api_directions = 0;  // Layer::graph_api_directions()
 };
 

@@ -4,10 +4,9 @@
 
 namespace rt {
 
-TensorSpec Layer::plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx,
-                       const PlanContext& context) {
-  RT_CHECK(arity() == 0 ? !x.empty() : x.size() == arity(), kind(), " takes ", arity() == 0 ? "one or more" : std::to_string(arity()),
-           " input(s), got ", x.size());
+TensorSpec Layer::plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx, const PlanContext& context) {
+  RT_CHECK(arity() == 0 ? !x.empty() : x.size() == arity(), kind(), " takes ",
+           arity() == 0 ? "one or more" : std::to_string(arity()), " input(s), got ", x.size());
   RT_ASSERT(params_.size() == param_specs().size() && buffers_.size() == buffer_specs().size());
   x_specs_ = x;
   context_ = context;

@@ -79,8 +79,7 @@ class Layer {
 
   // Plans ops for these input specs; need_dx[i] says whether input i wants a gradient.
   // Returns the output spec. Called once, after bind().
-  TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx,
-                  const PlanContext& context = {});
+  TensorSpec plan(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx, const PlanContext& context = {});
 
   // writes y: begin_forward(ctx), then forward_work(x, y, ctx).
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
@@ -93,8 +92,8 @@ class Layer {
   // plan (what host state it sets, such as dropout's training flag, is the same every step too).
   void forward_work(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx);
   // writes dx[i] where non-null, and this layer's parameter gradients.
-  void backward(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
-                const std::vector<Tensor*>& dx, const RunContext& ctx);
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext& ctx);
 
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
 
@@ -104,7 +103,7 @@ class Layer {
   virtual void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) = 0;
   virtual void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                              const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;
-  virtual size_t arity() const { return 1; }  // number of inputs; 0 = any number >= 1
+  virtual size_t arity() const { return 1; }                    // number of inputs; 0 = any number >= 1
   const PlanContext& plan_context() const { return context_; }  // valid inside plan_impl
 
   std::vector<Tensor> params_;   // in param_specs() order

@@ -14,8 +14,10 @@ using Buffer = std::vector<double>;
 
 std::string number(double v) {
   std::ostringstream os;
-  if (v == std::floor(v)) os << static_cast<int64_t>(v);
-  else os << v;
+  if (v == std::floor(v))
+    os << static_cast<int64_t>(v);
+  else
+    os << v;
   return os.str();
 }
 
@@ -73,13 +75,15 @@ std::string ring_demo(int P, int64_t N) {
       }
       sent[r] += c.count;
       os << "  rank " << r << " sends c" << step.send_chunk << " to rank " << to << ", which "
-         << (!theirs.reduce ? "copies it" : theirs.final_reduce ? "adds it and divides by " + std::to_string(P)
-                                                                 : std::string("adds it"))
+         << (!theirs.reduce        ? "copies it"
+             : theirs.final_reduce ? "adds it and divides by " + std::to_string(P)
+                                   : std::string("adds it"))
          << ": c" << step.send_chunk << " = " << values(dst, c) << "\n";
     }
     if (s == P - 2) {
       os << "  reduce-scatter done:";
-      for (int r = 0; r < P; ++r) os << (r ? "," : "") << " rank " << r << " holds the average of c" << owned_chunk(r, P);
+      for (int r = 0; r < P; ++r)
+        os << (r ? "," : "") << " rank " << r << " holds the average of c" << owned_chunk(r, P);
       os << "\n";
       print_ranks(os, ranks, N);
     }

@@ -140,8 +140,8 @@ ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s) {
 
 ComputeProfile profile_from_measurement(const Graph& graph, const StepProfile& measured, const std::string& source) {
   const std::vector<LayerRow> rows = graph.layer_table();
-  RT_CHECK(measured.layers.size() == rows.size(), source, " profiles ", measured.model, " with ", measured.layers.size(),
-           " layers; the config's model has ", rows.size());
+  RT_CHECK(measured.layers.size() == rows.size(), source, " profiles ", measured.model, " with ",
+           measured.layers.size(), " layers; the config's model has ", rows.size());
   std::vector<double> layer_s;
   for (size_t i = 0; i < rows.size(); ++i) {
     RT_CHECK(measured.layers[i].first == rows[i].name, source, ": layer ", i, " is ", measured.layers[i].first,
@@ -196,8 +196,8 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
     profile = profile_from_multiply_adds(*m.graph, static_cast<double>(f.batch_per_rank) / f.images_per_s);
   } else {
     const StepProfile measured = read_step_profile(profile_path);
-    RT_CHECK(measured.model == config.model.name, profile_path, " profiles ", measured.model, ", the config's model is ",
-             config.model.name);
+    RT_CHECK(measured.model == config.model.name, profile_path, " profiles ", measured.model,
+             ", the config's model is ", config.model.name);
     profile = profile_from_measurement(*m.graph, measured, profile_path);
     f.batch_per_rank = measured.batch_per_rank;
     f.images_per_s = static_cast<double>(measured.batch_per_rank) / measured.step_s();
@@ -210,8 +210,8 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
   out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank, one rank "
       << f.images_per_s << " img/s"
       << (!profile_path.empty() ? str_cat(" (measured per layer: ", profile_path, ")")
-          : f.estimate            ? std::string(" (an estimate, not a measurement)")
-                                  : std::string(""))
+          : f.estimate          ? std::string(" (an estimate, not a measurement)")
+                                : std::string(""))
       << "\n";
   std::snprintf(line, sizeof line,
                 "# cluster %s: %d ranks per host; inside a host %.0f Gbit/s, %.1f us; between hosts %.0f Gbit/s, "
@@ -234,8 +234,8 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
     const StepPrediction s = simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes);
     const double images = static_cast<double>(p * f.batch_per_rank) / s.step_s;
     std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f\n", p,
-                  (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3,
-                  s.comm_busy_s * 1e3, s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);
+                  (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3, s.comm_busy_s * 1e3,
+                  s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);
     out << line;
   }
   return out.str();

@@ -22,9 +22,7 @@ void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
 #define RT_NCCL(call) check_nccl((call), #call, __FILE__, __LINE__)
 
 // The ring's per-element work, the same RT_HD conversions as the CPU ring's (wire_format.h).
-__global__ void scale_kernel(float* x, int64_t n, float s) {
-  RT_FOR_EACH_ELEMENT(i, n) x[i] *= s;
-}
+__global__ void scale_kernel(float* x, int64_t n, float s) { RT_FOR_EACH_ELEMENT(i, n) x[i] *= s; }
 __global__ void add_kernel(float* dst, const float* src, int64_t n, float scale) {
   RT_FOR_EACH_ELEMENT(i, n) dst[i] = (dst[i] + src[i]) * scale;
 }
@@ -54,7 +52,9 @@ struct DeviceBuffer {
     bytes = wanted;
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
 };
 
 // Rank 0 makes NCCL's unique id; MPI hands it to the others; every rank then joins.
@@ -132,7 +132,8 @@ class DeviceCollective : public Collective {
     RT_CU(cudaStreamWaitEvent(compute_, joined_, 0));
   }
   void average_and_update(float*, int64_t, const ShardUpdate&, const WaitContext&) override {
-    RT_CHECK(false, "the sharded update (dist.sharded_update) runs on the CPU only; on the GPU, SGD follows the allreduce");
+    RT_CHECK(false,
+             "the sharded update (dist.sharded_update) runs on the CPU only; on the GPU, SGD follows the allreduce");
   }
 
  protected:
@@ -169,10 +170,12 @@ class DeviceCollective : public Collective {
     }
     const cudaEvent_t done = done_[b];
     RT_CU(cudaEventRecord(done, stream_));
-    watch_->watch([done, device = device_] {
-      cudaSetDevice(device);  // the watchdog's thread
-      return cudaEventQuery(done) != cudaErrorNotReady;
-    }, context, std::move(what), std::move(blame));
+    watch_->watch(
+        [done, device = device_] {
+          cudaSetDevice(device);  // the watchdog's thread
+          return cudaEventQuery(done) != cudaErrorNotReady;
+        },
+        context, std::move(what), std::move(blame));
   }
 
   int device_ = 0;
@@ -199,7 +202,8 @@ class DeviceRing final : public DeviceCollective {
   }
   ~DeviceRing() override { stop_watching(); }
   std::string describe() const override {
-    return "ringtrain's ring over " + x_->describe() + (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
+    return "ringtrain's ring over " + x_->describe() +
+           (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
   }
 
   void average(float* data, int64_t count, const WaitContext& context) override {
@@ -224,15 +228,18 @@ class DeviceRing final : public DeviceCollective {
       const auto out_n = static_cast<size_t>(out.count), in_n = static_cast<size_t>(in.count);
       if (st.reduce && !narrow) {
         x_->exchange(data + out.begin, 4 * out_n, next, incoming, 4 * in_n, prev, s);
-        add_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, incoming, in.count, st.final_reduce ? inv_world : 1.0f);
+        add_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, incoming, in.count,
+                                                  st.final_reduce ? inv_world : 1.0f);
       } else if (st.reduce) {
-        if (step == 0) narrow_kernel<<<grid(out.count), 256, 0, s>>>(data + out.begin, ws + out.begin, out.count, wire_);
+        if (step == 0)
+          narrow_kernel<<<grid(out.count), 256, 0, s>>>(data + out.begin, ws + out.begin, out.count, wire_);
         x_->exchange(ws + out.begin, eb * out_n, next, wr + in.begin, eb * in_n, prev, s);
         add_wire_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, wr + in.begin, in.count, wire_);
         // What the next step sends; after the last addition the owner keeps exactly what it sends,
         // so every rank ends with the same values.
         narrow_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, ws + in.begin, in.count, wire_);
-        if (st.final_reduce) widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire_);
+        if (st.final_reduce)
+          widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire_);
       } else if (!narrow) {
         x_->exchange(data + out.begin, 4 * out_n, next, data + in.begin, 4 * in_n, prev, s);
       } else {
@@ -242,8 +249,9 @@ class DeviceRing final : public DeviceCollective {
       }
       RT_CU_LAUNCHED();
     }
-    watch_bucket(context, str_cat("the ring's exchange over ", x_->describe(), ", receiving from rank ", prev,
-                                  " and sending to rank ", next),
+    watch_bucket(context,
+                 str_cat("the ring's exchange over ", x_->describe(), ", receiving from rank ", prev,
+                         " and sending to rank ", next),
                  str_cat(": rank ", prev, " or rank ", next, " is stuck, dead or running a different schedule"));
   }
 
@@ -280,7 +288,8 @@ class NcclAllreduce final : public DeviceCollective {
     wait_for_gradients(context);
     if (count == 0) return;
     RT_NCCL(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclAvg, comm_, stream_));
-    watch_bucket(context, "ncclAllReduce", ": a rank is stuck, dead or running a different schedule (NCCL does not say which)");
+    watch_bucket(context, "ncclAllReduce",
+                 ": a rank is stuck, dead or running a different schedule (NCCL does not say which)");
   }
 
  private:

@@ -21,8 +21,10 @@ std::string cuda_report() {
   os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnn / 10000 << "."
      << cudnn % 10000 / 100 << "." << cudnn % 100 << ", NCCL " << nccl / 10000 << "." << nccl % 10000 / 100 << "."
      << nccl % 100 << ", driver ";
-  if (driver == 0) os << "none";
-  else os << driver / 1000 << "." << driver % 1000 / 10;
+  if (driver == 0)
+    os << "none";
+  else
+    os << driver / 1000 << "." << driver % 1000 / 10;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -33,8 +35,8 @@ std::string cuda_report() {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) == cudaSuccess)
-      os << "\n    " << i << ": " << p.name << ", sm_" << p.major << p.minor << ", "
-         << p.totalGlobalMem / (1024 * 1024) << " MiB";
+      os << "\n    " << i << ": " << p.name << ", sm_" << p.major << p.minor << ", " << p.totalGlobalMem / (1024 * 1024)
+         << " MiB";
   }
   return os.str();
 }

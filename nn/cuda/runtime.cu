@@ -147,8 +147,8 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes) {
     size_t free_bytes = 0, total = 0;
     cudaGetLastError();
     cudaMemGetInfo(&free_bytes, &total);
-    RT_CHECK(false, "out of GPU memory allocating ", bytes, " bytes (", free_bytes >> 20, " MiB free of ",
-             total >> 20, " MiB): ", cudaGetErrorString(e));
+    RT_CHECK(false, "out of GPU memory allocating ", bytes, " bytes (", free_bytes >> 20, " MiB free of ", total >> 20,
+             " MiB): ", cudaGetErrorString(e));
   }
   RT_CU(cudaMemsetAsync(p, 0, rounded == 0 ? 256 : rounded, context().stream));
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
@@ -183,8 +183,10 @@ namespace {
 
 [[noreturn]] void fail_to_record(const std::string& why) {
   cudaGetLastError();  // the failure is said here, not again by the next launch's check
-  throw Error(str_cat("the training step's device work could not be recorded as a CUDA graph (train.cuda_graph; "
-                      "set it to false to issue each step's calls): ", why));
+  throw Error(
+      str_cat("the training step's device work could not be recorded as a CUDA graph (train.cuda_graph; "
+              "set it to false to issue each step's calls): ",
+              why));
 }
 
 }  // namespace

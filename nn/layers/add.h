@@ -23,8 +23,8 @@ class Add final : public Layer {
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
     op_->forward(*x[0], *x[1], y);
   }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     op_->backward(dy, dx[0], dx[1]);
   }
 

@@ -16,8 +16,8 @@ std::vector<BufferSpec> BatchNorm2d::buffer_specs() const {
 }
 
 TensorSpec BatchNorm2d::plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) {
-  RT_CHECK(x[0].shape.size() == 4 && x[0].shape[1] == channels_, "batch_norm2d(", channels_,
-           ") got input ", shape_str(x[0].shape));
+  RT_CHECK(x[0].shape.size() == 4 && x[0].shape[1] == channels_, "batch_norm2d(", channels_, ") got input ",
+           shape_str(x[0].shape));
   op_ = make_batch_norm(options_, x[0]);
   if (!need_dx[0]) dx_scratch_ = Tensor(x[0]);
   return x[0];

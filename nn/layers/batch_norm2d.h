@@ -17,7 +17,10 @@ class BatchNorm2d final : public Layer {
   std::vector<BufferSpec> buffer_specs() const override;
   std::vector<std::pair<std::string, int64_t*>> counters() override { return {{"num_batches_tracked", &batches_}}; }
   // torchvision's zero_init_residual: the last BN of a residual branch starts with weight 0.
-  BatchNorm2d& zero_init() { zero_init_ = true; return *this; }
+  BatchNorm2d& zero_init() {
+    zero_init_ = true;
+    return *this;
+  }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) override;

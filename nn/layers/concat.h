@@ -20,8 +20,8 @@ class Concat final : public Layer {
     return op_->y_spec();
   }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(x, y); }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     op_->backward(dy, dx);
   }
 

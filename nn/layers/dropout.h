@@ -25,8 +25,8 @@ class Dropout final : public Layer {
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     op_->forward(*x[0], y, ctx.training);
   }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
 

@@ -18,9 +18,11 @@ class Flatten final : public Layer {
     op_ = make_flatten(x[0]);
     return op_->y_spec();
   }
-  void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    op_->forward(*x[0], y);
+  }
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
 

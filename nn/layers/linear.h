@@ -13,10 +13,14 @@ namespace rt {
 
 class Linear final : public Layer {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true) : in_(in_features), out_(out_features), bias_(bias) {}
+  Linear(int64_t in_features, int64_t out_features, bool bias = true)
+      : in_(in_features), out_(out_features), bias_(bias) {}
   std::string_view kind() const override { return "linear"; }
   // torchvision VGG's nn.init.normal_(w, 0, std) with zero bias.
-  Linear& normal_init(double std) { normal_std_ = std; return *this; }
+  Linear& normal_init(double std) {
+    normal_std_ = std;
+    return *this;
+  }
   int64_t multiply_adds() const override { return in_ * out_; }  // per image
 
   std::vector<ParamSpec> param_specs() const override {

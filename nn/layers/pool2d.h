@@ -23,8 +23,8 @@ class Pool2d final : public Layer {
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     op_->forward(*x[0], y, ctx.training);
   }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
 
@@ -47,8 +47,8 @@ class AdaptiveAvgPool2d final : public Layer {
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     op_->forward(*x[0], y, ctx.training);
   }
-  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy,
-                     const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward_impl(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dy, const std::vector<Tensor*>& dx,
+                     const RunContext&) override {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
 

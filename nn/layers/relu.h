@@ -20,7 +20,9 @@ class Relu final : public Layer {
     op_ = make_relu(x[0]);
     return x[0];
   }
-  void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
+  void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    op_->forward(*x[0], y);
+  }
   void backward_impl(const std::vector<const Tensor*>&, const Tensor& y, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext&) override {
     if (dx[0]) op_->backward(y, dy, *dx[0]);

@@ -25,8 +25,8 @@ class BatchNormOp {
   virtual void forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                  const Tensor& running_mean, const Tensor& running_var) = 0;
   // writes dx, dgamma, dbeta; uses the statistics saved by the last forward_training.
-  virtual void backward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& dy,
-                                 Tensor& dx, Tensor& dgamma, Tensor& dbeta) = 0;
+  virtual void backward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& dy, Tensor& dx,
+                                 Tensor& dgamma, Tensor& dbeta) = 0;
   // writes dx, dgamma, dbeta for the inference forward (the statistics are constants).
   virtual void backward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& dy,
                                   Tensor& dx, Tensor& dgamma, Tensor& dbeta, const Tensor& running_mean,

@@ -13,7 +13,7 @@ class ConcatOp {
  public:
   virtual ~ConcatOp() = default;
   virtual const TensorSpec& y_spec() const = 0;
-  virtual void forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;   // writes y
+  virtual void forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;     // writes y
   virtual void backward(const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;  // writes each dx
 };
 

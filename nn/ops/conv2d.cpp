@@ -26,8 +26,8 @@ Shape Conv2dGeometry::output_shape(const Shape& x) const {
 void Conv2dGeometry::validate(const Shape& x) const {
   RT_CHECK(x.size() == 4, "conv2d expects an (N, C, H, W) input, got ", shape_str(x));
   RT_CHECK(x[1] == in_channels, "conv2d expects ", in_channels, " input channels, got ", shape_str(x));
-  RT_CHECK(groups >= 1 && in_channels % groups == 0 && out_channels % groups == 0,
-           "conv2d groups=", groups, " must divide in_channels=", in_channels, " and out_channels=", out_channels);
+  RT_CHECK(groups >= 1 && in_channels % groups == 0 && out_channels % groups == 0, "conv2d groups=", groups,
+           " must divide in_channels=", in_channels, " and out_channels=", out_channels);
   RT_CHECK(kernel_h >= 1 && kernel_w >= 1 && stride_h >= 1 && stride_w >= 1 && dilation_h >= 1 && dilation_w >= 1 &&
                pad_h >= 0 && pad_w >= 0,
            "conv2d kernel, stride and dilation must be >= 1 and padding >= 0");

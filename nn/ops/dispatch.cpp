@@ -36,9 +36,7 @@ std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, co
   return BACKEND(x.device, make_batch_norm)(options, x);
 }
 
-std::unique_ptr<ReluOp> make_relu(const TensorSpec& x) {
-  return BACKEND(x.device, make_relu)(x);
-}
+std::unique_ptr<ReluOp> make_relu(const TensorSpec& x) { return BACKEND(x.device, make_relu)(x); }
 
 std::unique_ptr<Pool2dOp> make_pool2d(const Pool2dGeometry& g, const TensorSpec& x) {
   g.validate(x.shape);
@@ -51,8 +49,8 @@ std::unique_ptr<Pool2dOp> make_adaptive_avg_pool2d(int64_t out_h, int64_t out_w,
   return BACKEND(x.device, make_adaptive_avg_pool2d)(out_h, out_w, x);
 }
 
-std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias,
-                                      bool need_dx, Device device) {
+std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
+                                      Device device) {
   RT_CHECK(batch >= 1 && in_features >= 1 && out_features >= 1, "linear needs positive sizes, got batch ", batch,
            ", in ", in_features, ", out ", out_features);
   return BACKEND(device, make_linear)(batch, in_features, out_features, bias, need_dx);
@@ -122,8 +120,8 @@ void check_targets(const int32_t* targets, int64_t N, int64_t K) {
 
 }  // namespace
 
-LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
-                                 Tensor* dlogits, double grad_scale) {
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing, Tensor* dlogits,
+                                 double grad_scale) {
   check_logits(logits.spec());
   check_loss_arguments(logits.spec(), label_smoothing, dlogits);
   check_targets(targets, logits.dim(0), logits.dim(1));
@@ -135,8 +133,7 @@ void SoftmaxCrossEntropyOp::set_targets(const int32_t* targets) {
   set_targets_impl(targets);
 }
 
-void SoftmaxCrossEntropyOp::compute(const Tensor& logits, double label_smoothing, Tensor* dlogits,
-                                    double grad_scale) {
+void SoftmaxCrossEntropyOp::compute(const Tensor& logits, double label_smoothing, Tensor* dlogits, double grad_scale) {
   RT_CHECK(logits.spec().same_as(logits_), "the loss was planned for logits ", logits_.describe(), ", got ",
            logits.spec().describe());
   check_loss_arguments(logits_, label_smoothing, dlogits);

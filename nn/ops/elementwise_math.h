@@ -66,8 +66,8 @@ using PoolAxis = BasicPoolAxis<int64_t>;
 // Softmax cross-entropy of one row of logits z[0..K) with target t, as the CPU op: writes the
 // row's loss, the number of logits strictly above the target's (0 means top-1), and, if dz is
 // non-null, the gradient of the mean loss times grad_scale (g = grad_scale / N).
-RT_HD inline void softmax_cross_entropy_row(const float* z, int64_t K, int32_t t, double smoothing, double g,
-                                            float* dz, double* loss, int64_t* above) {
+RT_HD inline void softmax_cross_entropy_row(const float* z, int64_t K, int32_t t, double smoothing, double g, float* dz,
+                                            double* loss, int64_t* above) {
   double zmax = z[0];
   for (int64_t k = 1; k < K; ++k) zmax = zmax > z[k] ? zmax : static_cast<double>(z[k]);
   double sum = 0, mean_z = 0;

@@ -11,12 +11,12 @@ class LinearOp {
  public:
   virtual ~LinearOp() = default;
   virtual void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) = 0;  // writes y
-  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;          // writes dx
+  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;           // writes dx
   // writes dw and db (db only with bias).
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) = 0;
 };
 
-std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias,
-                                      bool need_dx, Device device);
+std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
+                                      Device device);
 
 }  // namespace rt

@@ -10,7 +10,7 @@ namespace rt {
 class ReluOp {
  public:
   virtual ~ReluOp() = default;
-  virtual void forward(const Tensor& x, Tensor& y) = 0;                       // writes y
+  virtual void forward(const Tensor& x, Tensor& y) = 0;  // writes y
   // From the output y (y > 0 exactly where x > 0), so the forward may run in place.
   virtual void backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // writes dx
 };

@@ -16,8 +16,8 @@ struct LossResult {
 };
 
 // writes dlogits (if non-null) = d(mean loss)/d(logits) x grad_scale.
-LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
-                                 Tensor* dlogits, double grad_scale = 1.0);
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing, Tensor* dlogits,
+                                 double grad_scale = 1.0);
 
 // The same loss planned once for a training step, in three phases, so that the device work in the
 // middle can be recorded with the rest of the step and replayed (Note [Captured steps] in

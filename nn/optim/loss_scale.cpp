@@ -28,7 +28,8 @@ bool LossScaler::update(bool finite, int64_t step) {
   finite_in_a_row_ = 0;
   scale_ *= options_.backoff_factor;
   RT_CHECK(scale_ >= options_.smallest, "step ", step + 1, ": fp16 gradients were inf or NaN ", skipped_,
-           " time(s), and the loss scale fell to ", scale_, ": the weights or the loss are no longer finite, not "
+           " time(s), and the loss scale fell to ", scale_,
+           ": the weights or the loss are no longer finite, not "
            "merely overflowing; lower train.lr_per_256, or train in bf16");
   return false;
 }

@@ -12,11 +12,11 @@ namespace rt {
 struct LrSchedule {
   enum class Kind { kConstant, kStep, kCosine };
   Kind kind = Kind::kConstant;
-  double base = 0.1;                  // after warmup, before decay
+  double base = 0.1;  // after warmup, before decay
   int64_t warmup_steps = 0;
-  std::vector<int64_t> milestones;    // steps at which the rate is multiplied by factor
+  std::vector<int64_t> milestones;  // steps at which the rate is multiplied by factor
   double factor = 0.1;
-  double final_fraction = 0;          // cosine ends at base x this
+  double final_fraction = 0;  // cosine ends at base x this
   int64_t total_steps = 1;
 
   double at(int64_t step) const;

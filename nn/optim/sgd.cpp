@@ -8,7 +8,9 @@
 namespace rt {
 
 Sgd::Sgd(Graph& graph, SgdOptions options)
-    : graph_(graph), options_(options), momentum_(plain_spec({std::max<int64_t>(graph.arena_floats(), 1)}, graph.device())) {
+    : graph_(graph),
+      options_(options),
+      momentum_(plain_spec({std::max<int64_t>(graph.arena_floats(), 1)}, graph.device())) {
   RT_CHECK(options.momentum >= 0 && options.momentum < 1, "momentum must be in [0, 1), got ", options.momentum);
   RT_CHECK(options.weight_decay >= 0, "weight decay must be >= 0, got ", options.weight_decay);
   RT_CHECK(!options.nesterov || options.momentum > 0, "Nesterov momentum needs momentum > 0");

@@ -58,8 +58,8 @@ TEST(ParseCli, SubcommandsAndResume) {
 }
 
 TEST(ParseCli, PredictTakesEveryPathAfterImageUntilTheNextFlag) {
-  const char* argv[] = {"ringtrain", "predict", "--image", "a.png", "b c.jpg", "--config", "x.toml",
-                        "--weights", "w.safetensors", "--image", "d.bmp"};
+  const char* argv[] = {"ringtrain", "predict",   "--image",       "a.png",   "b c.jpg", "--config",
+                        "x.toml",    "--weights", "w.safetensors", "--image", "d.bmp"};
   const CliArgs a = parse_cli(11, argv);
   EXPECT_EQ(a.command, "predict");
   EXPECT_EQ(a.images, (std::vector<std::string>{"a.png", "b c.jpg", "d.bmp"}));
@@ -101,8 +101,9 @@ TEST(RingtrainBinary, NegativeBatchFromSetIsRejected) {
 }
 
 TEST(RingtrainBinary, UnknownModelListsTheValidOnes) {
-  const fs::path p = write_config("model.toml", "[model]\nname = \"resnet9000\"\n[checkpoint]\ndir = \"" +
-                                                    (fs::temp_directory_path() / "ringtrain_cli_model").string() + "\"\n");
+  const fs::path p =
+      write_config("model.toml", "[model]\nname = \"resnet9000\"\n[checkpoint]\ndir = \"" +
+                                     (fs::temp_directory_path() / "ringtrain_cli_model").string() + "\"\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(fs::temp_directory_path() / "ringtrain_cli_model");
@@ -112,8 +113,9 @@ TEST(RingtrainBinary, UnknownModelListsTheValidOnes) {
 }
 
 TEST(RingtrainBinary, MissingDataFolderNamesTheFile) {
-  const fs::path p = write_config("data.toml", "[data]\ndir = \"/nonexistent-data\"\n[checkpoint]\ndir = \"" +
-                                                   (fs::temp_directory_path() / "ringtrain_cli_data").string() + "\"\n");
+  const fs::path p =
+      write_config("data.toml", "[data]\ndir = \"/nonexistent-data\"\n[checkpoint]\ndir = \"" +
+                                    (fs::temp_directory_path() / "ringtrain_cli_data").string() + "\"\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(fs::temp_directory_path() / "ringtrain_cli_data");
@@ -127,8 +129,10 @@ TEST(RingtrainBinary, CudaWithoutAUsableGpuFailsAtStartInTheDriversWords) {
   std::string why;
   if (cuda_usable(&why)) GTEST_SKIP() << "a GPU is usable here";
   const fs::path runs = fs::temp_directory_path() / "ringtrain_cli_cuda";
-  const fs::path p = write_config("cuda.toml", "[model]\nname = \"lenet\"\n[data]\ndir = \"/nonexistent-data\"\n"
-                                               "[train]\ndevice = \"cuda\"\n[checkpoint]\ndir = \"" + runs.string() + "\"\n");
+  const fs::path p = write_config("cuda.toml",
+                                  "[model]\nname = \"lenet\"\n[data]\ndir = \"/nonexistent-data\"\n"
+                                  "[train]\ndevice = \"cuda\"\n[checkpoint]\ndir = \"" +
+                                      runs.string() + "\"\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(runs);
@@ -168,9 +172,10 @@ TEST(RingtrainBinary, CudaGraphOnTheCpuIsRefused) {
 TEST(RingtrainBinary, BenchProfileFeedsSimulate) {
   const fs::path dir = fs::temp_directory_path() / "ringtrain_cli_profile";
   fs::create_directories(dir);
-  const fs::path config = write_config("profile.toml", "[model]\nname = \"lenet\"\n[data]\nsource = \"synthetic\"\n"
-                                                       "[train]\nbatch_per_rank = 4\nthreads = 1\n"
-                                                       "[bench]\nwarmup_steps = 1\nwindows = 2\nsteps_per_window = 2\n");
+  const fs::path config = write_config("profile.toml",
+                                       "[model]\nname = \"lenet\"\n[data]\nsource = \"synthetic\"\n"
+                                       "[train]\nbatch_per_rank = 4\nthreads = 1\n"
+                                       "[bench]\nwarmup_steps = 1\nwindows = 2\nsteps_per_window = 2\n");
   const fs::path profile = dir / "lenet.profile", cluster = dir / "cluster.toml";
   const ProcessResult bench = ringtrain("bench --config " + config.string() + " --profile " + profile.string());
   ASSERT_EQ(bench.status, 0) << bench.output;

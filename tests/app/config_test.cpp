@@ -34,8 +34,7 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 struct TempFile {
   explicit TempFile(const std::string& text)
       : path((std::filesystem::temp_directory_path() /
-              ("rt_config_test_" +
-               std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+              ("rt_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
                  .string()) {
     std::ofstream(path) << text;
@@ -51,8 +50,7 @@ TEST(ConfigLoad, MissingFileNamesPathAndReason) {
     load_config("/nonexistent/dir/run.toml");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "cannot read config '/nonexistent/dir/run.toml': No such file or directory");
+    EXPECT_STREQ(e.what(), "cannot read config '/nonexistent/dir/run.toml': No such file or directory");
   }
 }
 
@@ -79,8 +77,7 @@ TEST(ConfigLoad, FileErrorsNameTheFilePath) {
     load_config(file.path);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              file.path + ":3: 'train.epochs' expects an integer, got a string");
+    EXPECT_EQ(std::string(e.what()), file.path + ":3: 'train.epochs' expects an integer, got a string");
   }
 }
 
@@ -136,15 +133,13 @@ TEST(ConfigLoad, UnknownKeySuggestsTheNearOne) {
 
 TEST(ConfigLoad, UnknownKeySuggestsAKeyThatContainsIt) {
   EXPECT_CONTAINS(error_of("[model]\nclasses = 3\n"), "(did you mean 'model.num_classes'?)");
-  EXPECT_CONTAINS(error_of("[train]\nbatch = 3\n"),
-                  "(did you mean 'train.batch_per_rank' or 'eval.batch'?)");
+  EXPECT_CONTAINS(error_of("[train]\nbatch = 3\n"), "(did you mean 'train.batch_per_rank' or 'eval.batch'?)");
 }
 
 TEST(ConfigLoad, KeyInTheWrongTableSuggestsTheRightTable) {
   EXPECT_EQ(error_of("[train]\ndir = \"x\"\n"),
             "run.toml:2: unknown key 'train.dir' (did you mean 'data.dir' or 'checkpoint.dir'?)");
-  EXPECT_CONTAINS(error_of("[eval]\nepochs = 3\n"),
-                  "(did you mean 'eval.every_epochs' or 'train.epochs'?)");
+  EXPECT_CONTAINS(error_of("[eval]\nepochs = 3\n"), "(did you mean 'eval.every_epochs' or 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, UnknownKeyWithNothingNearListsTheTableKeys) {
@@ -153,25 +148,21 @@ TEST(ConfigLoad, UnknownKeyWithNothingNearListsTheTableKeys) {
 }
 
 TEST(ConfigLoad, UnknownTableSuggestsTheNearOne) {
-  EXPECT_EQ(error_of("[trian]\nepochs = 3\n"),
-            "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
+  EXPECT_EQ(error_of("[trian]\nepochs = 3\n"), "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
   EXPECT_CONTAINS(error_of("[optimizer]\nlr = 3\n"),
                   "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, bench, eval, log, "
                   "checkpoint)");
 }
 
 TEST(ConfigLoad, KeyOutsideAnyTableIsAnError) {
-  EXPECT_EQ(
-      error_of("epochs = 3\n[train]\nseed = 2\n"),
-      "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
-      "train, schedule, dist, bench, eval, log, checkpoint (did you mean 'train.epochs'?)");
+  EXPECT_EQ(error_of("epochs = 3\n[train]\nseed = 2\n"),
+            "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
+            "train, schedule, dist, bench, eval, log, checkpoint (did you mean 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, TableNameHoldingAPlainValueIsAnError) {
-  EXPECT_EQ(error_of("train = 5\n"),
-            "run.toml:1: 'train' must be a table ([train]), got an integer");
-  EXPECT_CONTAINS(error_of("[[train]]\nepochs = 5\n"),
-                  "'train' must be a table ([train]), got an array");
+  EXPECT_EQ(error_of("train = 5\n"), "run.toml:1: 'train' must be a table ([train]), got an integer");
+  EXPECT_CONTAINS(error_of("[[train]]\nepochs = 5\n"), "'train' must be a table ([train]), got an array");
 }
 
 TEST(ConfigLoad, NestedTableInsideATableIsAnUnknownKey) {
@@ -181,24 +172,19 @@ TEST(ConfigLoad, NestedTableInsideATableIsAnUnknownKey) {
 // ---- Types ----
 
 TEST(ConfigLoad, WrongTypeNamesExpectedAndActual) {
-  EXPECT_EQ(error_of("[train]\nepochs = \"5\"\n"),
-            "run.toml:2: 'train.epochs' expects an integer, got a string");
-  EXPECT_EQ(error_of("[train]\nnesterov = 1\n"),
-            "run.toml:2: 'train.nesterov' expects a boolean, got an integer");
-  EXPECT_EQ(error_of("[model]\nname = 3\n"),
-            "run.toml:2: 'model.name' expects a string, got an integer");
+  EXPECT_EQ(error_of("[train]\nepochs = \"5\"\n"), "run.toml:2: 'train.epochs' expects an integer, got a string");
+  EXPECT_EQ(error_of("[train]\nnesterov = 1\n"), "run.toml:2: 'train.nesterov' expects a boolean, got an integer");
+  EXPECT_EQ(error_of("[model]\nname = 3\n"), "run.toml:2: 'model.name' expects a string, got an integer");
   EXPECT_EQ(error_of("[train]\nlr_per_256 = \"0.1\"\n"),
             "run.toml:2: 'train.lr_per_256' expects a number, got a string");
 }
 
 TEST(ConfigLoad, FloatIsRejectedWhereAnIntegerIsExpected) {
-  EXPECT_EQ(error_of("[train]\nepochs = 5.0\n"),
-            "run.toml:2: 'train.epochs' expects an integer, got a float");
+  EXPECT_EQ(error_of("[train]\nepochs = 5.0\n"), "run.toml:2: 'train.epochs' expects an integer, got a float");
 }
 
 TEST(ConfigLoad, ArrayKeysRejectScalarsAndNonNumbers) {
-  EXPECT_EQ(error_of("[data]\nmean = 0.5\n"),
-            "run.toml:2: 'data.mean' expects an array of numbers, got a float");
+  EXPECT_EQ(error_of("[data]\nmean = 0.5\n"), "run.toml:2: 'data.mean' expects an array of numbers, got a float");
   EXPECT_EQ(error_of("[schedule]\nmilestones = [10, \"20\"]\n"),
             "run.toml:2: 'schedule.milestones' expects an array of numbers, got an array holding a "
             "string "
@@ -215,8 +201,7 @@ TEST(ConfigLoad, OutOfRangeNamesValueAndBound) {
 TEST(ConfigLoad, NegativeOrZeroLearningRateIsRejected) {
   EXPECT_EQ(error_of("[train]\nlr_per_256 = -0.1\n"),
             "run.toml:2: 'train.lr_per_256' = -0.1 is out of range: expected > 0");
-  EXPECT_CONTAINS(error_of("[train]\nlr_per_256 = 0\n"),
-                  "'train.lr_per_256' = 0.0 is out of range: expected > 0");
+  EXPECT_CONTAINS(error_of("[train]\nlr_per_256 = 0\n"), "'train.lr_per_256' = 0.0 is out of range: expected > 0");
 }
 
 TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
@@ -229,27 +214,21 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[model]\ndropout = -0.1", "'model.dropout' = -0.1 is out of range: expected in [0, 1)"},
       {"[train]\nepochs = 0", "'train.epochs' = 0 is out of range: expected >= 1"},
       {"[train]\nmomentum = 1", "'train.momentum' = 1.0 is out of range: expected in [0, 1)"},
-      {"[train]\nweight_decay = -1e-4",
-       "'train.weight_decay' = -0.0001 is out of range: expected >= 0"},
-      {"[train]\nlabel_smoothing = 1",
-       "'train.label_smoothing' = 1.0 is out of range: expected in [0, 1)"},
+      {"[train]\nweight_decay = -1e-4", "'train.weight_decay' = -0.0001 is out of range: expected >= 0"},
+      {"[train]\nlabel_smoothing = 1", "'train.label_smoothing' = 1.0 is out of range: expected in [0, 1)"},
       {"[train]\nseed = -1", "'train.seed' = -1 is out of range: expected >= 0"},
       {"[train]\nthreads = -1", "'train.threads' = -1 is out of range: expected >= 0"},
-      {"[schedule]\nwarmup_epochs = -1",
-       "'schedule.warmup_epochs' = -1.0 is out of range: expected >= 0"},
+      {"[schedule]\nwarmup_epochs = -1", "'schedule.warmup_epochs' = -1.0 is out of range: expected >= 0"},
       {"[schedule]\nfactor = 0", "'schedule.factor' = 0.0 is out of range: expected in (0, 1]"},
       {"[schedule]\nfactor = 1.5", "'schedule.factor' = 1.5 is out of range: expected in (0, 1]"},
-      {"[schedule]\nfinal_fraction = 1.01",
-       "'schedule.final_fraction' = 1.01 is out of range: expected in [0, 1]"},
+      {"[schedule]\nfinal_fraction = 1.01", "'schedule.final_fraction' = 1.01 is out of range: expected in [0, 1]"},
       {"[eval]\nbatch = 0", "'eval.batch' = 0 is out of range: expected >= 1"},
       {"[eval]\nevery_epochs = 0", "'eval.every_epochs' = 0 is out of range: expected >= 1"},
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
-      {"[checkpoint]\nevery_epochs = 0",
-       "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
+      {"[checkpoint]\nevery_epochs = 0", "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
       {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic"},
       {"[data]\ntail = \"keep\"", "'data.tail' = \"keep\" is not one of: drop, pad"},
-      {"[log]\nprogress = \"fancy\"",
-       "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
+      {"[log]\nprogress = \"fancy\"", "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
       {"[train]\ndevice = \"gpu\"", "'train.device' = \"gpu\" is not one of: cpu, cuda"},
       {"[model]\nname = \"\"", "'model.name' must not be empty"},
       {"[checkpoint]\ndir = \"\"", "'checkpoint.dir' must not be empty"},
@@ -276,16 +255,13 @@ TEST(ConfigLoad, BadChoiceListsTheChoicesAndSuggestsTheNearOne) {
 }
 
 TEST(ConfigLoad, NonFiniteNumbersAreRejected) {
-  EXPECT_EQ(error_of("[train]\nlr_per_256 = inf\n"),
-            "run.toml:2: 'train.lr_per_256' = inf is not a finite number");
-  EXPECT_EQ(error_of("[data]\nmean = [nan]\n"),
-            "run.toml:2: 'data.mean[0]' = nan is not a finite number");
+  EXPECT_EQ(error_of("[train]\nlr_per_256 = inf\n"), "run.toml:2: 'train.lr_per_256' = inf is not a finite number");
+  EXPECT_EQ(error_of("[data]\nmean = [nan]\n"), "run.toml:2: 'data.mean[0]' = nan is not a finite number");
 }
 
 TEST(ConfigLoad, MeanAndStdMustHaveTheSameLength) {
-  EXPECT_EQ(
-      error_of("[data]\nmean = [0.5, 0.5, 0.5]\n"),
-      "run.toml:2: 'data.mean' has 3 values but 'data.std' has 1: give one of each per channel");
+  EXPECT_EQ(error_of("[data]\nmean = [0.5, 0.5, 0.5]\n"),
+            "run.toml:2: 'data.mean' has 3 values but 'data.std' has 1: give one of each per channel");
   EXPECT_EQ(error_of("[data]\nmean = []\nstd = []\n"),
             "run.toml:2: 'data.mean' must hold at least one value\n"
             "run.toml:3: 'data.std' must hold at least one value");
@@ -325,10 +301,9 @@ TEST(ConfigOverride, LaterOverrideWinsOverEarlier) {
 }
 
 TEST(ConfigOverride, ValuesParseAsToml) {
-  Config c =
-      parse_config("", "run.toml",
-                   {"data.mean=[0.5, 0.4]", "data.std=[1, 2]", "train.nesterov=true",
-                    "train.lr_per_256=1e-3", "model.name=\"vgg11\"", "schedule.warmup_epochs=2"});
+  Config c = parse_config("", "run.toml",
+                          {"data.mean=[0.5, 0.4]", "data.std=[1, 2]", "train.nesterov=true", "train.lr_per_256=1e-3",
+                           "model.name=\"vgg11\"", "schedule.warmup_epochs=2"});
   EXPECT_EQ(c.data.mean, (std::vector<double>{0.5, 0.4}));
   EXPECT_EQ(c.data.std, (std::vector<double>{1.0, 2.0}));
   EXPECT_TRUE(c.train.nesterov);
@@ -338,8 +313,7 @@ TEST(ConfigOverride, ValuesParseAsToml) {
 }
 
 TEST(ConfigOverride, BareWordIsTakenAsAString) {
-  Config c = parse_config("", "run.toml",
-                          {"model.name=resnet8", "checkpoint.dir=runs/r1-b", "train.device=cuda"});
+  Config c = parse_config("", "run.toml", {"model.name=resnet8", "checkpoint.dir=runs/r1-b", "train.device=cuda"});
   EXPECT_EQ(c.model.name, "resnet8");
   EXPECT_EQ(c.checkpoint.dir, "runs/r1-b");
   EXPECT_EQ(c.train.device, "cuda");
@@ -348,9 +322,8 @@ TEST(ConfigOverride, BareWordIsTakenAsAString) {
 TEST(ConfigOverride, ErrorsNameTheOverrideNotTheFile) {
   EXPECT_EQ(error_of("", {"train.epochs=many"}),
             "--set train.epochs=many: 'train.epochs' expects an integer, got a string");
-  EXPECT_EQ(
-      error_of("", {"train.batch_per_rank=-4"}),
-      "--set train.batch_per_rank=-4: 'train.batch_per_rank' = -4 is out of range: expected >= 1");
+  EXPECT_EQ(error_of("", {"train.batch_per_rank=-4"}),
+            "--set train.batch_per_rank=-4: 'train.batch_per_rank' = -4 is out of range: expected >= 1");
 }
 
 TEST(ConfigOverride, FinalValueIsTheOneValidated) {
@@ -370,8 +343,7 @@ TEST(ConfigOverride, UnknownKeySuggestsTheNearOne) {
 }
 
 TEST(ConfigOverride, MissingEqualsIsAnError) {
-  EXPECT_EQ(error_of("", {"train.epochs"}),
-            "--set train.epochs: expected table.key=value, found no '='");
+  EXPECT_EQ(error_of("", {"train.epochs"}), "--set train.epochs: expected table.key=value, found no '='");
 }
 
 TEST(ConfigOverride, MissingTableIsAnError) {
@@ -386,8 +358,7 @@ TEST(ConfigOverride, EmptyValueIsAnError) {
 }
 
 TEST(ConfigOverride, UnparsableValueThatIsNotAWordIsAnError) {
-  EXPECT_CONTAINS(error_of("", {"data.mean=[0.5,"}),
-                  "--set data.mean=[0.5,: cannot read '[0.5,' as a TOML value: ");
+  EXPECT_CONTAINS(error_of("", {"data.mean=[0.5,"}), "--set data.mean=[0.5,: cannot read '[0.5,' as a TOML value: ");
   EXPECT_CONTAINS(error_of("", {"model.name=\"a\"\nx = 1"}), "is not a single TOML value");
 }
 
@@ -396,9 +367,8 @@ TEST(ConfigOverride, UnparsableValueThatIsNotAWordIsAnError) {
 Config every_key_changed() {
   Config c;
   c.model = {"resnet8", 100, 0.25, false};
-  c.data = {
-      "synthetic", 96, "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3}, {0.3, 1e-7, 2.5},
-      "pad"};
+  c.data = {"synthetic",      96,   "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3},
+            {0.3, 1e-7, 2.5}, "pad"};
   c.data.train_folder = "tr";
   c.data.val_folder = "va";
   c.data.channels = 1;
@@ -444,8 +414,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
 }
 
 TEST(ConfigToToml, AwkwardDoublesRoundTripExactly) {
-  for (double v :
-       {0.1 + 0.2, 1.0 / 3, 5e-324, 1e-300, 1.7976931348623157e308, 123456789.0, 1e22, 0.5}) {
+  for (double v : {0.1 + 0.2, 1.0 / 3, 5e-324, 1e-300, 1.7976931348623157e308, 123456789.0, 1e22, 0.5}) {
     Config c;
     c.data.mean = {v};
     EXPECT_EQ(parse_config(to_toml(c), "printed.toml").data.mean[0], v) << to_toml(c);
@@ -473,8 +442,7 @@ TEST(ConfigToToml, EveryKeyAppearsInSchemaOrderWithItsDoc) {
     }
     // (std::string("\n").append(...) rather than "\n" + ...: GCC 12 warns falsely on the latter.)
     size_t line = text.find(std::string("\n").append(spec.key).append(" = "), at);
-    ASSERT_NE(line, std::string::npos)
-        << spec.table << "." << spec.key << " missing or out of order";
+    ASSERT_NE(line, std::string::npos) << spec.table << "." << spec.key << " missing or out of order";
     std::string whole = text.substr(line + 1, text.find('\n', line + 1) - line - 1);
     EXPECT_CONTAINS(whole, "# " + std::string(spec.doc));
     at = line;

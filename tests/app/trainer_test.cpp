@@ -55,7 +55,10 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   ASSERT_EQ(first.step_losses.size(), 20u);
   // The crash: the next checkpoint's temporary file is left half-written.
   const fs::path ckpt = fs::path(split.checkpoint.dir) / kCheckpointFile;
-  const std::string before = [&] { std::ifstream f(ckpt, std::ios::binary); return std::string(std::istreambuf_iterator<char>(f), {}); }();
+  const std::string before = [&] {
+    std::ifstream f(ckpt, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }();
   { std::ofstream(ckpt.string() + ".tmp") << "half a checkpoint"; }
   EXPECT_EQ(read_safetensors(ckpt.string()).meta("epochs_done"), "1");
 

@@ -50,7 +50,10 @@ void print_lines_in_pieces(int writer) {
 }
 
 void print_an_unterminated_line(int writer) {
-  if (writer == 0) std::cout << "no newline" << ", " << "yet it leaves at exit";
+  if (writer == 0)
+    std::cout << "no newline"
+              << ", "
+              << "yet it leaves at exit";
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ Pass one_pass(BatchSource& source, int64_t epoch, const std::vector<int64_t>& in
   p.images.resize(indices.size() * static_cast<size_t>(c * h * w));
   p.labels.resize(indices.size());
   for (size_t b = 0; b < indices.size() / static_cast<size_t>(batch); ++b)
-    source.next(p.images.data() + b * static_cast<size_t>(batch * c * h * w), p.labels.data() + b * static_cast<size_t>(batch));
+    source.next(p.images.data() + b * static_cast<size_t>(batch * c * h * w),
+                p.labels.data() + b * static_cast<size_t>(batch));
   return p;
 }
 
@@ -103,8 +104,10 @@ std::set<std::string> add_bad_files(const fs::path& root) {
   };
   add("a_empty.jpg", "");
   add("b_text.png", "not an image, just text\n");
-  std::ifstream png(root / "class0" / "img0.png", std::ios::binary), jpg(root / "class0" / "img1.jpg", std::ios::binary);
-  const std::string png_bytes((std::istreambuf_iterator<char>(png)), {}), jpg_bytes((std::istreambuf_iterator<char>(jpg)), {});
+  std::ifstream png(root / "class0" / "img0.png", std::ios::binary),
+      jpg(root / "class0" / "img1.jpg", std::ios::binary);
+  const std::string png_bytes((std::istreambuf_iterator<char>(png)), {}),
+      jpg_bytes((std::istreambuf_iterator<char>(jpg)), {});
   add("c_truncated.png", png_bytes.substr(0, png_bytes.size() / 2));
   add("d_truncated.jpg", jpg_bytes.substr(0, 40));
   std::string noise(3000, '\0');
@@ -154,8 +157,9 @@ TEST(FolderBatches, UnreadableFilesAreSkippedNamedOnceAndCounted) {
     ADD_FAILURE() << "data.on_bad_file = \"error\" went past a bad file";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_TRUE(std::any_of(bad.begin(), bad.end(), [&](const std::string& p) { return m.find(p) != std::string::npos; }))
-        << m;
+    EXPECT_TRUE(std::any_of(bad.begin(), bad.end(), [&](const std::string& p) {
+      return m.find(p) != std::string::npos;
+    })) << m;
   }
   fs::remove_all(root);
 }

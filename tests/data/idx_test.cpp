@@ -28,12 +28,11 @@ const std::string kTrainLabels = kFashionDir + "train-labels-idx1-ubyte.gz";
 const std::string kTestImages = kFashionDir + "t10k-images-idx3-ubyte.gz";
 const std::string kTestLabels = kFashionDir + "t10k-labels-idx1-ubyte.gz";
 
-#define SKIP_WITHOUT_FASHION_MNIST()                                                        \
-  do {                                                                                      \
-    if (!fs::exists(kTrainImages) || !fs::exists(kTrainLabels) || !fs::exists(kTestImages) || \
-        !fs::exists(kTestLabels))                                                           \
-      GTEST_SKIP() << "Fashion-MNIST not found under " << kFashionDir                       \
-                   << " (Debian package dataset-fashion-mnist)";                            \
+#define SKIP_WITHOUT_FASHION_MNIST()                                                                                \
+  do {                                                                                                              \
+    if (!fs::exists(kTrainImages) || !fs::exists(kTrainLabels) || !fs::exists(kTestImages) ||                       \
+        !fs::exists(kTestLabels))                                                                                   \
+      GTEST_SKIP() << "Fashion-MNIST not found under " << kFashionDir << " (Debian package dataset-fashion-mnist)"; \
   } while (0)
 
 using Bytes = std::vector<uint8_t>;
@@ -78,10 +77,9 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
 // Raw IDX 00 00 08 03 | 2 | 2 | 3 | bytes 0..11, gzip'd by
 //   python3 -c "import gzip; print(list(gzip.compress(bytes([0,0,8,3, 0,0,0,2, 0,0,0,2, 0,0,0,3])
 //               + bytes(range(12)), mtime=0)))"
-const Bytes kSmallIdxGzip = {
-    0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x63, 0x60, 0xe0, 0x60,
-    0x66, 0x60, 0x60, 0x60, 0x82, 0x62, 0x66, 0x06, 0x46, 0x26, 0x66, 0x16, 0x56, 0x36,
-    0x76, 0x0e, 0x4e, 0x2e, 0x6e, 0x00, 0x78, 0x1e, 0x23, 0x84, 0x1c, 0x00, 0x00, 0x00};
+const Bytes kSmallIdxGzip = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x63, 0x60, 0xe0, 0x60,
+                             0x66, 0x60, 0x60, 0x60, 0x82, 0x62, 0x66, 0x06, 0x46, 0x26, 0x66, 0x16, 0x56, 0x36,
+                             0x76, 0x0e, 0x4e, 0x2e, 0x6e, 0x00, 0x78, 0x1e, 0x23, 0x84, 0x1c, 0x00, 0x00, 0x00};
 
 Bytes iota_bytes(size_t n) {
   Bytes b(n);
@@ -112,8 +110,7 @@ TEST(ReadIdx, FashionMnistBytesMatchPythonGzipDecode) {
   // Values from python3 gzip.open(...).read(): labels [8:18], image bytes [16:16+784] summed,
   // row 14 of image 0 (bytes 16+14*28 .. +28), and the test-set image 0 sum.
   const IdxArray labels = read_idx(kTrainLabels);
-  EXPECT_EQ(Bytes(labels.data.begin(), labels.data.begin() + 10),
-            (Bytes{9, 0, 0, 3, 0, 2, 7, 2, 5, 5}));
+  EXPECT_EQ(Bytes(labels.data.begin(), labels.data.begin() + 10), (Bytes{9, 0, 0, 3, 0, 2, 7, 2, 5, 5}));
   const IdxArray images = read_idx(kTrainImages);
   EXPECT_EQ(std::accumulate(images.data.begin(), images.data.begin() + 784, int64_t{0}), 76247);
   EXPECT_EQ(std::accumulate(images.data.end() - 784, images.data.end(), int64_t{0}), 16684);
@@ -121,8 +118,7 @@ TEST(ReadIdx, FashionMnistBytesMatchPythonGzipDecode) {
   EXPECT_EQ(row14, (Bytes{0,   0,   1,   4,   6,   7,   2,   0,   0,   0,   0,   0,   237, 226,
                           217, 223, 222, 219, 222, 221, 216, 223, 229, 215, 218, 255, 77,  0}));
   const IdxArray test_images = read_idx(kTestImages);
-  EXPECT_EQ(std::accumulate(test_images.data.begin(), test_images.data.begin() + 784, int64_t{0}),
-            33456);
+  EXPECT_EQ(std::accumulate(test_images.data.begin(), test_images.data.begin() + 784, int64_t{0}), 33456);
 }
 
 TEST(LoadIdxDataset, FashionMnistTrainHasTenClassesOf6000Each) {
@@ -172,8 +168,7 @@ TEST(ReadIdx, RawFileReadsTheSameAsGzip) {
 }
 
 TEST(ReadIdx, ReadsOneAndFourDimensionalArrays) {
-  EXPECT_EQ(read_idx(write_temp("one_dim.idx", ubyte_idx({5}, {3, 1, 4, 1, 5}))).data,
-            (Bytes{3, 1, 4, 1, 5}));
+  EXPECT_EQ(read_idx(write_temp("one_dim.idx", ubyte_idx({5}, {3, 1, 4, 1, 5}))).data, (Bytes{3, 1, 4, 1, 5}));
   EXPECT_EQ(read_idx(write_temp("four_dim.idx", ubyte_idx({1, 2, 1, 3}, iota_bytes(6)))).dims,
             (std::vector<int64_t>{1, 2, 1, 3}));
 }
@@ -273,8 +268,7 @@ TEST(LoadIdxDataset, NormalisesSmallFilesAndCountsClasses) {
 TEST(LoadIdxDataset, CountMismatchNamesBothFilesAndCounts) {
   const std::string images = write_temp("mm_images.idx", ubyte_idx({3, 2, 2}, iota_bytes(12)));
   const std::string labels = write_temp("mm_labels.idx", ubyte_idx({2}, {0, 1}));
-  expect_error([&] { load_idx_dataset(images, labels, {0.0}, {1.0}); },
-               {images, labels, "3 images", "2 labels"});
+  expect_error([&] { load_idx_dataset(images, labels, {0.0}, {1.0}); }, {images, labels, "3 images", "2 labels"});
 }
 
 TEST(LoadIdxDataset, ImagesMustBeThreeDimensionalAndLabelsOneDimensional) {
@@ -289,8 +283,11 @@ TEST(LoadIdxDataset, ImagesMustBeThreeDimensionalAndLabelsOneDimensional) {
 TEST(LoadIdxDataset, RejectsWrongMeanStdLengthAndNonPositiveStd) {
   const std::string images = write_temp("ms_images.idx", ubyte_idx({1, 1, 1}, {9}));
   const std::string labels = write_temp("ms_labels.idx", ubyte_idx({1}, {0}));
-  expect_error([&] { load_idx_dataset(images, labels, {0.1, 0.2}, {1.0, 1.0}); },
-               {"one mean and one std per channel", "got 2 means"});
+  expect_error(
+      [&] {
+        load_idx_dataset(images, labels, {0.1, 0.2}, {1.0, 1.0});
+      },
+      {"one mean and one std per channel", "got 2 means"});
   expect_error([&] { load_idx_dataset(images, labels, {0.1}, {0.0}); }, {"std > 0"});
 }
 

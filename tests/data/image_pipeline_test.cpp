@@ -55,7 +55,8 @@ Diff compare(const RgbImage& a, const RgbImage& b) {
 const fs::path& oracle_dir() {
   static const fs::path dir = [] {
     const fs::path d = fresh_dir("oracle");
-    const std::string cmd = std::string(testing::kPython) + " " RT_SOURCE_DIR "/tests/data/pillow_oracle.py " + d.string();
+    const std::string cmd =
+        std::string(testing::kPython) + " " RT_SOURCE_DIR "/tests/data/pillow_oracle.py " + d.string();
     RT_CHECK(std::system(cmd.c_str()) == 0, "pillow_oracle.py failed");
     return d;
   }();
@@ -89,7 +90,8 @@ void expect_decodes_as_pillow(const std::string& path, const std::string& pillow
 }
 
 TEST(ImageDecode, EveryFormatAndModeMatchesPillow) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   const auto rows = manifest("decode");
   ASSERT_GE(rows.size(), 12u);
   for (const auto& row : rows) expect_decodes_as_pillow((oracle_dir() / row[2]).string(), row[3], row[1]);
@@ -98,14 +100,16 @@ TEST(ImageDecode, EveryFormatAndModeMatchesPillow) {
 // The photographs and scans Debian's python3-skimage and python3-sklearn ship (palette, gray,
 // RGBA and photographic files among them), where those packages are installed.
 TEST(ImageDecode, DebianSamplePhotosMatchPillow) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   const auto rows = manifest("photo");
   if (rows.empty()) GTEST_SKIP() << "python3-skimage and python3-sklearn are not installed: no sample photos to decode";
   for (const auto& row : rows) expect_decodes_as_pillow(row[2], row[3], row[1]);
 }
 
 TEST(ImageDecode, ContentDecidesNotTheExtension) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   const fs::path dir = fresh_dir("misnamed");
   fs::copy_file(oracle_dir() / "photo.jpg", dir / "photo.png");
   const RgbImage a = read_image((dir / "photo.png").string()), b = read_image((oracle_dir() / "photo.jpg").string());
@@ -131,7 +135,8 @@ TEST(ImageDecode, BadFilesAreRefusedNamingTheFile) {
 }
 
 TEST(ImageTransforms, ResizedCropsEqualTorchvisionOnTheSameBox) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   for (const auto& row : manifest("crop")) {
     const RgbImage source = read_rgb(oracle_dir() / row[1]);
     const CropBox box{std::stoi(row[2]), std::stoi(row[3]), std::stoi(row[4]), std::stoi(row[5])};
@@ -144,7 +149,8 @@ TEST(ImageTransforms, ResizedCropsEqualTorchvisionOnTheSameBox) {
 }
 
 TEST(ImageTransforms, EvaluationResizeAndCentreCropEqualTorchvision) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   for (const auto& row : manifest("eval")) {
     const RgbImage source = read_rgb(oracle_dir() / row[1]);
     const int resize = std::stoi(row[2]), size = std::stoi(row[3]);
@@ -161,7 +167,8 @@ TEST(ImageTransforms, EvaluationResizeAndCentreCropEqualTorchvision) {
 // mean log aspect ratio, over 20,000 draws, as torchvision's get_params gives them (standard
 // errors about 0.002 and 0.002).
 TEST(ImageTransforms, RandomResizedCropBoxesFollowTorchvisionsDistribution) {
-  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string& why = testing::python_unavailable("numpy, PIL, torchvision"); !why.empty())
+    GTEST_SKIP() << why;
   const auto rows = manifest("boxes");
   ASSERT_EQ(rows.size(), 4u);
   for (const auto& row : rows) {
@@ -187,7 +194,7 @@ TEST(ImageTransforms, ImagesTooThinForAnyTryFallBackToTheCentredAllowedRatio) {
 
 TEST(ImageTransforms, CentreCropRoundsHalfToEvenAsPython) {
   EXPECT_EQ(center_crop_box(225, 300, 224, 224), (CropBox{0, 38, 224, 224}));  // round(0.5) = 0, round(38) = 38
-  EXPECT_EQ(center_crop_box(227, 227, 224, 224), (CropBox{2, 2, 224, 224}));  // round(1.5) = 2
+  EXPECT_EQ(center_crop_box(227, 227, 224, 224), (CropBox{2, 2, 224, 224}));   // round(1.5) = 2
   EXPECT_THROW(center_crop_box(100, 100, 224, 224), Error);
   EXPECT_EQ(shorter_side_size(500, 375, 256), (std::array<int, 2>{341, 256}));  // int(256 * 500 / 375) = 341
 }
@@ -214,7 +221,8 @@ TEST(ImageFolder, ClassesAreSortedFoldersAndTheIndexIsCachedUntilAFolderChanges)
   }
   const ImageIndex a = load_image_index(root.string());
   EXPECT_EQ(a.classes, (std::vector<std::string>{"ant", "bee", "zebra"}));
-  EXPECT_EQ(a.files, (std::vector<std::string>{"ant/one.gif", "ant/x/deep.bmp", "bee/1", "zebra/a.png", "zebra/b.jpg"}));
+  EXPECT_EQ(a.files,
+            (std::vector<std::string>{"ant/one.gif", "ant/x/deep.bmp", "bee/1", "zebra/a.png", "zebra/b.jpg"}));
   EXPECT_EQ(a.labels, (std::vector<int32_t>{0, 0, 1, 2, 2}));
   ASSERT_TRUE(fs::exists(root / ".ringtrain_index.tsv"));
 

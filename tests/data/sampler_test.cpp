@@ -152,8 +152,7 @@ TEST(EpochSampler, RanksAtEachStepTogetherFormTheSingleRankGlobalBatch) {
     std::vector<int64_t> combined;
     for (int64_t s = 0; s < steps; ++s) {
       for (int rank = 0; rank < world; ++rank) {
-        combined.insert(combined.end(), per_rank[rank].begin() + s * batch,
-                        per_rank[rank].begin() + (s + 1) * batch);
+        combined.insert(combined.end(), per_rank[rank].begin() + s * batch, per_rank[rank].begin() + (s + 1) * batch);
       }
     }
     EXPECT_EQ(combined, single);
@@ -167,8 +166,7 @@ TEST(EpochSampler, EvalIndicesPartitionAllSamplesIntoContiguousNearEqualSlices) 
       int64_t smallest = n, largest = 0;
       for (int rank = 0; rank < world; ++rank) {
         // batch and tail do not matter for evaluation; kPad lets n < world * batch construct.
-        const std::vector<int64_t> mine =
-            EpochSampler(n, 4, 1, rank, world, TailPolicy::kPad, false).eval_indices();
+        const std::vector<int64_t> mine = EpochSampler(n, 4, 1, rank, world, TailPolicy::kPad, false).eval_indices();
         if (!mine.empty()) {
           EXPECT_EQ(mine, iota_vector(static_cast<int64_t>(mine.size()), mine.front()));
         }

@@ -174,7 +174,8 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   const std::vector<float> mine = contribution(count, w.rank());
   const cudaStream_t compute = cuda::context().stream;
   reducer.begin_step(0);
-  CUDA_OK(cudaLaunchHostFunc(compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
+  CUDA_OK(cudaLaunchHostFunc(
+      compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamExtent& p = params[i];
     CUDA_OK(cudaMemcpyAsync(static_cast<float*>(arena.get()) + p.offset, mine.data() + p.offset,
@@ -187,7 +188,8 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   MpiTransport transport(w.comm(), test_stall());
   RingAllreduce cpu_ring(transport);
   std::vector<float> want(mine.size(), 0.0f);  // gaps between parameters stay zero
-  for (const ParamExtent& p : params) std::copy(mine.begin() + p.offset, mine.begin() + p.offset + p.count, want.begin() + p.offset);
+  for (const ParamExtent& p : params)
+    std::copy(mine.begin() + p.offset, mine.begin() + p.offset + p.count, want.begin() + p.offset);
   for (const Bucket& b : buckets) cpu_ring.run(want.data() + b.offset, b.count, {});
   const size_t at = first_difference(out, want);
   EXPECT_EQ(at, out.size()) << "element " << at << " is " << out[at] << ", the CPU ring says " << want[at];

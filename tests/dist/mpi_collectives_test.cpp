@@ -215,13 +215,14 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
       for (bool overlap : {true, false}) {
         std::vector<float> arena(static_cast<size_t>(at), 0.0f);
         auto buckets = plan_buckets(params, 4000, cap);
-        GradReducer reducer(arena.data(), params, buckets, make_collective(algorithm, w.comm(), test_stall(), transport), overlap,
-                            nullptr);
+        GradReducer reducer(arena.data(), params, buckets,
+                            make_collective(algorithm, w.comm(), test_stall(), transport), overlap, nullptr);
         for (int step = 0; step < 2; ++step) {
           reducer.begin_step(step);
           for (size_t p = 0; p < params.size(); ++p) {
             for (int64_t i = 0; i < params[p].count; ++i)
-              arena[static_cast<size_t>(params[p].offset + i)] = static_cast<float>(w.rank() * 10 + static_cast<int>(p) + step);
+              arena[static_cast<size_t>(params[p].offset + i)] =
+                  static_cast<float>(w.rank() * 10 + static_cast<int>(p) + step);
             reducer.on_grad_ready(p);
           }
           reducer.finish();
@@ -230,8 +231,8 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
             for (int64_t i = 0; i < params[p].count; ++i)
               bad += std::abs(arena[static_cast<size_t>(params[p].offset + i)] -
                               static_cast<float>((w.size() - 1) * 5.0 + static_cast<double>(p) + step)) > 1e-4f;
-          EXPECT_EQ(bad, 0u) << algorithm << "/" << transport << " cap " << cap << " overlap " << overlap << " step " << step << " ("
-                             << buckets.size() << " buckets)";
+          EXPECT_EQ(bad, 0u) << algorithm << "/" << transport << " cap " << cap << " overlap " << overlap << " step "
+                             << step << " (" << buckets.size() << " buckets)";
         }
       }
 }

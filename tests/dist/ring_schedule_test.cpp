@@ -53,7 +53,8 @@ TEST(RingSchedule, EveryRankEndsWithTheAverageForAwkwardCounts) {
       const auto out = simulate(in);
       for (int r = 0; r < world; ++r)
         for (int64_t i = 0; i < count; ++i)
-          ASSERT_NEAR(out[r][i], expect[i], 1e-12) << "world " << world << " count " << count << " rank " << r << " element " << i;
+          ASSERT_NEAR(out[r][i], expect[i], 1e-12)
+              << "world " << world << " count " << count << " rank " << r << " element " << i;
     }
   }
 }

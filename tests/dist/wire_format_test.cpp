@@ -25,10 +25,23 @@ namespace {
 // Floats to try: every power-of-two scale from below fp16's subnormals to float's largest, random
 // mantissas, the halfway points between neighbouring 16-bit values, and the special values.
 std::vector<float> probe_values() {
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.0f, 65520.0f, 65536.0f, 1e-8f,
-                          5.9604644775390625e-08f, 2.98023223876953125e-08f, 2.9802326e-08f,
-                          6.103515625e-05f, std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
-                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          65504.0f,
+                          65519.0f,
+                          65520.0f,
+                          65536.0f,
+                          1e-8f,
+                          5.9604644775390625e-08f,
+                          2.98023223876953125e-08f,
+                          2.9802326e-08f,
+                          6.103515625e-05f,
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
   for (int e = -30; e <= 127; ++e)
     for (int k = 0; k < 40; ++k) {
       const float m = 1.0f + to_unit_float(hash3(7, static_cast<uint64_t>(e + 64), static_cast<uint64_t>(k)));
@@ -36,8 +49,9 @@ std::vector<float> probe_values() {
       v.push_back(-std::ldexp(m, e));
     }
   for (uint32_t h = 0; h < 0x7c00u; h += 37) {  // halfway between fp16 neighbours h and h + 1
-    const double mid = (static_cast<double>(fp16_to_float(static_cast<uint16_t>(h))) +
-                        fp16_to_float(static_cast<uint16_t>(h + 1))) / 2;
+    const double mid =
+        (static_cast<double>(fp16_to_float(static_cast<uint16_t>(h))) + fp16_to_float(static_cast<uint16_t>(h + 1))) /
+        2;
     v.push_back(static_cast<float>(mid));
   }
   for (uint32_t b = 0; b < 0x7f80u; b += 41) {  // halfway between bf16 neighbours

@@ -32,7 +32,8 @@ TEST(Json, KeepsObjectKeysInInsertionOrder) {
   EXPECT_EQ(to_json(v), R"({"z":1,"a":2,"m":3})");
   Json built = {{"step", 3}, {"epoch", 1}, {"loss", 0.25}, {"phase", "train"}, {"nan_seen", false}};
   built["lr"] = 0.1f;
-  EXPECT_EQ(to_json(built), R"({"step":3,"epoch":1,"loss":0.25,"phase":"train","nan_seen":false,"lr":0.10000000149011612})");
+  EXPECT_EQ(to_json(built),
+            R"({"step":3,"epoch":1,"loss":0.25,"phase":"train","nan_seen":false,"lr":0.10000000149011612})");
 }
 
 TEST(Json, KeepsLargeIntegersExact) {
@@ -68,7 +69,10 @@ TEST(Json, PassesUtf8ThroughAndReplacesInvalidBytes) {
   EXPECT_EQ(to_json(Json(utf8)), "\"" + utf8 + "\"");
   EXPECT_EQ(parse_json(R"("gr\u00fc\u00DF \u65e5 \ud83d\ude00 \/")").get<std::string>(), utf8 + " /");
   // A file name need not be UTF-8; writing it must not throw (nlohmann's default would).
-  EXPECT_EQ(to_json(Json("a\xff" "b")), "\"a\xef\xbf\xbd" "b\"");
+  EXPECT_EQ(to_json(Json("a\xff"
+                         "b")),
+            "\"a\xef\xbf\xbd"
+            "b\"");
 }
 
 TEST(Json, MalformedInputNamesTheSourceAndByteOffset) {
@@ -80,9 +84,10 @@ TEST(Json, MalformedInputNamesTheSourceAndByteOffset) {
 }
 
 TEST(Json, RejectsWhatTheGrammarForbids) {
-  for (const char* bad : {"{a: 1}", "{'a': 1}", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "+1", "1e", "tru",
-                          "nul", "\"abc", "\"a\nb\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "NaN",
-                          "Infinity", "[1 2]", "{\"a\" 1}", "/* c */ 1"}) {
+  for (const char* bad :
+       {"{a: 1}",      "{'a': 1}",    "[1,]", "{\"a\":1,}", "01",    "1.",        ".5",       "-",
+        "+1",          "1e",          "tru",  "nul",        "\"abc", "\"a\nb\"",  "\"\\x\"",  "\"\\u12\"",
+        "\"\\ud800\"", "\"\\udc00\"", "NaN",  "Infinity",   "[1 2]", "{\"a\" 1}", "/* c */ 1"}) {
     EXPECT_NE(parse_error(bad), "") << "accepted: " << bad;
   }
 }
@@ -113,9 +118,10 @@ TEST(Json, PythonReadsOurEscapedStrings) {
   ASSERT_EQ(::write(fd, json.data(), json.size()), static_cast<ssize_t>(json.size()));
   ::close(fd);
   // Python prints the code points in hex so the comparison does not depend on its output encoding.
-  const std::string cmd = std::string("/usr/bin/python3 -c \"import json,sys; v=json.load(open(sys.argv[1], "
-                                      "encoding='utf-8')); print(' '.join('%x' % ord(c) for c in v[0]), "
-                                      "repr(v[1]), v[2])\" ") +
+  const std::string cmd = std::string(
+                              "/usr/bin/python3 -c \"import json,sys; v=json.load(open(sys.argv[1], "
+                              "encoding='utf-8')); print(' '.join('%x' % ord(c) for c in v[0]), "
+                              "repr(v[1]), v[2])\" ") +
                           path;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);

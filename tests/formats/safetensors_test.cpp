@@ -73,7 +73,8 @@ std::string read_error(const ScratchDir& dir, const std::string& file, const std
 
 void expect_contains(const std::string& msg, std::initializer_list<std::string> parts) {
   EXPECT_NE(msg, "") << "no error was raised";
-  for (const std::string& part : parts) EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in: " << msg;
+  for (const std::string& part : parts)
+    EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in: " << msg;
 }
 
 // Runs `script` with /usr/bin/python3 and the given arguments; returns stdout and stderr together.
@@ -161,7 +162,8 @@ TEST(Safetensors, WriterRejectsInconsistentTensorsNamingThem) {
   const float x = 1.0f;
   dup.tensors.emplace_back("fc.weight", make_f32_tensor({1}, &x));
   dup.tensors.emplace_back("fc.weight", make_f32_tensor({1}, &x));
-  expect_contains(error_of([&] { write_safetensors(dir / "d.safetensors", dup); }), {"d.safetensors", "fc.weight", "twice"});
+  expect_contains(error_of([&] { write_safetensors(dir / "d.safetensors", dup); }),
+                  {"d.safetensors", "fc.weight", "twice"});
 
   StFile meta_twice;
   meta_twice.metadata = {{"epoch", "1"}, {"epoch", "2"}};
@@ -276,7 +278,8 @@ const std::string kF32x2 = std::string(8, '\0');  // two zero floats
 
 TEST(Safetensors, FileShorterThanEightBytesNamesTheFile) {
   ScratchDir dir;
-  expect_contains(read_error(dir, "tiny.safetensors", std::string("\x10\0\0\0\0", 5)), {"tiny.safetensors", "shorter than"});
+  expect_contains(read_error(dir, "tiny.safetensors", std::string("\x10\0\0\0\0", 5)),
+                  {"tiny.safetensors", "shorter than"});
   expect_contains(read_error(dir, "nothing.safetensors", ""), {"nothing.safetensors", "0 bytes"});
 }
 
@@ -298,7 +301,8 @@ TEST(Safetensors, MalformedHeaderJsonNamesTheFileAndByte) {
   ScratchDir dir;
   expect_contains(read_error(dir, "bad.safetensors", st_bytes(R"({"w":{"dtype":"F32",})", "")),
                   {"bad.safetensors", "invalid JSON at byte 20"});
-  expect_contains(read_error(dir, "arr.safetensors", st_bytes("[1,2]", "")), {"arr.safetensors", "expected a JSON object"});
+  expect_contains(read_error(dir, "arr.safetensors", st_bytes("[1,2]", "")),
+                  {"arr.safetensors", "expected a JSON object"});
 }
 
 TEST(Safetensors, UnknownDtypeNamesTheTensor) {
@@ -311,7 +315,8 @@ TEST(Safetensors, UnknownDtypeNamesTheTensor) {
 TEST(Safetensors, ShapeThatIsNotAListOfNonNegativeIntegersNamesTheTensor) {
   ScratchDir dir;
   for (const char* shape : {"2", "[-2]", "[1.5]", "[\"2\"]", "null"}) {
-    const std::string header = std::string(R"({"fc.weight":{"dtype":"F32","shape":)") + shape + R"(,"data_offsets":[0,8]}})";
+    const std::string header =
+        std::string(R"({"fc.weight":{"dtype":"F32","shape":)") + shape + R"(,"data_offsets":[0,8]}})";
     expect_contains(read_error(dir, "shape.safetensors", st_bytes(header, kF32x2)),
                     {"shape.safetensors", "fc.weight", "not a list of non-negative integers"});
   }
@@ -345,9 +350,9 @@ TEST(Safetensors, ByteCountThatDisagreesWithShapeNamesTheTensor) {
                   {"count.safetensors", "bn.weight", "span 8 bytes", "needs 12"});
   // A shape whose byte count overflows 64 bits is reported, not wrapped around.
   expect_contains(
-      read_error(dir, "count.safetensors",
-                 st_bytes(R"({"bn.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
-                          kF32x2)),
+      read_error(
+          dir, "count.safetensors",
+          st_bytes(R"({"bn.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", kF32x2)),
       {"count.safetensors", "bn.weight", "more than 2^64"});
 }
 
@@ -378,16 +383,18 @@ TEST(Safetensors, GapBetweenTensorsNamesTheTensorAfterIt) {
   expect_contains(read_error(dir, "gap.safetensors", st_bytes(header, std::string(20, '\0'))),
                   {"gap.safetensors", "tensor \"b\"", "gap of 4 bytes"});
   // A gap before the first tensor too.
-  expect_contains(read_error(dir, "gap.safetensors",
-                             st_bytes(R"({"c":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", std::string(2, '\0'))),
-                  {"gap.safetensors", "tensor \"c\"", "gap of 1 bytes"});
+  expect_contains(
+      read_error(dir, "gap.safetensors",
+                 st_bytes(R"({"c":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", std::string(2, '\0'))),
+      {"gap.safetensors", "tensor \"c\"", "gap of 1 bytes"});
 }
 
 TEST(Safetensors, TrailingBytesThatNoTensorCoversNameTheFile) {
   ScratchDir dir;
-  expect_contains(read_error(dir, "tail.safetensors",
-                             st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(12, '\0'))),
-                  {"tail.safetensors", "last 4 bytes", "belong to no tensor", "\"a\""});
+  expect_contains(
+      read_error(dir, "tail.safetensors",
+                 st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(12, '\0'))),
+      {"tail.safetensors", "last 4 bytes", "belong to no tensor", "\"a\""});
   expect_contains(read_error(dir, "tail.safetensors", st_bytes("{}", "xyz")), {"tail.safetensors", "last 3 bytes"});
 }
 

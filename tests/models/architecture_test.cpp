@@ -132,20 +132,23 @@ std::string torchvision_answer(const std::string& model, std::string* why_not) {
     *why_not = python_unavailable("torch, torchvision");
     return "";
   }
-  const std::string cmd = std::string(kPython).append(
-      " -c 'import sys, torch, torchvision\n"
-      // Initialisation plays no part in counts and names; skipping it saves seconds per VGG.
-      "for f in (\"kaiming_normal_\", \"kaiming_uniform_\", \"normal_\", \"uniform_\", \"constant_\", \"trunc_normal_\"):\n"
-      "    setattr(torch.nn.init, f, lambda t, *a, **k: t)\n"
-      "name, kw = sys.argv[1], {}\n"
-      "if name.startswith(\"inception_v3\"):\n"
-      "    kw = dict(aux_logits=not name.endswith(\"_noaux\"), init_weights=False)\n"
-      "    name = \"inception_v3\"\n"
-      "m = getattr(torchvision.models, name)(weights=None, **kw)\n"
-      "print(sum(p.numel() for p in m.parameters()))\n"
-      "print(\"\\n\".join(sorted(m.state_dict())))' ")
-                              .append(model)
-                              .append(" 2>/dev/null");
+  const std::string cmd =
+      std::string(kPython)
+          .append(
+              " -c 'import sys, torch, torchvision\n"
+              // Initialisation plays no part in counts and names; skipping it saves seconds per VGG.
+              "for f in (\"kaiming_normal_\", \"kaiming_uniform_\", \"normal_\", \"uniform_\", \"constant_\", "
+              "\"trunc_normal_\"):\n"
+              "    setattr(torch.nn.init, f, lambda t, *a, **k: t)\n"
+              "name, kw = sys.argv[1], {}\n"
+              "if name.startswith(\"inception_v3\"):\n"
+              "    kw = dict(aux_logits=not name.endswith(\"_noaux\"), init_weights=False)\n"
+              "    name = \"inception_v3\"\n"
+              "m = getattr(torchvision.models, name)(weights=None, **kw)\n"
+              "print(sum(p.numel() for p in m.parameters()))\n"
+              "print(\"\\n\".join(sorted(m.state_dict())))' ")
+          .append(model)
+          .append(" 2>/dev/null");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
     *why_not = "popen failed";
@@ -182,8 +185,10 @@ TEST_P(AgainstTorchvision, ParameterCountAndStateDictKeysAreTorchvisions) {
   for (const BufferRef& b : g->buffers()) got.insert(b.name), ++entries;
   for (const CounterRef& c : g->counters()) got.insert(c.name), ++entries;
   EXPECT_EQ(entries, got.size()) << model << ": some state-dict name occurs twice";
-  for (const std::string& k : want) EXPECT_TRUE(got.count(k)) << model << ": torchvision has " << k << ", ringtrain not";
-  for (const std::string& k : got) EXPECT_TRUE(want.count(k)) << model << ": ringtrain has " << k << ", torchvision not";
+  for (const std::string& k : want)
+    EXPECT_TRUE(got.count(k)) << model << ": torchvision has " << k << ", ringtrain not";
+  for (const std::string& k : got)
+    EXPECT_TRUE(want.count(k)) << model << ": ringtrain has " << k << ", torchvision not";
 }
 
 INSTANTIATE_TEST_SUITE_P(PaperModels, AgainstTorchvision,

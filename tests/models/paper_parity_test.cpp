@@ -27,7 +27,6 @@ using testing::python_unavailable;
 
 constexpr double kBudgetFactor = 5.0, kFloor = 1e-6;
 
-
 std::vector<double> as_f64(const StTensor& t) {
   std::vector<double> v;
   if (t.dtype == DType::kF64) {
@@ -49,7 +48,9 @@ struct Case {
   const char* model;
   int64_t batch, res;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " at batch " << c.batch << ", " << c.res << "x" << c.res; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << " at batch " << c.batch << ", " << c.res << "x" << c.res;
+}
 
 class PaperParity : public ::testing::TestWithParam<Case> {};
 
@@ -102,10 +103,10 @@ TEST_P(PaperParity, LogitsLossGradientsAndRunningStatsAreWithinFiveTimesTorchFlo
     const double budget = as_f64(*budget_t)[0];
     const bool is_grad = name.rfind("grad.", 0) == 0;
     const double tol = kBudgetFactor * budget + kFloor * (is_grad ? max_grad_norm : max_ref);
-    EXPECT_LE(max_err, tol) << c.model << " " << name << " " << shape_str(want_t.shape) << ": largest error "
-                            << max_err << " at " << index_str(static_cast<int64_t>(at), want_t.shape) << " (ringtrain "
-                            << have[at] << ", float64 torch " << want[at] << "); float32 torch's error " << budget
-                            << ", tolerance " << tol;
+    EXPECT_LE(max_err, tol) << c.model << " " << name << " " << shape_str(want_t.shape) << ": largest error " << max_err
+                            << " at " << index_str(static_cast<int64_t>(at), want_t.shape) << " (ringtrain " << have[at]
+                            << ", float64 torch " << want[at] << "); float32 torch's error " << budget << ", tolerance "
+                            << tol;
     const double ratio = max_err / tol;
     if (ratio > worst_ratio) worst_ratio = ratio, worst_name = name;
     // Relative error only where the tensor is not zero in exact arithmetic (bias before batch norm).

@@ -56,10 +56,9 @@ TEST(ModelRegistry, LenetParameterNamesAreTorchvisionStyle) {
   const std::unique_ptr<Graph> g = planned("lenet");
   std::set<std::string> names;
   for (const ParamRef& p : g->params()) names.insert(p.name);
-  const std::set<std::string> want{"features.0.weight",   "features.0.bias",   "features.3.weight",
-                                   "features.3.bias",     "classifier.0.weight", "classifier.0.bias",
-                                   "classifier.2.weight", "classifier.2.bias", "classifier.4.weight",
-                                   "classifier.4.bias"};
+  const std::set<std::string> want{
+      "features.0.weight", "features.0.bias",     "features.3.weight", "features.3.bias",     "classifier.0.weight",
+      "classifier.0.bias", "classifier.2.weight", "classifier.2.bias", "classifier.4.weight", "classifier.4.bias"};
   EXPECT_EQ(names, want);
 }
 

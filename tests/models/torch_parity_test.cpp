@@ -26,7 +26,6 @@ using testing::python_unavailable;
 
 constexpr int64_t kBatch = 4, kClasses = 10;
 
-
 std::vector<double> f64_values(const StTensor& t) {
   std::vector<double> v(t.bytes.size() / sizeof(double));
   std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(double));
@@ -124,7 +123,8 @@ TEST_P(TorchParity, LogitsLossGradientsAndRunningStatsMatchFloat64Torch) {
       for (double v : f64_values(*g)) max_grad = std::max(max_grad, std::abs(v));
   int64_t grads_in_ref = 0;
   for (const auto& [name, t] : ref.tensors) grads_in_ref += name.rfind("grad.", 0) == 0;
-  EXPECT_EQ(grads_in_ref, static_cast<int64_t>(graph->params().size())) << "torch and ringtrain parameter counts differ";
+  EXPECT_EQ(grads_in_ref, static_cast<int64_t>(graph->params().size()))
+      << "torch and ringtrain parameter counts differ";
   for (const ParamRef& p : graph->params())
     expect_close("grad." + p.name, p.grad.data(), p.grad.shape(), ref, 1e-4, 1e-6 * max_grad);
 

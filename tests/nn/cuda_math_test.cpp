@@ -166,9 +166,9 @@ TEST(CudaMath, PoolWindowsMatchCpuPooling) {
     int64_t k, s, p;
     bool include_pad;
   };
-  for (const Case c : {Case{PoolKind::kMax, 3, 2, 1, true}, Case{PoolKind::kMax, 3, 2, 0, true},
-                       Case{PoolKind::kAvg, 3, 1, 1, true}, Case{PoolKind::kAvg, 3, 1, 1, false},
-                       Case{PoolKind::kAvg, 2, 2, 0, true}}) {
+  for (const Case c :
+       {Case{PoolKind::kMax, 3, 2, 1, true}, Case{PoolKind::kMax, 3, 2, 0, true}, Case{PoolKind::kAvg, 3, 1, 1, true},
+        Case{PoolKind::kAvg, 3, 1, 1, false}, Case{PoolKind::kAvg, 2, 2, 0, true}}) {
     Pool2dGeometry g;
     g.kind = c.kind;
     g.kernel_h = g.kernel_w = c.k;
@@ -211,9 +211,8 @@ TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
       for (int64_t i = 0; i < a.out; ++i) {
         if (!a.contains(i, h)) continue;
         ASSERT_TRUE(i >= a.first_output(h) && i <= a.last_output(h))
-            << "in " << a.in << " out " << a.out << " k " << a.kernel << " s " << a.stride << " p " << a.pad
-            << ": row " << h << " is in window " << i << " outside [" << a.first_output(h) << ", "
-            << a.last_output(h) << "]";
+            << "in " << a.in << " out " << a.out << " k " << a.kernel << " s " << a.stride << " p " << a.pad << ": row "
+            << h << " is in window " << i << " outside [" << a.first_output(h) << ", " << a.last_output(h) << "]";
       }
   // Disjoint axes (max pooling's backward scatters there): no row lies in two windows; and the
   // rule is not vacuous: 2x2/2 is disjoint, 3x3/2 and adaptive axes are not.
@@ -222,7 +221,8 @@ TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
     for (int64_t h = 0; h < a.in; ++h) {
       int64_t windows = 0;
       for (int64_t i = 0; i < a.out; ++i) windows += a.contains(i, h);
-      ASSERT_LE(windows, 1) << "in " << a.in << " k " << a.kernel << " s " << a.stride << " p " << a.pad << ": row " << h;
+      ASSERT_LE(windows, 1) << "in " << a.in << " k " << a.kernel << " s " << a.stride << " p " << a.pad << ": row "
+                            << h;
     }
   }
   EXPECT_TRUE((PoolAxis{8, 4, 2, 2, 0}.disjoint()));
@@ -233,8 +233,7 @@ TEST(CudaMath, PoolAxisOutputRangesCoverEveryWindow) {
     const BasicPoolAxis<int32_t> b = a.as<int32_t>();
     for (int32_t h = 0; h < b.in; ++h)
       ASSERT_TRUE(b.first_output(h) == a.first_output(h) && b.last_output(h) == a.last_output(h)) << "row " << h;
-    for (int32_t i = 0; i < b.out; ++i)
-      ASSERT_TRUE(b.begin(i) == a.begin(i) && b.end(i) == a.end(i)) << "window " << i;
+    for (int32_t i = 0; i < b.out; ++i) ASSERT_TRUE(b.begin(i) == a.begin(i) && b.end(i) == a.end(i)) << "window " << i;
   }
 }
 
@@ -271,17 +270,20 @@ void expect_packed_map_covers(int64_t n, int64_t threads) {
   };
   // new[] aligns to 16 bytes, as the packs need; past n, y keeps a sentinel.
   std::vector<T> a(static_cast<size_t>(n) + P), b(a.size()), y(a.size());
-  for (int64_t i = 0; i < n; ++i) cuda::store(&a[static_cast<size_t>(i)], static_cast<float>(i % 7)),
-                                  cuda::store(&b[static_cast<size_t>(i)], static_cast<float>(i % 5));
+  for (int64_t i = 0; i < n; ++i)
+    cuda::store(&a[static_cast<size_t>(i)], static_cast<float>(i % 7)),
+        cuda::store(&b[static_cast<size_t>(i)], static_cast<float>(i % 5));
   const float sentinel = 1000;
   for (T& v : y) cuda::store(&v, sentinel);
   for (int64_t t = 0; t < threads; ++t) cuda::map_share<P>(Tagged{}, a.data(), b.data(), y.data(), n, t, threads);
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(cuda::load(&y[static_cast<size_t>(i)]), static_cast<float>(i % 7 + 2 * (i % 5) + i)) << "element " << i;
   EXPECT_EQ(cuda::load(&y[static_cast<size_t>(n)]), sentinel) << "written past the end";
-  for (int64_t t = 0; t < threads; ++t) cuda::map_share<P>(Negated{}, y.data(), static_cast<const T*>(nullptr), y.data(), n, t, threads);
+  for (int64_t t = 0; t < threads; ++t)
+    cuda::map_share<P>(Negated{}, y.data(), static_cast<const T*>(nullptr), y.data(), n, t, threads);
   for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(cuda::load(&y[static_cast<size_t>(i)]), -static_cast<float>(i % 7 + 2 * (i % 5) + i)) << "in place, " << i;
+    ASSERT_EQ(cuda::load(&y[static_cast<size_t>(i)]), -static_cast<float>(i % 7 + 2 * (i % 5) + i))
+        << "in place, " << i;
 }
 
 TEST(CudaMath, PackedMapsWriteEveryElementOnceAtEveryWidth) {
@@ -318,7 +320,8 @@ std::vector<float> play_channel_sums(const cuda::ChannelTiles& t, const std::vec
     }
   const cuda::ChannelTiles second = t.of_partials();
   for (int64_t c = 0; c < t.C; ++c)
-    sums[static_cast<size_t>(c)] = t.slices == 1 ? partials[static_cast<size_t>(c)] : cuda::slice_sum(second, partials.data(), c, 0);
+    sums[static_cast<size_t>(c)] =
+        t.slices == 1 ? partials[static_cast<size_t>(c)] : cuda::slice_sum(second, partials.data(), c, 0);
   return sums;
 }
 
@@ -387,7 +390,8 @@ TEST(CudaMath, ChannelTilesSumRandomValuesToFloatPrecision) {
     // long is terms x u x sum|x|, u = 2^-24: a thread's four partial sums, their two combining
     // additions, the block's 8 row threads, then the slices' partials.
     const double terms = static_cast<double>(rows) / static_cast<double>(t.row_stride()) / 4 + 2 + 8 + t.slices;
-    EXPECT_NEAR(sums[static_cast<size_t>(c)], exact[static_cast<size_t>(c)], terms * 0x1p-24 * magnitude[static_cast<size_t>(c)])
+    EXPECT_NEAR(sums[static_cast<size_t>(c)], exact[static_cast<size_t>(c)],
+                terms * 0x1p-24 * magnitude[static_cast<size_t>(c)])
         << "channel " << c;
   }
 }

@@ -33,8 +33,8 @@ std::vector<float> random_values(int64_t n, uint64_t stream, float lo = -1, floa
 }
 
 // max |got - want| <= rel_tol * max |want| (plus a tiny floor for all-zero references).
-void expect_matches(const std::string& what, const Tensor& got, const Shape& want_shape, const std::vector<double>& want,
-                    double rel_tol = 1e-5) {
+void expect_matches(const std::string& what, const Tensor& got, const Shape& want_shape,
+                    const std::vector<double>& want, double rel_tol = 1e-5) {
   ASSERT_EQ(got.shape(), want_shape) << what << ": output shape";
   const Tensor plain = to_plain(got);
   ASSERT_EQ(static_cast<size_t>(plain.numel()), want.size()) << what;
@@ -47,9 +47,8 @@ void expect_matches(const std::string& what, const Tensor& got, const Shape& wan
   }
   const double tol = rel_tol * max_ref + 1e-12;
   EXPECT_LE(max_abs, tol) << what << " " << got.spec().describe() << ": largest abs error " << max_abs << " at "
-                          << index_str(worst, want_shape) << " (op " << plain.data()[worst] << ", naive "
-                          << want[worst] << "), relative to max |naive| = " << max_ref << ": "
-                          << max_abs / std::max(max_ref, 1e-300);
+                          << index_str(worst, want_shape) << " (op " << plain.data()[worst] << ", naive " << want[worst]
+                          << "), relative to max |naive| = " << max_ref << ": " << max_abs / std::max(max_ref, 1e-300);
 }
 
 // ---- conv2d ----
@@ -139,7 +138,8 @@ TEST(ConvForward, MatchesNaiveLoopsWithRectangularKernelsAndUnequalStridesAndPad
 
 std::vector<double> naive_pool2d(const Pool2dGeometry& g, const Shape& xs, const std::vector<float>& x) {
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  const int64_t OH = (H + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1, OW = (W + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
+  const int64_t OH = (H + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1,
+                OW = (W + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
   std::vector<double> y(N * C * OH * OW);
   for (int64_t nc = 0; nc < N * C; ++nc)
     for (int64_t oh = 0; oh < OH; ++oh)
@@ -183,9 +183,9 @@ void check_pool(const Pool2dGeometry& g, const TensorSpec& x_spec) {
   auto op = make_pool2d(g, x_spec);
   Tensor xt = tensor_from_plain(x_spec, x), y(op->y_spec());
   op->forward(xt, y, true);
-  const std::string what = str_cat(g.kind == PoolKind::kMax ? "max" : "avg", "_pool2d ", g.kernel_h, "x", g.kernel_w,
-                                   " stride ", g.stride_h, "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w,
-                                   g.count_include_pad ? "" : " exclude-pad");
+  const std::string what =
+      str_cat(g.kind == PoolKind::kMax ? "max" : "avg", "_pool2d ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
+              "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w, g.count_include_pad ? "" : " exclude-pad");
   expect_matches(what, y, g.output_shape(x_spec.shape), naive_pool2d(g, x_spec.shape, x));
 }
 
@@ -404,8 +404,7 @@ TEST(Reorder, PlainToBlockedToPlainIsBitExact) {
     for (int64_t i = 0; i < back.numel() && first_diff < 0; ++i)
       if (std::memcmp(&back.data()[i], &x[i], sizeof(float)) != 0) first_diff = i;
     EXPECT_EQ(first_diff, -1) << "C = " << C << " via " << blocked.describe() << ": first difference at "
-                              << index_str(first_diff, s) << ": " << back.data()[first_diff] << " vs "
-                              << x[first_diff];
+                              << index_str(first_diff, s) << ": " << back.data()[first_diff] << " vs " << x[first_diff];
   }
 }
 

@@ -182,8 +182,7 @@ TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {
 void expect_pooling_parity(const Half& h, const Shape& shape) {
   const TensorSpec spec = activation_spec(shape);
   const Both x = random_half(h, shape, 20, 1.0f, &spec);
-  const auto check = [&](std::unique_ptr<Pool2dOp> cpu, std::unique_ptr<Pool2dOp> gpu, double forward_tol,
-                         double tol) {
+  const auto check = [&](std::unique_ptr<Pool2dOp> cpu, std::unique_ptr<Pool2dOp> gpu, double forward_tol, double tol) {
     Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
     cpu->forward(x.cpu, yc, true);
     gpu->forward(x.gpu, yg, true);
@@ -316,9 +315,8 @@ void expect_half_step(const Half& h, const std::string& name, const Shape& input
   const double loss_bound = std::max(60 * h.u * std::fabs(cpu.loss), 8 * std::fabs(cpu_rounded.loss - cpu.loss));
   std::cout << h.name << " " << name << " batch " << batch << ": loss cpu " << cpu.loss << " (weights rounded "
             << cpu_rounded.loss << ") gpu " << gpu.loss << "; gradients rel. error " << e
-            << ", the CPU's spread under rounded weights " << spread << ", bound " << bound << "; loss scale "
-            << scale << "; worst "
-            << worst_gradient(cpu, gpu) << "\n";
+            << ", the CPU's spread under rounded weights " << spread << ", bound " << bound << "; loss scale " << scale
+            << "; worst " << worst_gradient(cpu, gpu) << "\n";
   EXPECT_NEAR(gpu.loss, cpu.loss, loss_bound);
   EXPECT_LE(e, bound);
   EXPECT_LE(rel_error(cpu.params, gpu.params), bound) << "parameters after one SGD step";

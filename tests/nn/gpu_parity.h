@@ -101,10 +101,10 @@ inline std::vector<std::pair<Conv2dGeometry, Shape>> conv_cases() {
   std::vector<std::pair<Conv2dGeometry, Shape>> cases;
   Conv2dGeometry g = Conv2dGeometry::square(16, 32, 3, 1, 1);
   g.bias = true;
-  cases.push_back({g, {4, 16, 14, 14}});                                     // 3x3, bias
+  cases.push_back({g, {4, 16, 14, 14}});                                      // 3x3, bias
   cases.push_back({Conv2dGeometry::square(3, 64, 7, 2, 3), {2, 3, 32, 32}});  // the ResNet stem
   cases.push_back({Conv2dGeometry::square(32, 64, 1, 2, 0), {4, 32, 9, 9}});  // strided 1x1 shortcut
-  Conv2dGeometry asym = Conv2dGeometry::square(24, 16, 1);                      // Inception's 1x7
+  Conv2dGeometry asym = Conv2dGeometry::square(24, 16, 1);                    // Inception's 1x7
   asym.kernel_w = 7, asym.pad_w = 3;
   cases.push_back({asym, {2, 24, 11, 11}});
   Conv2dGeometry grouped = Conv2dGeometry::square(16, 32, 3, 1, 2);
@@ -155,8 +155,8 @@ inline Tensor step_images(const Shape& input, int64_t batch) {
 // batch norm on its running statistics (forward and backward), as a frozen-BN fine-tune does.
 // With loss_scale, backward runs on the scaled loss and the update divides it out, as fp16 training
 // does; the gradients returned are unscaled.
-inline StepResult model_step(const std::string& name, const Shape& input, int64_t batch, double dropout,
-                             Device device, bool training, double loss_scale = 1, const StepStart& start = {}) {
+inline StepResult model_step(const std::string& name, const Shape& input, int64_t batch, double dropout, Device device,
+                             bool training, double loss_scale = 1, const StepStart& start = {}) {
   std::unique_ptr<Graph> g = step_graph(name, input, batch, dropout, device, start);
   const Tensor images = step_images(input, batch);
   std::vector<int32_t> targets(static_cast<size_t>(batch));

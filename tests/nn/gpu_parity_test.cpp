@@ -31,7 +31,8 @@ namespace {
 int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
   SCOPED_TRACE(str_cat("conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x", g.kernel_w, " s",
                        g.stride_h, " p", g.pad_h, "x", g.pad_w, " d", g.dilation_h, " g", g.groups));
-  const Both x = random_both(x_shape, 1), w = random_both(g.weight_shape(), 2, 0.1f), b = random_both({g.out_channels}, 3);
+  const Both x = random_both(x_shape, 1), w = random_both(g.weight_shape(), 2, 0.1f),
+             b = random_both({g.out_channels}, 3);
   const Both dy = random_both(g.output_shape(x_shape), 4);
   auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true);
   Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
@@ -39,7 +40,8 @@ int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
   gpu->forward(x.gpu, w.gpu, g.bias ? &b.gpu : nullptr, yg);
   EXPECT_PARITY(yc, yg, tol);
   const Tensor dyc = in_layout(dy.cpu, cpu->y_spec());
-  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dwc(w.cpu.spec()), dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
+  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dwc(w.cpu.spec()), dwg(w.gpu.spec()), dbc(b.cpu.spec()),
+      dbg(b.gpu.spec());
   cpu->backward_data(dyc, w.cpu, dxc);
   gpu->backward_data(dy.gpu, w.gpu, dxg);
   cpu->backward_weights(x.cpu, dyc, dwc, g.bias ? &dbc : nullptr);
@@ -115,8 +117,8 @@ TEST_F(GpuParity, BatchNormTrainingAndInference) {
   EXPECT_PARITY(yc, yg, kFp32);
   EXPECT_PARITY(rm.cpu, rm.gpu, kFp32);
   EXPECT_PARITY(rv.cpu, rv.gpu, kFp32);
-  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dgc(plain_spec({8})), dgg(plain_spec({8}, kGpu)),
-      dbc(plain_spec({8})), dbg(plain_spec({8}, kGpu));
+  Tensor dxc(x.cpu.spec()), dxg(x.gpu.spec()), dgc(plain_spec({8})), dgg(plain_spec({8}, kGpu)), dbc(plain_spec({8})),
+      dbg(plain_spec({8}, kGpu));
   cpu->backward_training(x.cpu, gamma.cpu, beta.cpu, dy.cpu, dxc, dgc, dbc);
   gpu->backward_training(x.gpu, gamma.gpu, beta.gpu, dy.gpu, dxg, dgg, dbg);
   EXPECT_PARITY(dxc, dxg, kFp32);
@@ -166,7 +168,8 @@ TEST_F(GpuParity, PoolingMaxAverageAndAdaptive) {
   }
   for (const auto& [oh, ow] : {std::pair<int64_t, int64_t>{1, 1}, {5, 4}, {7, 7}}) {
     SCOPED_TRACE(str_cat("adaptive ", oh, "x", ow));
-    pool_parity(make_adaptive_avg_pool2d(oh, ow, x.cpu.spec()), make_adaptive_avg_pool2d(oh, ow, x.gpu.spec()), x, 1e-6);
+    pool_parity(make_adaptive_avg_pool2d(oh, ow, x.cpu.spec()), make_adaptive_avg_pool2d(oh, ow, x.gpu.spec()), x,
+                1e-6);
   }
 }
 
@@ -258,8 +261,8 @@ void linear_parity(double tol) {
   const Both x = random_both({N, I}, 50), w = random_both({O, I}, 51, 0.05f), b = random_both({O}, 52);
   const Both dy = random_both({N, O}, 53);
   auto cpu = make_linear(N, I, O, true, true, kCpu), gpu = make_linear(N, I, O, true, true, kGpu);
-  Tensor yc(plain_spec({N, O})), yg(plain_spec({N, O}, kGpu)), dxc(x.cpu.spec()), dxg(x.gpu.spec()),
-      dwc(w.cpu.spec()), dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
+  Tensor yc(plain_spec({N, O})), yg(plain_spec({N, O}, kGpu)), dxc(x.cpu.spec()), dxg(x.gpu.spec()), dwc(w.cpu.spec()),
+      dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
   cpu->forward(x.cpu, w.cpu, &b.cpu, yc);
   gpu->forward(x.gpu, w.gpu, &b.gpu, yg);
   EXPECT_PARITY(yc, yg, tol);

@@ -31,7 +31,8 @@ std::vector<int64_t> probes(int64_t n, int max_probes) {
   if (n <= max_probes) {
     for (int64_t i = 0; i < n; ++i) out.push_back(i);
   } else {
-    for (int k = 0; k < max_probes; ++k) out.push_back((k * n) / max_probes + (k * 7919) % std::max<int64_t>(1, n / max_probes));
+    for (int k = 0; k < max_probes; ++k)
+      out.push_back((k * n) / max_probes + (k * 7919) % std::max<int64_t>(1, n / max_probes));
   }
   return out;
 }

@@ -12,10 +12,10 @@
 namespace rt::testing {
 
 struct GradcheckOptions {
-  double step = 1e-2;       // finite-difference step in input/parameter units
-  double abs_tol = 2e-3;    // |analytic - numeric| <= abs_tol + rel_tol * |numeric|
+  double step = 1e-2;     // finite-difference step in input/parameter units
+  double abs_tol = 2e-3;  // |analytic - numeric| <= abs_tol + rel_tol * |numeric|
   double rel_tol = 1e-2;
-  int max_probes = 48;      // elements checked per tensor (spread over the tensor)
+  int max_probes = 48;  // elements checked per tensor (spread over the tensor)
   bool training = true;
   // Plain input values; default uniform in [-1, 1]. Used to keep inputs away from kinks.
   std::function<float(size_t input, int64_t index, float uniform)> input_value;

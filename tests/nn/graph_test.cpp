@@ -326,7 +326,7 @@ TEST(Graph, KaimingFanOutHasTorchvisionsStandardDeviation) {
   const double n = static_cast<double>(w.numel());
   const double stdev = std::sqrt(sq / n - (sum / n) * (sum / n));
   const double expected = std::sqrt(2.0 / (128 * 9));  // fan_out = K R S
-  EXPECT_NEAR(stdev / expected, 1.0, 0.02);             // 73,728 draws: sampling error ~0.3%
+  EXPECT_NEAR(stdev / expected, 1.0, 0.02);            // 73,728 draws: sampling error ~0.3%
   EXPECT_NEAR(sum / n, 0.0, 3 * expected / std::sqrt(n));
 }
 

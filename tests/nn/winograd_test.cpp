@@ -115,13 +115,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WinogradConv,
 TEST(WinogradConvFallback, ShapesWithoutAWinogradKernelRunDirect) {
   const TensorSpec x = blocked_spec({2, 16, 12, 12});
   EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 3, 2, 1), x, true, ConvAlgorithm::kWinograd)->algorithm(),
-            ConvAlgorithm::kDirect) << "stride 2";
+            ConvAlgorithm::kDirect)
+      << "stride 2";
   EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 1), x, true, ConvAlgorithm::kWinograd)->algorithm(),
-            ConvAlgorithm::kDirect) << "1x1";
+            ConvAlgorithm::kDirect)
+      << "1x1";
   Conv2dGeometry grouped = Conv2dGeometry::square(16, 16, 3, 1, 1);
   grouped.groups = 4;
-  EXPECT_EQ(make_conv2d(grouped, x, true, ConvAlgorithm::kWinograd)->algorithm(), ConvAlgorithm::kDirect)
-      << "grouped";
+  EXPECT_EQ(make_conv2d(grouped, x, true, ConvAlgorithm::kWinograd)->algorithm(), ConvAlgorithm::kDirect) << "grouped";
 }
 
 TEST(ConvAlgorithmNames, RoundTripAndUnknownNamesAreRefused) {

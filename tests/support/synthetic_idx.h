@@ -12,7 +12,8 @@
 
 namespace rt::testing {
 
-inline void write_idx(const std::filesystem::path& path, const std::vector<int32_t>& dims, const std::vector<uint8_t>& data) {
+inline void write_idx(const std::filesystem::path& path, const std::vector<int32_t>& dims,
+                      const std::vector<uint8_t>& data) {
   std::ofstream f(path, std::ios::binary);
   const uint8_t magic[4] = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
   f.write(reinterpret_cast<const char*>(magic), 4);
@@ -24,8 +25,8 @@ inline void write_idx(const std::filesystem::path& path, const std::vector<int32
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
-inline void write_synthetic_set(const std::filesystem::path& dir, const std::string& prefix, int32_t count, int32_t side,
-                                int classes, uint64_t seed) {
+inline void write_synthetic_set(const std::filesystem::path& dir, const std::string& prefix, int32_t count,
+                                int32_t side, int classes, uint64_t seed) {
   std::vector<uint8_t> images(static_cast<size_t>(count) * side * side), labels(static_cast<size_t>(count));
   Rng rng(seed, 99);
   const int32_t half = side / 2;

@@ -72,7 +72,8 @@ TEST(RingDemo, EveryRankEndsWithTheAverageAndTheWireCarries2PMinus1TimesN) {
       for (int r = 0; r < P; ++r) {
         std::ostringstream line, sender;
         line << "  rank " << r << row.str() << "\n";
-        ASSERT_NE(end.find(line.str()), std::string::npos) << "P " << P << " N " << N << ", rank " << r << ":\n" << text;
+        ASSERT_NE(end.find(line.str()), std::string::npos) << "P " << P << " N " << N << ", rank " << r << ":\n"
+                                                           << text;
         sender << " rank " << r << " ";
         const size_t at = end.find(sender.str(), end.find("sent:"));
         ASSERT_NE(at, std::string::npos) << text;

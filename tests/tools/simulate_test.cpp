@@ -106,13 +106,15 @@ TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
     }
   };
   expect_error("ranks_per_host = 4\ncycle_ms = 5\n", "unknown key 'cycle_ms'");
-  const std::string links = "[intra_host]\ngbit_per_s = 100\nlatency_us = 1\n[inter_host]\ngbit_per_s = 25\nlatency_us = 5\n";
+  const std::string links =
+      "[intra_host]\ngbit_per_s = 100\nlatency_us = 1\n[inter_host]\ngbit_per_s = 25\nlatency_us = 5\n";
   const std::string compute = "[compute]\nbatch_per_rank = 64\nimages_per_s = { vgg16 = 130.9 }\n";
   expect_error(links + compute, "missing key 'ranks_per_host'");
   expect_error("ranks_per_host = 4\n" + links + compute, "no figure for resnet101 (it has vgg16)");
   expect_error("ranks_per_host = 4\nbandwith = 3\n" + links + compute, "unknown key 'bandwith'");
   expect_error("ranks_per_host = 0\n" + links + compute, "'ranks_per_host' must be above 0");
-  expect_error("ranks_per_host = 4\n[intra_host]\ngbit_per_s = \"fast\"\nlatency_us = 1\n", "'intra_host.gbit_per_s' must be a number");
+  expect_error("ranks_per_host = 4\n[intra_host]\ngbit_per_s = \"fast\"\nlatency_us = 1\n",
+               "'intra_host.gbit_per_s' must be a number");
   std::filesystem::remove(path);
   EXPECT_THROW(parse_rank_list("8,sixteen"), Error);
   EXPECT_EQ(parse_rank_list("8,16,512"), (std::vector<int>{8, 16, 512}));
@@ -127,7 +129,8 @@ TEST(Simulate, MeasuredProfileTimesEachGradientByItsLayer) {
   const SimulatedModel m = plan_model_for_simulation(config);
   const std::vector<LayerRow> rows = m.graph->layer_table();
   StepProfile measured{"lenet", 8, 0.010, 0.002, {}};
-  for (size_t i = 0; i < rows.size(); ++i) measured.layers.emplace_back(rows[i].name, 0.001 * static_cast<double>(i + 1));
+  for (size_t i = 0; i < rows.size(); ++i)
+    measured.layers.emplace_back(rows[i].name, 0.001 * static_cast<double>(i + 1));
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "rt_profile_test.txt";
   write_step_profile(path.string(), measured, "test");
   const StepProfile back = read_step_profile(path.string());
@@ -208,7 +211,8 @@ TEST(Simulate, ReproducesThePapersEfficienciesWithConstantsFittedOnVgg16) {
     for (double latency_us = 5; latency_us <= 100.0001; latency_us += 5) {
       const ClusterModel c = with_constants(files[vgg], share, latency_us * 1e-6);
       double error = 0;
-      for (int k = 0; k < 3; ++k) error += std::pow(efficiency(models[vgg], kPaperRanks[k], c) - kPaper[vgg].efficiency[k], 2);
+      for (int k = 0; k < 3; ++k)
+        error += std::pow(efficiency(models[vgg], kPaperRanks[k], c) - kPaper[vgg].efficiency[k], 2);
       if (error < best_error) best_error = error, best_share = share, best_latency = latency_us * 1e-6;
     }
   std::printf("fitted on vgg16: bandwidth share %.2f, inter-host latency %.0f us per ring step\n", best_share,

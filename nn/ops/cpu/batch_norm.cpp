@@ -14,8 +14,11 @@ using flags = dnnl::normalization_flags;
 class CpuBatchNorm final : public BatchNormOp {
  public:
   CpuBatchNorm(const BatchNormOptions& o, const TensorSpec& x)
-      : options_(o), channels_(x.shape[1]), count_(x.shape[0] * x.shape[2] * x.shape[3]),
-        mean_(plain_spec({channels_})), var_(plain_spec({channels_})) {
+      : options_(o),
+        channels_(x.shape[1]),
+        count_(x.shape[0] * x.shape[2] * x.shape[3]),
+        mean_(plain_spec({channels_})),
+        var_(plain_spec({channels_})) {
     const md x_md = md_of(x);
     const float eps = static_cast<float>(o.eps);
     dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, x_md, eps,
@@ -28,18 +31,22 @@ class CpuBatchNorm final : public BatchNormOp {
     infer_ = dnnl::batch_normalization_forward(infer_pd);
     dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, x_md, x_md, eps,
                                                 flags::use_scale | flags::use_shift);
-    bwd_ = dnnl::batch_normalization_backward(
-        dnnl::batch_normalization_backward::primitive_desc(bd, engine(), train_pd_));
+    bwd_ =
+        dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(bd, engine(), train_pd_));
     dnnl::batch_normalization_backward::desc gd(dnnl::prop_kind::backward, x_md, x_md, eps,
                                                 flags::use_scale | flags::use_shift | flags::use_global_stats);
-    bwd_global_ = dnnl::batch_normalization_backward(
-        dnnl::batch_normalization_backward::primitive_desc(gd, engine(), infer_pd));
+    bwd_global_ =
+        dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(gd, engine(), infer_pd));
   }
 
   void forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& running_mean,
                         Tensor& running_var) override {
-    train_.execute(stream(), {{DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_SCALE, mem(gamma)}, {DNNL_ARG_SHIFT, mem(beta)},
-                              {DNNL_ARG_DST, mem(y)}, {DNNL_ARG_MEAN, mem(mean_)}, {DNNL_ARG_VARIANCE, mem(var_)}});
+    train_.execute(stream(), {{DNNL_ARG_SRC, mem(x)},
+                              {DNNL_ARG_SCALE, mem(gamma)},
+                              {DNNL_ARG_SHIFT, mem(beta)},
+                              {DNNL_ARG_DST, mem(y)},
+                              {DNNL_ARG_MEAN, mem(mean_)},
+                              {DNNL_ARG_VARIANCE, mem(var_)}});
     stream().wait();
     const float m = static_cast<float>(options_.momentum);
     const float unbias = count_ > 1 ? static_cast<float>(count_) / static_cast<float>(count_ - 1) : 1.0f;
@@ -51,8 +58,11 @@ class CpuBatchNorm final : public BatchNormOp {
 
   void forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                          const Tensor& running_mean, const Tensor& running_var) override {
-    infer_.execute(stream(), {{DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_SCALE, mem(gamma)}, {DNNL_ARG_SHIFT, mem(beta)},
-                              {DNNL_ARG_DST, mem(y)}, {DNNL_ARG_MEAN, mem(running_mean)},
+    infer_.execute(stream(), {{DNNL_ARG_SRC, mem(x)},
+                              {DNNL_ARG_SCALE, mem(gamma)},
+                              {DNNL_ARG_SHIFT, mem(beta)},
+                              {DNNL_ARG_DST, mem(y)},
+                              {DNNL_ARG_MEAN, mem(running_mean)},
                               {DNNL_ARG_VARIANCE, mem(running_var)}});
     stream().wait();
   }
@@ -73,13 +83,17 @@ class CpuBatchNorm final : public BatchNormOp {
                            const Tensor& beta, const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                            const Tensor& mean, const Tensor& var) {
     // oneDNN 2.6 checks that SHIFT is passed whenever use_shift is set, although backward never reads it.
-    prim.execute(stream(), {{DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_MEAN, mem(mean)}, {DNNL_ARG_VARIANCE, mem(var)},
-                            {DNNL_ARG_DIFF_DST, mem(dy)}, {DNNL_ARG_SCALE, mem(gamma)}, {DNNL_ARG_SHIFT, mem(beta)},
-                            {DNNL_ARG_DIFF_SRC, mem(dx)}, {DNNL_ARG_DIFF_SCALE, mem(dgamma)},
+    prim.execute(stream(), {{DNNL_ARG_SRC, mem(x)},
+                            {DNNL_ARG_MEAN, mem(mean)},
+                            {DNNL_ARG_VARIANCE, mem(var)},
+                            {DNNL_ARG_DIFF_DST, mem(dy)},
+                            {DNNL_ARG_SCALE, mem(gamma)},
+                            {DNNL_ARG_SHIFT, mem(beta)},
+                            {DNNL_ARG_DIFF_SRC, mem(dx)},
+                            {DNNL_ARG_DIFF_SCALE, mem(dgamma)},
                             {DNNL_ARG_DIFF_SHIFT, mem(dbeta)}});
     stream().wait();
   }
-
 
   BatchNormOptions options_;
   int64_t channels_, count_;

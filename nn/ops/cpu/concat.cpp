@@ -32,7 +32,8 @@ class CpuConcat final : public ConcatOp {
     bool views_ok = true;
     for (const TensorSpec& x : xs) {
       try {
-        slices_.push_back(y_md.submemory_desc(dims{x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, dims{0, offset, 0, 0}));
+        slices_.push_back(
+            y_md.submemory_desc(dims{x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, dims{0, offset, 0, 0}));
       } catch (const dnnl::error&) {
         views_ok = false;
       }

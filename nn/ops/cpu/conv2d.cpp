@@ -18,12 +18,12 @@ using dims = dnnl::memory::dims;
 
 class CpuConv2d final : public Conv2dOp {
  public:
-  CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm)
-      : need_dx_(need_dx) {
+  CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm) : need_dx_(need_dx) {
     const Shape y_shape = g.output_shape(x.shape);
     const bool grouped = g.groups > 1;
-    const Shape w_shape = grouped ? Shape{g.groups, g.out_channels / g.groups, g.in_channels / g.groups, g.kernel_h, g.kernel_w}
-                                  : g.weight_shape();
+    const Shape w_shape =
+        grouped ? Shape{g.groups, g.out_channels / g.groups, g.in_channels / g.groups, g.kernel_h, g.kernel_w}
+                : g.weight_shape();
     w_plain_ = md(dims(w_shape.begin(), w_shape.end()), dt::f32, grouped ? tag::goihw : tag::oihw);
     const md x_md = md_of(x);
     const md b_md = g.bias ? plain_md({g.out_channels}) : md();

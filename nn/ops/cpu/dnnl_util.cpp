@@ -59,9 +59,7 @@ TensorSpec spec_of(const Shape& shape, const md& desc) {
 
 md any_md(const Shape& shape) { return md(dnnl::memory::dims(shape.begin(), shape.end()), dt::f32, tag::any); }
 
-dnnl::memory mem(const md& desc, const float* data) {
-  return dnnl::memory(desc, engine(), const_cast<float*>(data));
-}
+dnnl::memory mem(const md& desc, const float* data) { return dnnl::memory(desc, engine(), const_cast<float*>(data)); }
 
 dnnl::memory mem(const Tensor& t) { return mem(md_of(t.spec()), t.data()); }
 

@@ -17,7 +17,8 @@ class CpuLinear final : public LinearOp {
     auto fpd = dnnl::inner_product_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::inner_product_forward(fpd);
     dnnl::inner_product_backward_weights::desc wd(x_md, w_md, b_md, y_md);
-    bww_ = dnnl::inner_product_backward_weights(dnnl::inner_product_backward_weights::primitive_desc(wd, engine(), fpd));
+    bww_ =
+        dnnl::inner_product_backward_weights(dnnl::inner_product_backward_weights::primitive_desc(wd, engine(), fpd));
     if (need_dx) {
       dnnl::inner_product_backward_data::desc dd(x_md, w_md, y_md);
       bwd_ = dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(dd, engine(), fpd));
@@ -25,7 +26,8 @@ class CpuLinear final : public LinearOp {
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_WEIGHTS, mem(w)}, {DNNL_ARG_DST, mem(y)}};
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_WEIGHTS, mem(w)}, {DNNL_ARG_DST, mem(y)}};
     if (b) args[DNNL_ARG_BIAS] = mem(*b);
     fwd_.execute(stream(), args);
     stream().wait();
@@ -37,8 +39,8 @@ class CpuLinear final : public LinearOp {
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_DIFF_DST, mem(dy)},
-                                               {DNNL_ARG_DIFF_WEIGHTS, mem(dw)}};
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_DIFF_DST, mem(dy)}, {DNNL_ARG_DIFF_WEIGHTS, mem(dw)}};
     if (db) args[DNNL_ARG_DIFF_BIAS] = mem(*db);
     bww_.execute(stream(), args);
     stream().wait();

@@ -28,7 +28,8 @@ class CpuPool2d final : public Pool2dOp {
     auto fpd = dnnl::pooling_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::pooling_forward(fpd);
     y_spec_ = spec_of(y_shape, fpd.dst_desc());
-    if (g.kind == PoolKind::kMax) workspace_ = Tensor(plain_spec({static_cast<int64_t>(fpd.workspace_desc().get_size() / 4 + 1)}));
+    if (g.kind == PoolKind::kMax)
+      workspace_ = Tensor(plain_spec({static_cast<int64_t>(fpd.workspace_desc().get_size() / 4 + 1)}));
     ws_md_ = fpd.workspace_desc();
     dnnl::pooling_backward::desc bd(alg, x_md, fpd.dst_desc(), strides, kernel, pad_l, pad_r);
     bwd_ = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, engine(), fpd));
@@ -64,8 +65,13 @@ class CpuPool2d final : public Pool2dOp {
 class CpuAdaptiveAvgPool final : public Pool2dOp {
  public:
   CpuAdaptiveAvgPool(int64_t out_h, int64_t out_w, const TensorSpec& x)
-      : x_shape_(x.shape), out_h_(out_h), out_w_(out_w), y_spec_(plain_spec({x.shape[0], x.shape[1], out_h, out_w})),
-        x_plain_(plain_spec(x.shape)), blocked_(!x.is_plain()), x_md_(md_of(x)) {}
+      : x_shape_(x.shape),
+        out_h_(out_h),
+        out_w_(out_w),
+        y_spec_(plain_spec({x.shape[0], x.shape[1], out_h, out_w})),
+        x_plain_(plain_spec(x.shape)),
+        blocked_(!x.is_plain()),
+        x_md_(md_of(x)) {}
 
   const TensorSpec& y_spec() const override { return y_spec_; }
 

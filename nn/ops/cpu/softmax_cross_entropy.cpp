@@ -9,8 +9,8 @@
 
 namespace rt::cpu {
 
-LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
-                                 Tensor* dlogits, double grad_scale) {
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing, Tensor* dlogits,
+                                 double grad_scale) {
   const int64_t N = logits.dim(0), K = logits.dim(1);
   const double s = label_smoothing;
   LossResult r;

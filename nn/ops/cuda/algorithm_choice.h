@@ -14,11 +14,11 @@ namespace rt::cuda {
 // One algorithm as cuDNN's find API timed it.
 struct AlgorithmTrial {
   int algorithm = 0;
-  bool ok = false;          // cuDNN ran it for this shape
-  float ms = 0;             // its time
-  size_t workspace = 0;     // bytes of workspace it needs
-  bool transform = false;   // FFT or Winograd: fewer multiplications, larger rounding error
-  int math = 0;             // the cudnnMathType_t it was timed with
+  bool ok = false;         // cuDNN ran it for this shape
+  float ms = 0;            // its time
+  size_t workspace = 0;    // bytes of workspace it needs
+  bool transform = false;  // FFT or Winograd: fewer multiplications, larger rounding error
+  int math = 0;            // the cudnnMathType_t it was timed with
 };
 
 // The fastest trial that ran, fits in workspace_limit and is allowed (transforms only with

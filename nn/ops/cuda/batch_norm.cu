@@ -56,8 +56,12 @@ __global__ void batch_norm_backward_constant_stats(const T* x, const T* dy, cons
 class CudaBatchNorm final : public BatchNormOp {
  public:
   CudaBatchNorm(const BatchNormOptions& o, const TensorSpec& x)
-      : options_(o), shape_(x.shape), dtype_(dtype_of(x)), format_(format_of(x)),
-        saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)), saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
+      : options_(o),
+        shape_(x.shape),
+        dtype_(dtype_of(x)),
+        format_(format_of(x)),
+        saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)),
+        saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
     RT_CHECK(o.eps >= CUDNN_BN_MIN_EPSILON, "cuDNN batch norm needs eps >= ", CUDNN_BN_MIN_EPSILON, ", got ", o.eps);
     x_.set(x);
     // (1, C, 1, 1) float32 for every input type cuDNN takes.
@@ -75,11 +79,11 @@ class CudaBatchNorm final : public BatchNormOp {
 
   void forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& running_mean,
                         Tensor& running_var) override {
-    RT_CU(cudnnBatchNormalizationForwardTrainingEx(
-        context().cudnn, mode_, kOps, &kOne, &kZero, x_.d, x.data(), nullptr, nullptr, x_.d, y.data(), stats_.d,
-        gamma.data(), beta.data(), options_.momentum, running_mean.data(), running_var.data(), options_.eps,
-        saved_mean_.data(), saved_inv_sd_.data(), nullptr, workspace(), workspace_bytes(), reserve_.get(),
-        reserve_bytes_));
+    RT_CU(cudnnBatchNormalizationForwardTrainingEx(context().cudnn, mode_, kOps, &kOne, &kZero, x_.d, x.data(), nullptr,
+                                                   nullptr, x_.d, y.data(), stats_.d, gamma.data(), beta.data(),
+                                                   options_.momentum, running_mean.data(), running_var.data(),
+                                                   options_.eps, saved_mean_.data(), saved_inv_sd_.data(), nullptr,
+                                                   workspace(), workspace_bytes(), reserve_.get(), reserve_bytes_));
   }
 
   void forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
@@ -91,11 +95,11 @@ class CudaBatchNorm final : public BatchNormOp {
 
   void backward_training(const Tensor& x, const Tensor& gamma, const Tensor&, const Tensor& dy, Tensor& dx,
                          Tensor& dgamma, Tensor& dbeta) override {
-    RT_CU(cudnnBatchNormalizationBackwardEx(
-        context().cudnn, mode_, kOps, &kOne, &kZero, &kOne, &kZero, x_.d, x.data(), nullptr, nullptr, x_.d,
-        dy.data(), nullptr, nullptr, x_.d, dx.data(), stats_.d, gamma.data(), nullptr, dgamma.data(), dbeta.data(),
-        options_.eps, saved_mean_.data(), saved_inv_sd_.data(), nullptr, workspace(), workspace_bytes(),
-        reserve_.get(), reserve_bytes_));
+    RT_CU(cudnnBatchNormalizationBackwardEx(context().cudnn, mode_, kOps, &kOne, &kZero, &kOne, &kZero, x_.d, x.data(),
+                                            nullptr, nullptr, x_.d, dy.data(), nullptr, nullptr, x_.d, dx.data(),
+                                            stats_.d, gamma.data(), nullptr, dgamma.data(), dbeta.data(), options_.eps,
+                                            saved_mean_.data(), saved_inv_sd_.data(), nullptr, workspace(),
+                                            workspace_bytes(), reserve_.get(), reserve_bytes_));
   }
 
   void backward_inference(const Tensor& x, const Tensor& gamma, const Tensor&, const Tensor& dy, Tensor& dx,

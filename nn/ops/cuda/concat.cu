@@ -50,8 +50,8 @@ class CudaConcat final : public ConcatOp {
   // Copies one run of min(src_pitch, dst_pitch) bytes per row.
   void copy(const char* src, size_t src_pitch, char* dst, size_t dst_pitch) {
     const size_t width = src_pitch < dst_pitch ? src_pitch : dst_pitch;
-    RT_CU(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, static_cast<size_t>(rows_),
-                            cudaMemcpyDeviceToDevice, context().stream));
+    RT_CU(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, static_cast<size_t>(rows_), cudaMemcpyDeviceToDevice,
+                            context().stream));
   }
 
   TensorSpec y_spec_;

@@ -113,7 +113,10 @@ std::vector<AlgorithmTrial> trials_of(const Perf* perf, int count) {
 class CudaConv2d final : public Conv2dOp {
  public:
   CudaConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm)
-      : need_dx_(need_dx), bias_(g.bias), allow_transforms_(algorithm == ConvAlgorithm::kWinograd), x_spec_(x),
+      : need_dx_(need_dx),
+        bias_(g.bias),
+        allow_transforms_(algorithm == ConvAlgorithm::kWinograd),
+        x_spec_(x),
         w_spec_(plain_spec(g.weight_shape(), Device::kCuda)) {
     Context& c = context();
     const DType t = activation_dtype(c.precision);
@@ -132,7 +135,8 @@ class CudaConv2d final : public Conv2dOp {
       dw_run_ = Tensor(w_run_spec_);
       const Shape& y = y_spec_.shape;
       bias_tiles_ = ChannelTiles::of(y[0] * y[2] * y[3], y[1]);
-      if (bias_ && bias_tiles_.slices > 1) bias_partials_ = Tensor(plain_spec({bias_tiles_.slices, y[1]}, Device::kCuda));
+      if (bias_ && bias_tiles_.slices > 1)
+        bias_partials_ = Tensor(plain_spec({bias_tiles_.slices, y[1]}, Device::kCuda));
     }
     x_.set(run_x_spec_);
     y_.set(y_spec_);
@@ -151,19 +155,28 @@ class CudaConv2d final : public Conv2dOp {
     RT_CU(cudnnGetConvolution2dForwardOutputDim(conv_.d, x_.d, w_.d, &n, &k, &h, &wd));
     RT_ASSERT(Shape({n, k, h, wd}) == y_spec_.shape);
 
-    key_ = str_cat(shape_str(x.shape), " ", y_spec_.describe(), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w,
-                   " s", g.stride_h, ",", g.stride_w, " d", g.dilation_h, ",", g.dilation_w, " g", g.groups, " m",
+    key_ = str_cat(shape_str(x.shape), " ", y_spec_.describe(), " w", shape_str(w), " p", g.pad_h, ",", g.pad_w, " s",
+                   g.stride_h, ",", g.stride_w, " d", g.dilation_h, ",", g.dilation_w, " g", g.groups, " m",
                    static_cast<int>(math), " t", allow_transforms_);
-    fwd_ = choose("fwd", [&](auto* perf, int cap, int* got) {
-      return cudnnFindConvolutionForwardAlgorithm(c.cudnn, x_.d, w_.d, conv_.d, y_.d, cap, got, perf);
-    }, static_cast<cudnnConvolutionFwdAlgoPerf_t*>(nullptr));
-    bwd_filter_ = choose("bwd_filter", [&](auto* perf, int cap, int* got) {
-      return cudnnFindConvolutionBackwardFilterAlgorithm(c.cudnn, x_.d, y_.d, conv_.d, w_.d, cap, got, perf);
-    }, static_cast<cudnnConvolutionBwdFilterAlgoPerf_t*>(nullptr));
+    fwd_ = choose(
+        "fwd",
+        [&](auto* perf, int cap, int* got) {
+          return cudnnFindConvolutionForwardAlgorithm(c.cudnn, x_.d, w_.d, conv_.d, y_.d, cap, got, perf);
+        },
+        static_cast<cudnnConvolutionFwdAlgoPerf_t*>(nullptr));
+    bwd_filter_ = choose(
+        "bwd_filter",
+        [&](auto* perf, int cap, int* got) {
+          return cudnnFindConvolutionBackwardFilterAlgorithm(c.cudnn, x_.d, y_.d, conv_.d, w_.d, cap, got, perf);
+        },
+        static_cast<cudnnConvolutionBwdFilterAlgoPerf_t*>(nullptr));
     if (need_dx_)
-      bwd_data_ = choose("bwd_data", [&](auto* perf, int cap, int* got) {
-        return cudnnFindConvolutionBackwardDataAlgorithm(c.cudnn, w_.d, y_.d, conv_.d, x_.d, cap, got, perf);
-      }, static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
+      bwd_data_ = choose(
+          "bwd_data",
+          [&](auto* perf, int cap, int* got) {
+            return cudnnFindConvolutionBackwardDataAlgorithm(c.cudnn, w_.d, y_.d, conv_.d, x_.d, cap, got, perf);
+          },
+          static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
     if (c.conv_graph != CudnnGraphUse::kNever) {
       ConvGraphProblem p;
       p.io_type = cudnn_type(t);
@@ -325,8 +338,8 @@ class CudaConv2d final : public Conv2dOp {
   bool half_ = false;     // 16-bit NHWC (Note [Mixed precision])
   bool stage_x_ = false;  // the input arrives in another layout than the one the convolution reads
   TensorSpec x_spec_, run_x_spec_, y_spec_, w_spec_, w_run_spec_;
-  Tensor x_run_, dx_run_;  // with stage_x_: the input, and its gradient, in run_x_spec_
-  Tensor w_run_, dw_run_;  // with half_: the weights, and their gradient, in 16-bit KRSC
+  Tensor x_run_, dx_run_;    // with stage_x_: the input, and its gradient, in run_x_spec_
+  Tensor w_run_, dw_run_;    // with half_: the weights, and their gradient, in 16-bit KRSC
   ChannelTiles bias_tiles_;  // with half_: the walk of the bias over y and dy, (N H W, K)
   Tensor bias_partials_;     // with a bias and several slices: (slices, K) partial sums of db
   std::string key_;

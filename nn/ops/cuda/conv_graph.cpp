@@ -25,8 +25,8 @@ constexpr int64_t kX = 1, kW = 2, kY = 3;
 // may compile kernels at run time (tens of ms), and each distinct shape and direction pays it once.
 constexpr size_t kMostConfigs = 8;
 
-void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-         int64_t count, const void* values) {
+void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+         const void* values) {
   RT_CU(cudnnBackendSetAttribute(d, name, type, count, values));
 }
 
@@ -46,15 +46,24 @@ EngineNotes notes_of(cudnnBackendDescriptor_t engine) {
     return e;
   e.known = true;
   for (int64_t i = 0; i < n; ++i) switch (notes[static_cast<size_t>(i)]) {
-      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: e.tensor_cores = true; break;
-      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: e.down_converts_inputs = true; break;
-      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: e.reduced_precision_sums = true; break;
+      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+        e.tensor_cores = true;
+        break;
+      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
+        e.down_converts_inputs = true;
+        break;
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
+        e.reduced_precision_sums = true;
+        break;
       case CUDNN_NUMERICAL_NOTE_FFT:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
-      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: e.transform = true; break;
-      default: break;
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
+        e.transform = true;
+        break;
+      default:
+        break;
     }
   return e;
 }
@@ -69,21 +78,30 @@ struct OperationNames {
 OperationNames operation_names(ConvDirection d) {
   switch (d) {
     case ConvDirection::kForward:
-      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
               CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
     case ConvDirection::kBackwardData:
       return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
-              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
               CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
     case ConvDirection::kBackwardFilter:
       break;
   }
-  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
-          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
-          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
 }
 
@@ -365,9 +383,15 @@ void ConvGraphPlan::run(ConvGraphPack& pack, const void* in_a, const void* in_b,
   void* b = const_cast<void*>(in_b);
   std::array<void*, 4> pointers{};  // by unique id: x (or dx), w (or dw), y (or dy); the workspace
   switch (direction_) {
-    case ConvDirection::kForward: pointers = {a, b, out, workspace}; break;
-    case ConvDirection::kBackwardData: pointers = {out, b, a, workspace}; break;
-    case ConvDirection::kBackwardFilter: pointers = {a, out, b, workspace}; break;
+    case ConvDirection::kForward:
+      pointers = {a, b, out, workspace};
+      break;
+    case ConvDirection::kBackwardData:
+      pointers = {out, b, a, workspace};
+      break;
+    case ConvDirection::kBackwardFilter:
+      pointers = {a, out, b, workspace};
+      break;
   }
   for (void* q : pointers)
     RT_ASSERT(reinterpret_cast<uintptr_t>(q) % 16 == 0);  // the plan was made for 16-byte-aligned tensors

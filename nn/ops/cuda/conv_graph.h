@@ -90,8 +90,7 @@ class ConvGraphPlan {
   // The fastest engine within `workspace_limit` bytes (and the GPU's free memory), as `timer`
   // times it; nullptr when no engine cuDNN suggests finalizes for the problem; rt::Error where
   // cuDNN refuses the problem itself or memory runs out (conv2d.cu then keeps the legacy algorithm).
-  static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit,
-                                             ConvTimer& timer);
+  static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit, ConvTimer& timer);
   ~ConvGraphPlan();
   ConvGraphPlan(const ConvGraphPlan&) = delete;
   ConvGraphPlan& operator=(const ConvGraphPlan&) = delete;

@@ -18,10 +18,9 @@ struct CudnnDescriptor {
   CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
 };
 
-using FilterDesc =
-    CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvDesc = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
-                                 cudnnDestroyConvolutionDescriptor>;
+using FilterDesc = CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 
 inline cudnnDataType_t cudnn_type(DType t) {
   return t == DType::kBf16 ? CUDNN_DATA_BFLOAT16 : t == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;

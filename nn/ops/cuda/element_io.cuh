@@ -31,9 +31,12 @@ RT_HD inline void store(F16* p, float v) { p->bits = float_to_fp16(v); }
 template <typename Fn>
 void with_storage(DType t, Fn&& fn) {
   switch (t) {
-    case DType::kF32: return fn(static_cast<float*>(nullptr));
-    case DType::kBf16: return fn(static_cast<Bf16*>(nullptr));
-    case DType::kF16: return fn(static_cast<F16*>(nullptr));
+    case DType::kF32:
+      return fn(static_cast<float*>(nullptr));
+    case DType::kBf16:
+      return fn(static_cast<Bf16*>(nullptr));
+    case DType::kF16:
+      return fn(static_cast<F16*>(nullptr));
   }
   RT_CHECK(false, "unknown GPU element type");
 }

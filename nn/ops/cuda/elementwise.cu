@@ -52,8 +52,8 @@ void launch_map(DType t, const Op& op, const float* a, const float* b, float* y,
     using T = std::remove_pointer_t<decltype(tag)>;
     with_pack_width<T>({a, b, y}, [&](auto width) {
       constexpr int P = decltype(width)::value;
-      map_kernel<P><<<blocks_for(n / P > 0 ? n / P : 1), 256, 0, context().stream>>>(op, as<T>(a), as<T>(b),
-                                                                                   as<T>(y), n);
+      map_kernel<P>
+          <<<blocks_for(n / P > 0 ? n / P : 1), 256, 0, context().stream>>>(op, as<T>(a), as<T>(b), as<T>(y), n);
     });
   });
   RT_CU_LAUNCHED();
@@ -62,7 +62,7 @@ __global__ void sgd_kernel(SgdStep s, float* w, const float* g, float* v, int64_
   RT_FOR_EACH_ELEMENT(i, n) sgd_element(s, w[i], g[i], v[i]);
 }
 __global__ void find_non_finite(const float* x, int64_t n, int* found) {
-  RT_FOR_EACH_ELEMENT(i, n) if (!isfinite(x[i])) *found = 1;
+  RT_FOR_EACH_ELEMENT(i, n) if (!isfinite(x[i]))* found = 1;
 }
 
 // Between two layouts of one (N, C, H, W) shape: element i of dst's storage order takes the
@@ -149,7 +149,8 @@ class CudaDropout final : public DropoutOp {
 class CudaFlatten final : public FlattenOp {
  public:
   explicit CudaFlatten(const TensorSpec& x)
-      : x_spec_(x), y_spec_(plain_spec({x.shape[0], numel(x.shape) / x.shape[0]}, Device::kCuda)),
+      : x_spec_(x),
+        y_spec_(plain_spec({x.shape[0], numel(x.shape) / x.shape[0]}, Device::kCuda)),
         x_as_plain_(plain_spec(x.shape, Device::kCuda)) {}
   const TensorSpec& y_spec() const override { return y_spec_; }
   void forward(const Tensor& x, Tensor& y) override { convert(x, y.data(), x_as_plain_); }
@@ -185,8 +186,10 @@ void reorder(const Tensor& src, Tensor& dst) { convert(src, dst.data(), dst.spec
 void convert_layout(const float* src, const TensorSpec& src_spec, float* dst, const TensorSpec& dst_spec) {
   const TensorSpec& ss = src_spec;
   if (ss.same_as(dst_spec) || (ss.is_plain() && dst_spec.is_plain())) return copy_on_gpu(dst, src, ss.bytes());
-  RT_CHECK(ss.shape.size() == 4 && ss.shape == dst_spec.shape, "a GPU layout conversion takes one (N, C, H, W) shape, "
-           "got ", ss.describe(), " to ", dst_spec.describe());
+  RT_CHECK(ss.shape.size() == 4 && ss.shape == dst_spec.shape,
+           "a GPU layout conversion takes one (N, C, H, W) shape, "
+           "got ",
+           ss.describe(), " to ", dst_spec.describe());
   const int64_t C = ss.shape[1], H = ss.shape[2], W = ss.shape[3], n = numel(ss.shape);
   const Format sf = format_of(ss), df = format_of(dst_spec);
   with_storage(dtype_of(ss), [&](auto* s_tag) {
@@ -195,8 +198,8 @@ void convert_layout(const float* src, const TensorSpec& src_spec, float* dst, co
       using D = std::remove_pointer_t<decltype(d_tag)>;
       with_index_type(n, [&](auto* i_tag) {
         using I = std::remove_pointer_t<decltype(i_tag)>;
-        convert_kernel<<<blocks_for(n), 256, 0, context().stream>>>(as<S>(src), sf, as<D>(dst), df, I(C), I(H),
-                                                                    I(W), I(n));
+        convert_kernel<<<blocks_for(n), 256, 0, context().stream>>>(as<S>(src), sf, as<D>(dst), df, I(C), I(H), I(W),
+                                                                    I(n));
       });
       RT_CU_LAUNCHED();
     });

@@ -8,9 +8,12 @@ namespace rt::cuda {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kBf16: return "bf16";
-    case DType::kF16: return "f16";
+    case DType::kF32:
+      return "f32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kF16:
+      return "f16";
   }
   return "?";
 }

@@ -43,14 +43,14 @@ class CudaLinear final : public LinearOp {
 
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     RT_CHECK(need_dx_, "linear was planned without backward-data");
-    RT_CU(cublasSgemm(context().cublas, CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, &kOne, w.data(), in_, dy.data(),
-                      out_, &kZero, dx.data(), in_));
+    RT_CU(cublasSgemm(context().cublas, CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, &kOne, w.data(), in_, dy.data(), out_,
+                      &kZero, dx.data(), in_));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
     Context& c = context();
-    RT_CU(cublasSgemm(c.cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, &kOne, x.data(), in_, dy.data(), out_,
-                      &kZero, dw.data(), in_));
+    RT_CU(cublasSgemm(c.cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, &kOne, x.data(), in_, dy.data(), out_, &kZero,
+                      dw.data(), in_));
     if (db) {
       bias_gradient<<<blocks_for(out_), 256, 0, c.stream>>>(dy.data(), n_, out_, db->data());
       RT_CU_LAUNCHED();

@@ -145,32 +145,34 @@ class CudaPool2d final : public Pool2dOp {
   const TensorSpec& y_spec() const override { return y_spec_; }
 
   void forward(const Tensor& x, Tensor& y, bool) override {
-    with_kernel_types(std::max(x.numel(), y.numel()), {x.data(), y.data()}, [&](auto* tag, auto* index_tag, auto width) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      using I = std::remove_pointer_t<decltype(index_tag)>;
-      constexpr int P = decltype(width)::value;
-      pool_forward<T, I, P><<<blocks_for(y.numel() / P), 256, 0, context().stream>>>(plan_, as<T>(x.data()),
-                                                                                     as<T>(y.data()), argmax());
-    });
+    with_kernel_types(std::max(x.numel(), y.numel()), {x.data(), y.data()},
+                      [&](auto* tag, auto* index_tag, auto width) {
+                        using T = std::remove_pointer_t<decltype(tag)>;
+                        using I = std::remove_pointer_t<decltype(index_tag)>;
+                        constexpr int P = decltype(width)::value;
+                        pool_forward<T, I, P><<<blocks_for(y.numel() / P), 256, 0, context().stream>>>(
+                            plan_, as<T>(x.data()), as<T>(y.data()), argmax());
+                      });
     RT_CU_LAUNCHED();
   }
 
   void backward(const Tensor& dy, Tensor& dx) override {
     const bool scatter = plan_.max && plan_.h.disjoint() && plan_.w.disjoint();
     if (scatter) RT_CU(cudaMemsetAsync(dx.data(), 0, dx.bytes(), context().stream));
-    with_kernel_types(std::max(dx.numel(), dy.numel()), {dy.data(), dx.data()}, [&](auto* tag, auto* index_tag, auto width) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      using I = std::remove_pointer_t<decltype(index_tag)>;
-      constexpr int P = decltype(width)::value;
-      const cudaStream_t s = context().stream;
-      if (scatter) {
-        max_pool_backward_scatter<T, I, P><<<blocks_for(dy.numel() / P), 256, 0, s>>>(
-            plan_, as<T>(dy.data()), argmax(), as<T>(dx.data()));
-      } else {
-        pool_backward<T, I, P><<<blocks_for(dx.numel() / P), 256, 0, s>>>(plan_, as<T>(dy.data()), argmax(),
-                                                                          as<T>(dx.data()));
-      }
-    });
+    with_kernel_types(
+        std::max(dx.numel(), dy.numel()), {dy.data(), dx.data()}, [&](auto* tag, auto* index_tag, auto width) {
+          using T = std::remove_pointer_t<decltype(tag)>;
+          using I = std::remove_pointer_t<decltype(index_tag)>;
+          constexpr int P = decltype(width)::value;
+          const cudaStream_t s = context().stream;
+          if (scatter) {
+            max_pool_backward_scatter<T, I, P>
+                <<<blocks_for(dy.numel() / P), 256, 0, s>>>(plan_, as<T>(dy.data()), argmax(), as<T>(dx.data()));
+          } else {
+            pool_backward<T, I, P>
+                <<<blocks_for(dx.numel() / P), 256, 0, s>>>(plan_, as<T>(dy.data()), argmax(), as<T>(dx.data()));
+          }
+        });
     RT_CU_LAUNCHED();
   }
 

@@ -30,12 +30,11 @@ void enqueue_rows(const Tensor& logits, const int32_t* d_targets, double label_s
                   double grad_scale, RowResult* d_rows, RowResult* host_rows) {
   const int64_t N = logits.dim(0), K = logits.dim(1);
   const cudaStream_t stream = context().stream;
-  softmax_cross_entropy_rows<<<blocks_for(N, 64), 64, 0, stream>>>(
-      logits.data(), d_targets, N, K, label_smoothing, grad_scale / static_cast<double>(N),
-      dlogits ? dlogits->data() : nullptr, d_rows);
+  softmax_cross_entropy_rows<<<blocks_for(N, 64), 64, 0, stream>>>(logits.data(), d_targets, N, K, label_smoothing,
+                                                                   grad_scale / static_cast<double>(N),
+                                                                   dlogits ? dlogits->data() : nullptr, d_rows);
   RT_CU_LAUNCHED();
-  RT_CU(cudaMemcpyAsync(host_rows, d_rows, static_cast<size_t>(N) * sizeof(RowResult), cudaMemcpyDeviceToHost,
-                        stream));
+  RT_CU(cudaMemcpyAsync(host_rows, d_rows, static_cast<size_t>(N) * sizeof(RowResult), cudaMemcpyDeviceToHost, stream));
 }
 
 // After the stream has finished enqueue_rows: the mean loss and the top-1 / top-5 counts.
@@ -63,8 +62,8 @@ class CudaSoftmaxCrossEntropy final : public SoftmaxCrossEntropyOp {
  protected:
   // From pageable memory: the call returns once the labels are staged, so the caller may reuse them.
   void set_targets_impl(const int32_t* targets) override {
-    RT_CU(cudaMemcpyAsync(targets_.get(), targets, static_cast<size_t>(N_) * sizeof(int32_t),
-                          cudaMemcpyHostToDevice, context().stream));
+    RT_CU(cudaMemcpyAsync(targets_.get(), targets, static_cast<size_t>(N_) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                          context().stream));
   }
   void compute_impl(const Tensor& logits, double label_smoothing, Tensor* dlogits, double grad_scale) override {
     enqueue_rows(logits, static_cast<const int32_t*>(targets_.get()), label_smoothing, dlogits, grad_scale,
@@ -86,8 +85,8 @@ class CudaSoftmaxCrossEntropy final : public SoftmaxCrossEntropyOp {
 
 }  // namespace
 
-LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing,
-                                 Tensor* dlogits, double grad_scale) {
+LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, double label_smoothing, Tensor* dlogits,
+                                 double grad_scale) {
   const int64_t N = logits.dim(0);
   // Scratch: the targets, then one RowResult per row.
   const size_t target_bytes = (static_cast<size_t>(N) * sizeof(int32_t) + 15) / 16 * 16;
