@@ -11,12 +11,14 @@ mpich_pkgs=(mpich libmpich-dev)
 data_pkgs=(dataset-fashion-mnist)
 # gnuplot draws the scaling sweep's chart (bench/scaling_sweep.sh), which a test runs.
 bench_pkgs=(gnuplot-nox)
+# The style check (ctest -L style, tests/style/clang_format_test.sh) formats with clang-format 14.
+style_pkgs=(clang-format)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
-want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${slurm_pkgs[@]}")
+want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${style_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()
