@@ -285,6 +285,14 @@ inline const std::vector<KeySpec>& config_schema() {
               "replay it, so the host issues one launch instead of every kernel (one rank: forward, "
               "loss and backward; several: forward and loss)",
        .also = {"cuda_graphs", "graph_capture"}},
+      {.table = "train",
+       .key = "cudnn_graph",
+       .field = &member<&C::train, &TrainConfig::cudnn_graph>,
+       .doc = "CUDA: convolutions through cuDNN's graph API, which reaches engines the legacy API lacks: off; "
+              "where_faster, each direction where its plan timed faster than the legacy algorithm; always, "
+              "wherever cuDNN has a plan",
+       .choices = {"off", "where_faster", "always"},
+       .also = {"cudnn_graph_api", "graph_api"}},
 
       {.table = "schedule",
        .key = "kind",

@@ -56,6 +56,8 @@ void check_device_settings(const Config& config, Device device) {
              "\" applies to device = \"cuda\" only; the CPU computes in float32");
     RT_CHECK(dc.allreduce != "nccl",
              "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    RT_CHECK(config.train.cudnn_graph == "off", "train.cudnn_graph = \"", config.train.cudnn_graph,
+             "\" applies to device = \"cuda\" only: it chooses cuDNN's convolutions");
     RT_CHECK(!config.train.cuda_graph,
              "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
              "op as it is called");
@@ -90,6 +92,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
     RT_CHECK(shared.empty(), shared);
     set_cuda_precision(parse_precision(config.train.precision));
+    set_cudnn_graph_use(parse_cudnn_graph_use(config.train.cudnn_graph));
   }
   check_device_settings(config, device);
 

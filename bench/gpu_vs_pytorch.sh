@@ -5,15 +5,15 @@
 #
 # usage: bench/gpu_vs_pytorch.sh [--build DIR] [--ringtrain BIN] [--gpu-tests "BIN ..."] [--models "resnet101 ..."]
 #                                [--precisions "fp32 tf32 bf16 fp16"] [--conv-algorithms "direct winograd"]
-#                                [--windows N] [--cudnn-graph "0 1 always"] [--cuda-graph "false true"]
+#                                [--windows N] [--cudnn-graph "off where_faster always"] [--cuda-graph "false true"]
 #                                [--host-profile] [--results FILE] [--deadline SECONDS] [--table-only]
 # ringtrain's conv_algorithm "direct" keeps cuDNN to its GEMM-family algorithms (exact to
 # rounding); "winograd" also lets it pick FFT and Winograd, as PyTorch's cudnn.benchmark does.
 # Without --ringtrain, configures and builds DIR (default build-cuda) with -DRINGTRAIN_CUDA=ON.
 # PyTorch runs through $PYTHON (default python3) with torchvision: bf16 and fp16 under autocast
 # (fp16 with its GradScaler) and channels_last, its fastest recipe for tensor cores, beside
-# ringtrain's 16-bit NHWC. --cudnn-graph runs ringtrain once per RINGTRAIN_CUDNN_GRAPH setting
-# (default: the environment's, else 0): with 1 its convolutions may run plans of cuDNN's graph
+# ringtrain's 16-bit NHWC. --cudnn-graph runs ringtrain once per train.cudnn_graph setting
+# (default: off): with where_faster its convolutions may run plans of cuDNN's graph
 # API, and the table says on how many directions they did. --host-profile adds, for each
 # ringtrain run, the host's time issuing one step's work (ringtrain bench --profile, each layer
 # issued onto an idle GPU) beside the unprofiled step: where the two are close, the host, not the
@@ -36,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build-cuda ringtrain="" gpu_tests="" models="resnet101 vgg16 inception_v3" precisions="fp32 tf32 bf16 fp16" windows=5
-algorithms="direct winograd" graph_settings=${RINGTRAIN_CUDNN_GRAPH:-0} cuda_graphs=false host_profile=0
+algorithms="direct winograd" graph_settings=off cuda_graphs=false host_profile=0
 results="" deadline=0 table_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -148,7 +148,7 @@ for model in $models; do
           profile=()
           [ "$host_profile" = 1 ] && profile=(--profile "$profiles/$model-$precision-$algorithm-$graph-$replay.profile")
           t0=$SECONDS rc=0
-          RINGTRAIN_CUDNN_GRAPH=$graph "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda \
+          "$ringtrain" bench --config "configs/$model.toml" --set train.device=cuda --set train.cudnn_graph="$graph" \
             --set train.precision="$precision" --set train.conv_algorithm="$algorithm" --set bench.windows="$windows" \
             --set train.cuda_graph="$replay" "${profile[@]}" >"$log" 2>&1 || rc=$?
           note_duration $((SECONDS - t0))

@@ -47,19 +47,18 @@ const char* precision_name(Precision precision) {
 }
 
 CudnnGraphUse parse_cudnn_graph_use(std::string_view value) {
-  if (value.empty()) return CudnnGraphUse::kNever;
   for (CudnnGraphUse u : {CudnnGraphUse::kNever, CudnnGraphUse::kWhereFaster, CudnnGraphUse::kAlways})
     if (value == cudnn_graph_use_name(u)) return u;
-  RT_CHECK(false, "RINGTRAIN_CUDNN_GRAPH is '", value, "'; expected 0, 1 or always");
+  RT_CHECK(false, "train.cudnn_graph is \"", value, "\"; expected off, where_faster or always");
   return CudnnGraphUse::kNever;
 }
 
 const char* cudnn_graph_use_name(CudnnGraphUse use) {
   switch (use) {
     case CudnnGraphUse::kNever:
-      return "0";
+      return "off";
     case CudnnGraphUse::kWhereFaster:
-      return "1";
+      return "where_faster";
     case CudnnGraphUse::kAlways:
       return "always";
   }

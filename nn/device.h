@@ -38,13 +38,13 @@ enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 Precision parse_precision(std::string_view name);  // "fp32" | "tf32" | "bf16" | "fp16", else rt::Error
 const char* precision_name(Precision precision);
 void set_cuda_precision(Precision precision);
-// Whether convolutions try cuDNN's graph API (Note [cuDNN graph API] in
-// nn/ops/cuda/conv_graph.h): RINGTRAIN_CUDNN_GRAPH unset or 0 never, 1 where its plan timed faster
-// than the legacy algorithm, "always" wherever it has a plan (what the GPU suite checks). The
-// setter, for ops planned afterwards, is the GPU suite's.
+// Whether convolutions try cuDNN's graph API (train.cudnn_graph; Note [cuDNN graph API] in
+// nn/ops/cuda/conv_graph.h): "off" never, "where_faster" where its plan timed faster than the
+// legacy algorithm, "always" wherever it has a plan (what the GPU suite checks). Applies to ops
+// planned afterwards.
 enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };
-CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "" | "0" | "1" | "always", else rt::Error
-const char* cudnn_graph_use_name(CudnnGraphUse use);          // "0" | "1" | "always"
+CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "off" | "where_faster" | "always", else rt::Error
+const char* cudnn_graph_use_name(CudnnGraphUse use);
 void set_cudnn_graph_use(CudnnGraphUse use);
 CudnnGraphUse cudnn_graph_use();  // for ops planned now; kNever without CUDA
 

@@ -56,8 +56,6 @@ Context make_context() {
   g_cublas_workspace.grow_to(kCublasWorkspace);
   RT_CU(cublasSetWorkspace(c.cublas, g_cublas_workspace.ptr, g_cublas_workspace.bytes));
   RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
-  const char* graph = std::getenv("RINGTRAIN_CUDNN_GRAPH");
-  c.conv_graph = parse_cudnn_graph_use(graph ? graph : "");
   return c;
 }
 

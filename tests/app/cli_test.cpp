@@ -157,6 +157,11 @@ TEST(RingtrainBinary, Tf32OnTheCpuIsRefused) {
                             "train.precision = \"tf32\" applies to device = \"cuda\" only");
 }
 
+TEST(RingtrainBinary, CudnnGraphApiOnTheCpuIsRefused) {
+  expect_refused_on_the_cpu("cudnn_graph", "[train]\ncudnn_graph = \"where_faster\"\n",
+                            "train.cudnn_graph = \"where_faster\" applies to device = \"cuda\" only");
+}
+
 TEST(RingtrainBinary, NcclOnTheCpuIsRefusedEvenOnOneRank) {
   expect_refused_on_the_cpu("nccl", "[dist]\nallreduce = \"nccl\"\n",
                             "dist.allreduce = \"nccl\" needs train.device = \"cuda\"");

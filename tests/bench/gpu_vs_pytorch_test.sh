@@ -14,7 +14,7 @@ calls=$work/calls
 cat >"$work/ringtrain" <<'SH'
 #!/usr/bin/env bash
 [ "$1" = info ] && { echo "ringtrain (stand-in)"; exit 0; }
-model="" precision="" algorithm="" replay=""
+model="" precision="" algorithm="" replay="" graph=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) model=$(basename "$2" .toml); shift 2 ;;
@@ -22,11 +22,12 @@ while [ $# -gt 0 ]; do
              train.precision=*) precision=${2#*=} ;;
              train.conv_algorithm=*) algorithm=${2#*=} ;;
              train.cuda_graph=*) replay=${2#*=} ;;
+             train.cudnn_graph=*) graph=${2#*=} ;;
            esac; shift 2 ;;
     *) shift ;;
   esac
 done
-echo "bench $model $precision $algorithm $RINGTRAIN_CUDNN_GRAPH $replay" >>"$STUB_CALLS"
+echo "bench $model $precision $algorithm $graph $replay" >>"$STUB_CALLS"
 sleep "${STUB_SLEEP:-0}"
 if [ "$precision" = fp16 ] && [ "$replay" = true ]; then
   echo "ringtrain: error: train.cuda_graph: the stand-in refuses this one" >&2
@@ -34,7 +35,7 @@ if [ "$precision" = fp16 ] && [ "$replay" = true ]; then
 fi
 echo "bench: window 1: 100 img/s"
 printf '{"kind":"bench","model":"%s","precision":"%s","conv_algorithm":"%s","cudnn_graph":"%s","cuda_graph":%s,"batch_per_rank":64,"median_images_per_s":100.0}\n' \
-  "$model" "$precision" "$algorithm" "$RINGTRAIN_CUDNN_GRAPH" "$replay"
+  "$model" "$precision" "$algorithm" "$graph" "$replay"
 SH
 # python: PyTorch's training step at 40 img/s; anything else goes to the real python3.
 cat >"$work/python" <<'SH'
@@ -65,7 +66,7 @@ rc=0
 sweep "$work/r1" --precisions "fp32 fp16" --cuda-graph "false true" >"$work/out1" || rc=$?
 [ "$rc" = 1 ] || fail "a failed run must make the exit status 1, got $rc"
 [ "$(count '^bench')" = 4 ] && [ "$(count '^torch')" = 2 ] || fail "expected 4 ringtrain and 2 PyTorch runs: $(cat "$calls")"
-grep -q "ringtrain resnet101 fp16 winograd cudnn_graph=0 cuda_graph=true FAILED (exit 3)" "$work/out1" ||
+grep -q "ringtrain resnet101 fp16 winograd cudnn_graph=off cuda_graph=true FAILED (exit 3)" "$work/out1" ||
   fail "the failure is not reported: $(cat "$work/out1")"
 grep -q "the stand-in refuses this one" "$work/out1" || fail "the failed run's own words are not shown"
 [ "$(grep -c '"kind":"bench"' "$work/r1")" = 3 ] && [ "$(grep -c '"kind":"failed"' "$work/r1")" = 1 ] &&

@@ -135,7 +135,7 @@ TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
   EXPECT_GE(used, 24);
 }
 
-// RINGTRAIN_CUDNN_GRAPH=1: the legacy algorithm or the graph API's plan, whichever timed faster
+// train.cudnn_graph = "where_faster": the legacy algorithm or the graph API's plan, whichever timed faster
 // on the same ConvTimer; the results hold either way.
 TEST_P(GpuMixedPrecision, Conv2dWhereTheGraphApiIsFaster) {
   set_cudnn_graph_use(CudnnGraphUse::kWhereFaster);

@@ -81,7 +81,7 @@ TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) {
   conv_parity_through_the_graph_api("tf32", kTf32);
 }
 
-// RINGTRAIN_CUDNN_GRAPH=1: each direction runs whichever of the legacy algorithm and the graph
+// train.cudnn_graph = "where_faster": each direction runs whichever of the legacy algorithm and the graph
 // API's plan timed faster on the same ConvTimer (either may win); the results hold either way.
 TEST_F(GpuParity, Conv2dWhereTheGraphApiIsFaster) {
   set_cuda_precision(Precision::kTf32);

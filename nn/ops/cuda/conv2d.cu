@@ -9,7 +9,7 @@
 // in 16 bits and is widened into the float32 gradient, and an input in another layout (the
 // graph's plain float32 images) is converted into a buffer of the op's own first. A bias is
 // added, and its gradient summed in float32, by kernels of ours over (rows, C) tiles of the NHWC
-// tensor (channel_tiles.h). With RINGTRAIN_CUDNN_GRAPH, a direction may run a plan of cuDNN's
+// tensor (channel_tiles.h). With train.cudnn_graph, a direction may run a plan of cuDNN's
 // graph API instead (Note [cuDNN graph API] in conv_graph.h).
 #include <iostream>
 #include <map>
@@ -40,7 +40,7 @@ AlgorithmCache& cache() {
 
 // What the graph API offers one direction of one shape, by key: its plan (null where cuDNN
 // offered none; layers of one shape share it, each with its own ConvGraphPack) and, once
-// RINGTRAIN_CUDNN_GRAPH=1 asks, the legacy algorithm's time on the same ConvTimer.
+// train.cudnn_graph = "where_faster" asks, the legacy algorithm's time on the same ConvTimer.
 struct GraphChoice {
   std::shared_ptr<ConvGraphPlan> plan;
   bool legacy_timed = false;
@@ -303,7 +303,7 @@ class CudaConv2d final : public Conv2dOp {
   }
 
   // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse):
-  // with RINGTRAIN_CUDNN_GRAPH=1 only where it timed faster than run_legacy on the same timer.
+  // with train.cudnn_graph = "where_faster" only where it timed faster than run_legacy on the same timer.
   std::shared_ptr<ConvGraphPlan> graph_plan(const char* direction, ConvGraphProblem p, ConvDirection d,
                                             const AlgorithmTrial& legacy) {
     p.direction = d;

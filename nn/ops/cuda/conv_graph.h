@@ -6,10 +6,10 @@
 // H100 its bf16 NHWC convolutions ran no faster than TF32's (ResNet-101's 1x1 backward 0.41 ms
 // against 0.33), while PyTorch, which calls cuDNN through the graph API, ran the whole bf16 step
 // 1.7 times faster than ringtrain, and its TF32 step 1.3 times. The graph API reaches every engine
-// cuDNN has. It is tried only with RINGTRAIN_CUDNN_GRAPH=1 (experimental: written in sessions
-// without GPU time), at every precision, and a plan runs only where it timed faster than the
-// legacy algorithm timed alike (ConvTimer: the same data and method; RINGTRAIN_CUDNN_GRAPH=always:
-// wherever there is one, as the GPU suite checks it). Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
+// cuDNN has. It is tried only where train.cudnn_graph asks (opt-in; its state is in
+// docs/status.md), at every precision: with "where_faster" a plan runs only where it timed faster
+// than the legacy algorithm timed alike (ConvTimer: the same data and method); with "always"
+// wherever there is one, as the GPU suite checks it. Which engines may be timed at all is engine_allowed's rule (algorithm_choice.h): float32
 // sums always, TF32 products on float32 data only where train.precision allows them, FFT and
 // Winograd only with conv_algorithm "winograd".
 #pragma once
