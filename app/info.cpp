@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "base/check.h"
+#include "dist/cuda/device_collective.h"
 #include "models/registry.h"
 #include "nn/device.h"
 
@@ -28,7 +29,9 @@ int info_command(const CliArgs& args) {
   std::cout << "ringtrain 0.1.0\n"
             << "  CPU backend: oneDNN " << v->major << "." << v->minor << "." << v->patch
             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : "") << "\n"
-            << "  CUDA: " << cuda_report() << "\n  models:\n";
+            << "  CUDA: " << cuda_report() << "\n";
+  if (const std::string nccl = nccl_version(); !nccl.empty()) std::cout << "  NCCL: " << nccl << "\n";
+  std::cout << "  models:\n";
   for (const ModelEntry& e : model_table()) std::cout << "    " << e.name << "  " << e.description << "\n";
   if (args.model.empty() && args.config_path.empty()) return 0;
   // With --config: its batch and, for synthetic data, its image size; with --model: one image at

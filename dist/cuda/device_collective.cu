@@ -300,6 +300,12 @@ class NcclAllreduce final : public DeviceCollective {
 
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm) { return std::make_unique<NcclExchange>(comm); }
 
+std::string nccl_version() {
+  int v = 0;  // major * 10000 + minor * 100 + patch
+  ncclGetVersion(&v);
+  return str_cat(v / 10000, ".", v % 10000 / 100, ".", v % 100);
+}
+
 std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
                                              const StallPolicy& stall) {
   return std::make_unique<DeviceRing>(std::move(exchange), wire, stall);

@@ -46,6 +46,8 @@ std::unique_ptr<Collective> make_device_collective(const std::string& algorithm,
                                                    const StallPolicy& stall);
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
+// NCCL's version, "2.27.3"; "" in a build without CUDA.
+std::string nccl_version();
 // ringtrain's ring on GPU memory over any exchange, watched with `stall`.
 std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
                                              const StallPolicy& stall);

@@ -12,6 +12,8 @@ std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm,
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }
+std::string nccl_version() { return ""; }
+
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;

@@ -1,8 +1,8 @@
-// What the CUDA side of this build sees: driver, runtime, cuDNN and NCCL versions and the GPUs,
-// or the driver's own words for why there are none. Built only with RINGTRAIN_CUDA.
+// What the CUDA side of this build sees: driver, runtime and cuDNN versions and the GPUs, or the
+// driver's own words for why there are none (NCCL's version is dist's: nccl_version()). Built
+// only with RINGTRAIN_CUDA.
 #include <cuda_runtime.h>
 #include <cudnn.h>
-#include <nccl.h>
 
 #include <sstream>
 #include <string>
@@ -13,14 +13,12 @@ namespace rt {
 
 std::string cuda_report() {
   std::ostringstream os;
-  int runtime = 0, driver = 0, nccl = 0;
+  int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  ncclGetVersion(&nccl);
-  const size_t cudnn = cudnnGetVersion();  // cuDNN 9: major * 10000 + minor * 100 + patch; NCCL likewise
+  const size_t cudnn = cudnnGetVersion();  // cuDNN 9: major * 10000 + minor * 100 + patch
   os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnn / 10000 << "."
-     << cudnn % 10000 / 100 << "." << cudnn % 100 << ", NCCL " << nccl / 10000 << "." << nccl % 10000 / 100 << "."
-     << nccl % 100 << ", driver ";
+     << cudnn % 10000 / 100 << "." << cudnn % 100 << ", driver ";
   if (driver == 0)
     os << "none";
   else
