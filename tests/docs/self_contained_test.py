@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The repository stands alone: no file names a path outside it (the developers' ../shared
-folder, which users never have), and every relative link in the Markdown documents resolves to a
-file of the repository.
+"""The repository stands alone: no file names a path outside it (the developers' shared folder
+beside the repository, which users never have), and every relative link in the Markdown documents
+resolves to a file of the repository.
 
 usage: self_contained_test.py SOURCE_DIR
 """
@@ -10,7 +10,9 @@ import re
 import subprocess
 import sys
 
-OUTSIDE = re.compile(r"\.\./shared|shared/(anchors|notes|hooks)/|shared/(REFERENCE|GUIDE)\.md")
+# Spelled in pieces, so that this file does not name the folder it looks for.
+SHARED = "sha" + "red"
+OUTSIDE = re.compile(r"\.\./" + SHARED + "|" + SHARED + r"/(anchors|notes|hooks)/|" + SHARED + r"/(REFERENCE|GUIDE)\.md")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -29,11 +31,10 @@ def repository_files(root):
 
 def main():
     root = sys.argv[1]
-    me = "tests/docs/self_contained_test.py"  # names the pattern it looks for
     problems = []
     for rel in repository_files(root):
         path = os.path.join(root, rel)
-        if rel == me or not os.path.isfile(path):
+        if not os.path.isfile(path):
             continue
         try:
             text = open(path, encoding="utf-8").read()
