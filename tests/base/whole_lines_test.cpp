@@ -9,32 +9,17 @@
 #include <sstream>
 #include <string>
 
+#include "tests/base/two_writers.h"
+
 namespace {
 
 // What two processes print through `print` into one pipe, standing in for two ranks' output.
 std::string output_of_two_writers(void (*print)(int writer)) {
-  int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
-  pid_t children[2];
-  for (int c = 0; c < 2; ++c) {
-    children[c] = fork();
-    if (children[c] == 0) {
-      close(fds[0]);
-      dup2(fds[1], STDOUT_FILENO);
-      dup2(fds[1], STDERR_FILENO);
-      std::setvbuf(stdout, nullptr, _IONBF, 0);  // as MPICH leaves a rank's stdout
-      rt::write_whole_lines();
-      print(c);
-      std::exit(0);  // not _exit: the streams' flush at exit must reach the buffers
-    }
-  }
-  close(fds[1]);
-  std::string all;
-  char buffer[65536];
-  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) all.append(buffer, static_cast<size_t>(n));
-  close(fds[0]);
-  for (pid_t child : children) waitpid(child, nullptr, 0);
-  return all;
+  return rt::testing::output_of_two_writers([print](int writer) {
+    std::setvbuf(stdout, nullptr, _IONBF, 0);  // as MPICH leaves a rank's stdout
+    rt::write_whole_lines();
+    print(writer);  // std::exit follows: the streams' flush at exit must reach the buffers
+  });
 }
 
 constexpr int kLines = 300;
