@@ -10,17 +10,19 @@
 
 namespace rt {
 
-void stderr_line(const std::string& text) {
-  const std::string line = text + "\n";
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
+void write_fully(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
+    data += n;
+    size -= static_cast<size_t>(n);
   }
+}
+
+void stderr_line(const std::string& text) {
+  const std::string line = text + "\n";
+  write_fully(STDERR_FILENO, line.data(), line.size());
 }
 
 void wait_until_stderr_is_read(double timeout_s) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace rt {
@@ -7,6 +8,10 @@ namespace rt {
 // launcher's stderr pipe do not interleave mid-line (std::cerr writes each << on its own). A pipe
 // keeps a write whole up to PIPE_BUF (4096 bytes on Linux); every line of ours is shorter.
 void stderr_line(const std::string& text);
+
+// Writes all `size` bytes to `fd`, retrying short writes and EINTR; gives up silently on an error
+// (there is nowhere left to report a failing stdout or stderr).
+void write_fully(int fd, const char* data, size_t size);
 
 // Where stderr is a pipe (a launcher reads the ranks' output through one), waits until the reader
 // has taken everything written to it, or timeout_s. Before MPI_Abort: Hydra's proxy, told to end

@@ -2,25 +2,16 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <streambuf>
 #include <string>
 
+#include "base/stderr_line.h"
+
 namespace rt {
 namespace {
-
-void write_all(int fd, const char* p, size_t left) {
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // nowhere to report a failing stdout or stderr
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
 
 // No put area: every character comes through overflow or xsputn, under the lock, so threads that
 // write at once (the watchdog beside the main thread) keep their lines apart too.
@@ -41,7 +32,7 @@ class WholeLineBuffer : public std::streambuf {
     pending_.append(s, static_cast<size_t>(n));
     const size_t last_newline = pending_.rfind('\n');
     if (last_newline != std::string::npos) {
-      write_all(fd_, pending_.data(), last_newline + 1);
+      write_fully(fd_, pending_.data(), last_newline + 1);
       pending_.erase(0, last_newline + 1);
     }
     return n;
@@ -49,7 +40,7 @@ class WholeLineBuffer : public std::streambuf {
 
   int sync() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    write_all(fd_, pending_.data(), pending_.size());
+    write_fully(fd_, pending_.data(), pending_.size());
     pending_.clear();
     return 0;
   }
