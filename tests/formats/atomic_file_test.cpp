@@ -15,25 +15,12 @@
 #include <string>
 
 #include "base/check.h"
+#include "tests/support/scratch_dir.h"
 
 namespace rt {
 namespace {
 
-// A fresh folder under /tmp, removed with its contents at scope exit.
-struct ScratchDir {
-  ScratchDir() {
-    char name[] = "/tmp/rt_atomic_file_test_XXXXXX";
-    RT_ASSERT(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-  std::string path;
-};
+using rt::testing::ScratchDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -15,26 +15,14 @@
 
 #include "formats/atomic_file.h"
 #include "base/check.h"
+#include "tests/support/scratch_dir.h"
 
 namespace rt {
 namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-// A fresh folder under /tmp, removed with its contents at scope exit.
-struct ScratchDir {
-  ScratchDir() {
-    char name[] = "/tmp/rt_safetensors_test_XXXXXX";
-    RT_ASSERT(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-  std::string path;
-};
+using rt::testing::ScratchDir;
 
 template <typename T>
 StTensor make_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
