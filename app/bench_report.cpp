@@ -115,7 +115,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"wire", c.dist.wire},
             {"conv_algorithm", c.train.conv_algorithm},
             {"winograd_convolutions", run.winograd},
-            {"cudnn_graph", cudnn_graph_use_name(on_gpu ? cudnn_graph_use() : CudnnGraphUse::kNever)},
+            {"cudnn_graph", c.train.cudnn_graph},
             {"cudnn_graph_directions", run.graph_api_directions},
             {"cuda_graph", c.train.cuda_graph},
             {"cuda_graph_recordings", trainer.recordings()},

@@ -48,15 +48,21 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::s
   return std::make_unique<ImageFolderBatches>(load_image_index(root, "", d.rebuild_index), std::move(o));
 }
 
+// The train keys every layer is planned with, parsed once (the schema has checked their values).
+PlanContext plan_context_of(const TrainConfig& t) {
+  return {parse_conv_algorithm(t.conv_algorithm), parse_precision(t.precision), parse_cudnn_graph_use(t.cudnn_graph)};
+}
+
 // Settings that only one device can honour, refused at start on any number of ranks.
-void check_device_settings(const Config& config, Device device) {
+void check_device_settings(const Config& config, Device device, const PlanContext& plan) {
   const DistConfig& dc = config.dist;
   if (device == Device::kCpu) {
-    RT_CHECK(config.train.precision == "fp32", "train.precision = \"", config.train.precision,
+    RT_CHECK(plan.precision == Precision::kFp32, "train.precision = \"", precision_name(plan.precision),
              "\" applies to device = \"cuda\" only; the CPU computes in float32");
     RT_CHECK(dc.allreduce != "nccl",
              "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
-    RT_CHECK(config.train.cudnn_graph == "off", "train.cudnn_graph = \"", config.train.cudnn_graph,
+    RT_CHECK(plan.cudnn_graph == CudnnGraphUse::kNever, "train.cudnn_graph = \"",
+             cudnn_graph_use_name(plan.cudnn_graph),
              "\" applies to device = \"cuda\" only: it chooses cuDNN's convolutions");
     RT_CHECK(!config.train.cuda_graph,
              "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
@@ -91,10 +97,9 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     select_cuda_device(gpu_.index);
     const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
     RT_CHECK(shared.empty(), shared);
-    set_cuda_precision(parse_precision(config.train.precision));
-    set_cudnn_graph_use(parse_cudnn_graph_use(config.train.cudnn_graph));
   }
-  check_device_settings(config, device);
+  const PlanContext plan_context = plan_context_of(config.train);
+  check_device_settings(config, device, plan_context);
 
   open_data(cpus - threads);
   inject_fault("open_data", world.rank());
@@ -103,7 +108,6 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   // Made before planning: on the CPU the gradient arena is the collective's memory.
   std::unique_ptr<Collective> collective = world.size() > 1 ? make_rank_collective(device) : nullptr;
   inject_fault("collective", world.rank());
-  const PlanContext plan_context{parse_conv_algorithm(config.train.conv_algorithm)};
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   inject_fault("plan", world.rank());
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
@@ -115,7 +119,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});
-  if (config.train.precision == "fp16") scaler_ = std::make_unique<LossScaler>();
+  if (plan_context.precision == Precision::kFp16) scaler_ = std::make_unique<LossScaler>();
 
   require_same_on_all_ranks("config key", config_items(resolved_), world);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);

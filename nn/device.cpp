@@ -25,55 +25,12 @@ Device parse_device(std::string_view name) {
   return Device::kCpu;
 }
 
-Precision parse_precision(std::string_view name) {
-  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16})
-    if (name == precision_name(p)) return p;
-  RT_CHECK(false, "unknown precision '", name, "': expected fp32, tf32, bf16 or fp16");
-  return Precision::kFp32;
-}
-
-const char* precision_name(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kTf32:
-      return "tf32";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp16:
-      return "fp16";
-  }
-  return "?";
-}
-
-CudnnGraphUse parse_cudnn_graph_use(std::string_view value) {
-  for (CudnnGraphUse u : {CudnnGraphUse::kNever, CudnnGraphUse::kWhereFaster, CudnnGraphUse::kAlways})
-    if (value == cudnn_graph_use_name(u)) return u;
-  RT_CHECK(false, "train.cudnn_graph is \"", value, "\"; expected off, where_faster or always");
-  return CudnnGraphUse::kNever;
-}
-
-const char* cudnn_graph_use_name(CudnnGraphUse use) {
-  switch (use) {
-    case CudnnGraphUse::kNever:
-      return "off";
-    case CudnnGraphUse::kWhereFaster:
-      return "where_faster";
-    case CudnnGraphUse::kAlways:
-      return "always";
-  }
-  return "?";
-}
-
 #ifdef RINGTRAIN_WITH_CUDA
 bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }
 void select_cuda_device(int index) { cuda::select_device(index); }
 int visible_cuda_devices() { return cuda::visible_devices(); }
 std::string cuda_device_uuid() { return cuda::device_uuid(); }
-void set_cuda_precision(Precision precision) { cuda::set_precision(precision); }
-void set_cudnn_graph_use(CudnnGraphUse use) { cuda::set_conv_graph_use(use); }
-CudnnGraphUse cudnn_graph_use() { return cuda::conv_graph_use(); }
 #else
 bool cuda_built() { return false; }
 std::string cuda_report() {
@@ -92,9 +49,6 @@ std::string cuda_device_uuid() {
   RT_CHECK(false, kNotBuilt);
   return "";
 }
-void set_cuda_precision(Precision) { RT_CHECK(false, kNotBuilt); }
-void set_cudnn_graph_use(CudnnGraphUse) { RT_CHECK(false, kNotBuilt); }
-CudnnGraphUse cudnn_graph_use() { return CudnnGraphUse::kNever; }
 #endif
 
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {

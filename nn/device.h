@@ -29,24 +29,6 @@ void select_cuda_device(int index);
 int visible_cuda_devices();
 // The selected GPU's UUID ("GPU-3f..."), the same in every process that uses that GPU.
 std::string cuda_device_uuid();
-// What the CUDA backend computes in (train.precision); see Note [Mixed precision] in
-// nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and
-// matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and
-// their gradients between convolutions in 16 bits (NHWC), parameters and everything else float32.
-// Applies to ops planned afterwards.
-enum class Precision { kFp32, kTf32, kBf16, kFp16 };
-Precision parse_precision(std::string_view name);  // "fp32" | "tf32" | "bf16" | "fp16", else rt::Error
-const char* precision_name(Precision precision);
-void set_cuda_precision(Precision precision);
-// Whether convolutions try cuDNN's graph API (train.cudnn_graph; Note [cuDNN graph API] in
-// nn/ops/cuda/conv_graph.h): "off" never, "where_faster" where its plan timed faster than the
-// legacy algorithm, "always" wherever it has a plan (what the GPU suite checks). Applies to ops
-// planned afterwards.
-enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };
-CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "off" | "where_faster" | "always", else rt::Error
-const char* cudnn_graph_use_name(CudnnGraphUse use);
-void set_cudnn_graph_use(CudnnGraphUse use);
-CudnnGraphUse cudnn_graph_use();  // for ops planned now; kNever without CUDA
 
 // Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes.
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes);

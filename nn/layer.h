@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/conv_algorithm.h"
+#include "nn/plan_context.h"
 #include "nn/tensor.h"
 
 namespace rt {
@@ -39,11 +39,6 @@ struct RunContext {
   bool training = true;
   uint64_t seed = 0;  // randomness in the step (dropout) derives from (seed, step)
   uint64_t step = 0;
-};
-
-// Run-wide choices a layer may consult when it plans its ops.
-struct PlanContext {
-  ConvAlgorithm conv_algorithm = ConvAlgorithm::kDirect;
 };
 
 class Layer {

@@ -15,9 +15,6 @@ bool usable(std::string* why);
 void select_device(int index);
 int visible_devices();
 std::string device_uuid();  // of the selected GPU
-void set_precision(Precision precision);
-void set_conv_graph_use(CudnnGraphUse use);
-CudnnGraphUse conv_graph_use();
 std::shared_ptr<void> allocate_zeroed(size_t bytes);
 std::shared_ptr<void> allocate_pinned(size_t bytes);  // page-locked host memory, zero-filled
 void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes);

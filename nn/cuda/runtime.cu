@@ -55,7 +55,8 @@ Context make_context() {
   RT_CU(cublasSetStream(c.cublas, c.stream));
   g_cublas_workspace.grow_to(kCublasWorkspace);
   RT_CU(cublasSetWorkspace(c.cublas, g_cublas_workspace.ptr, g_cublas_workspace.bytes));
-  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));  // true float32 unless set_precision
+  // True float32 by default; the linear op asks for TF32 per call (PlanContext::precision).
+  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_PEDANTIC_MATH));
   return c;
 }
 
@@ -73,16 +74,6 @@ Context& context() {
   static Context c = make_context();
   return c;
 }
-
-void set_precision(Precision precision) {
-  Context& c = context();
-  c.precision = precision;
-  c.tf32 = precision != Precision::kFp32;
-  RT_CU(cublasSetMathMode(c.cublas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-}
-
-void set_conv_graph_use(CudnnGraphUse use) { context().conv_graph = use; }
-CudnnGraphUse conv_graph_use() { return context().conv_graph; }
 
 void reserve_workspace(size_t bytes) {
   context();

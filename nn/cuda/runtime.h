@@ -42,17 +42,9 @@ struct Context {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
-  Precision precision = Precision::kFp32;  // train.precision; see Note [Mixed precision]
-  // Float32 convolutions and matrix products may round inputs to TF32: with tf32, and with bf16 /
-  // fp16 for what stays float32 (the fully connected layers).
-  bool tf32 = false;
-  CudnnGraphUse conv_graph = CudnnGraphUse::kNever;  // see nn/device.h
 };
 
 Context& context();
-
-// Sets train.precision (applies to ops planned afterwards).
-void set_precision(Precision precision);
 
 // Plan time: the shared workspace will hold at least `bytes`. Run time: its current address.
 void reserve_workspace(size_t bytes);

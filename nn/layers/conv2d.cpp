@@ -31,7 +31,7 @@ std::vector<ParamSpec> Conv2d::param_specs() const {
 }
 
 TensorSpec Conv2d::plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) {
-  op_ = make_conv2d(g_, x[0], need_dx[0], plan_context().conv_algorithm);
+  op_ = make_conv2d(g_, x[0], need_dx[0], plan_context());
   const Shape& y = op_->y_spec().shape;  // (N, K, P, Q)
   macs_ = y[1] * y[2] * y[3] * (g_.in_channels / g_.groups) * g_.kernel_h * g_.kernel_w;
   return op_->y_spec();

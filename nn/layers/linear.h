@@ -36,7 +36,7 @@ class Linear final : public Layer {
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) override {
     RT_CHECK(x[0].shape.size() == 2 && x[0].shape[1] == in_ && x[0].is_plain(), "linear(", in_, " -> ", out_,
              ") expects a plain (N, ", in_, ") input, got ", x[0].describe(), " (flatten first)");
-    op_ = make_linear(x[0].shape[0], in_, out_, bias_, need_dx[0], x[0].device);
+    op_ = make_linear(x[0].shape[0], in_, out_, bias_, need_dx[0], x[0].device, plan_context());
     return plain_spec({x[0].shape[0], out_}, x[0].device);
   }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {

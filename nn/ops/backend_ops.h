@@ -22,13 +22,13 @@
 #define RT_DECLARE_BACKEND_OPS(ns)                                                                           \
   namespace rt::ns {                                                                                         \
   std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,          \
-                                        ConvAlgorithm algorithm);                                            \
+                                        const PlanContext& plan);                                            \
   std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x);        \
   std::unique_ptr<ReluOp> make_relu(const TensorSpec& x);                                                    \
   std::unique_ptr<Pool2dOp> make_pool2d(const Pool2dGeometry& g, const TensorSpec& x);                       \
   std::unique_ptr<Pool2dOp> make_adaptive_avg_pool2d(int64_t out_h, int64_t out_w, const TensorSpec& x);     \
   std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, \
-                                        bool need_dx);                                                       \
+                                        bool need_dx, const PlanContext& plan);                              \
   std::unique_ptr<DropoutOp> make_dropout(double p, const TensorSpec& x);                                    \
   std::unique_ptr<ConcatOp> make_concat(const std::vector<TensorSpec>& xs);                                  \
   std::unique_ptr<AddOp> make_add(const TensorSpec& a, const TensorSpec& b);                                 \

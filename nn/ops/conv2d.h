@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "nn/conv_algorithm.h"
+#include "nn/plan_context.h"
 #include "nn/tensor.h"
 
 namespace rt {
@@ -44,8 +44,9 @@ class Conv2dOp {
 };
 
 // need_dx = false skips planning backward-data (the first layer never needs it). kWinograd falls
-// back to direct where the backend has no Winograd kernel for this geometry (see algorithm()).
+// back to direct where the backend has no Winograd kernel for this geometry (see algorithm()); on
+// the CPU, plan.precision and plan.cudnn_graph have no effect (the app refuses them there).
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
-                                      ConvAlgorithm algorithm = ConvAlgorithm::kDirect);
+                                      const PlanContext& plan = {});
 
 }  // namespace rt

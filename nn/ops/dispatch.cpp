@@ -24,9 +24,9 @@ void require_cpu(Device device, const char* op) {
 }  // namespace
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
-                                      ConvAlgorithm algorithm) {
+                                      const PlanContext& plan) {
   g.validate(x.shape);
-  return BACKEND(x.device, make_conv2d)(g, x, need_dx, algorithm);
+  return BACKEND(x.device, make_conv2d)(g, x, need_dx, plan);
 }
 
 std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormOptions& options, const TensorSpec& x) {
@@ -50,10 +50,10 @@ std::unique_ptr<Pool2dOp> make_adaptive_avg_pool2d(int64_t out_h, int64_t out_w,
 }
 
 std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
-                                      Device device) {
+                                      Device device, const PlanContext& plan) {
   RT_CHECK(batch >= 1 && in_features >= 1 && out_features >= 1, "linear needs positive sizes, got batch ", batch,
            ", in ", in_features, ", out ", out_features);
-  return BACKEND(device, make_linear)(batch, in_features, out_features, bias, need_dx);
+  return BACKEND(device, make_linear)(batch, in_features, out_features, bias, need_dx, plan);
 }
 
 std::unique_ptr<DropoutOp> make_dropout(double p, const TensorSpec& x) {

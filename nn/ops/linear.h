@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "nn/plan_context.h"
 #include "nn/tensor.h"
 
 namespace rt {
@@ -16,7 +17,8 @@ class LinearOp {
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) = 0;
 };
 
+// On the GPU, plan.precision other than fp32 lets the products round their inputs to TF32.
 std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
-                                      Device device);
+                                      Device device, const PlanContext& plan = {});
 
 }  // namespace rt

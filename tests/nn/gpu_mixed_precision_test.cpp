@@ -42,11 +42,6 @@ constexpr Half kFp16{Precision::kFp16, 1.0 / 2048, "fp16"};
 
 class GpuMixedPrecision : public GpuParity, public ::testing::WithParamInterface<Half> {
  protected:
-  void SetUp() override {
-    GpuParity::SetUp();
-    if (IsSkipped()) return;
-    set_cuda_precision(GetParam().precision);
-  }
   const Half& half() const { return GetParam(); }
 };
 
@@ -66,33 +61,39 @@ Both random_half(const Half& h, const Shape& shape, uint64_t seed, float scale, 
   return b;
 }
 
-// The 16-bit NHWC spec the GPU's activations of `shape` have under the current precision: what a
-// convolution of that output shape plans.
-TensorSpec activation_spec(const Shape& shape) {
+// What the GPU's ops are planned with at h's precision.
+PlanContext plan_of(const Half& h, CudnnGraphUse cudnn_graph = CudnnGraphUse::kNever) {
+  return {.precision = h.precision, .cudnn_graph = cudnn_graph};
+}
+
+// The 16-bit NHWC spec the GPU's activations of `shape` have at h's precision: what a convolution
+// of that output shape plans.
+TensorSpec activation_spec(const Half& h, const Shape& shape) {
   const Conv2dGeometry g = Conv2dGeometry::square(shape[1], shape[1], 1);
-  return make_conv2d(g, plain_spec(shape, kGpu), false)->y_spec();
+  return make_conv2d(g, plain_spec(shape, kGpu), false, plan_of(h))->y_spec();
 }
 
 TEST_P(GpuMixedPrecision, ConvolutionsWriteSixteenBitNhwc) {
-  const TensorSpec s = activation_spec({2, 8, 5, 5});
+  const TensorSpec s = activation_spec(half(), {2, 8, 5, 5});
   EXPECT_EQ(s.bytes(), size_t{2 * 8 * 5 * 5 * 2});
   EXPECT_NE(s.describe().find("nhwc"), std::string::npos) << s.describe();
 }
 
 // Returns how many convolution directions ran a plan of cuDNN's graph API.
-int expect_conv2d_parity(const Half& h, const std::vector<std::pair<Conv2dGeometry, Shape>>& cases = conv_cases()) {
+int expect_conv2d_parity(const Half& h, const std::vector<std::pair<Conv2dGeometry, Shape>>& cases = conv_cases(),
+                         CudnnGraphUse cudnn_graph = CudnnGraphUse::kNever) {
   int graph_directions = 0;
   for (const auto& [g, x_shape] : cases) {
     SCOPED_TRACE(str_cat(h.name, " conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x",
                          g.kernel_w, " g", g.groups));
-    const TensorSpec x_spec = activation_spec(x_shape);
+    const TensorSpec x_spec = activation_spec(h, x_shape);
     const Both x = random_half(h, x_shape, 1, 1.0f, &x_spec), w = random_half(h, g.weight_shape(), 2, 0.1f, nullptr);
     const Both b = random_both({g.out_channels}, 3);
     // Both the staged path (a plain float32 input, as the graph's images) and the 16-bit one.
     for (const bool staged : {false, true}) {
       SCOPED_TRACE(staged ? "input plain float32" : "input 16-bit nhwc");
       const Tensor xg = staged ? to_device(x.cpu, kGpu) : x.gpu;
-      auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, xg.spec(), true);
+      auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, xg.spec(), true, plan_of(h, cudnn_graph));
       graph_directions += gpu->graph_api_directions();
       Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
       cpu->forward(x.cpu, w.cpu, g.bias ? &b.cpu : nullptr, yc);
@@ -128,8 +129,7 @@ TEST_P(GpuMixedPrecision, Conv2dBiasOverSeveralSlices) {
 
 // The same through cuDNN's graph API wherever it has a plan (Note [cuDNN graph API]).
 TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
-  set_cudnn_graph_use(CudnnGraphUse::kAlways);
-  const int used = expect_conv2d_parity(half());
+  const int used = expect_conv2d_parity(half(), conv_cases(), CudnnGraphUse::kAlways);
   // 5 cases x 2 inputs x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
   std::cout << half().name << ": the graph API ran " << used << " of 30 convolution directions\n";
   EXPECT_GE(used, 24);
@@ -138,15 +138,14 @@ TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
 // train.cudnn_graph = "where_faster": the legacy algorithm or the graph API's plan, whichever timed faster
 // on the same ConvTimer; the results hold either way.
 TEST_P(GpuMixedPrecision, Conv2dWhereTheGraphApiIsFaster) {
-  set_cudnn_graph_use(CudnnGraphUse::kWhereFaster);
-  const int used = expect_conv2d_parity(half());
+  const int used = expect_conv2d_parity(half(), conv_cases(), CudnnGraphUse::kWhereFaster);
   std::cout << half().name << ": the graph API was faster on " << used << " of 30 convolution directions\n";
 }
 
 TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {
   const Half& h = half();
   const Shape shape{4, 8, 6, 5};
-  const TensorSpec spec = activation_spec(shape);
+  const TensorSpec spec = activation_spec(h, shape);
   const Both x = random_half(h, shape, 7, 2.0f, &spec), dy = random_half(h, shape, 10, 1.0f, &spec);
   const Both gamma = random_both({8}, 8), beta = random_both({8}, 9);
   BatchNormOptions o;
@@ -180,7 +179,7 @@ TEST_P(GpuMixedPrecision, BatchNormTrainingAndInference) {
 
 // Pooling of `shape` at bf16 / fp16 against the CPU's float32.
 void expect_pooling_parity(const Half& h, const Shape& shape) {
-  const TensorSpec spec = activation_spec(shape);
+  const TensorSpec spec = activation_spec(h, shape);
   const Both x = random_half(h, shape, 20, 1.0f, &spec);
   const auto check = [&](std::unique_ptr<Pool2dOp> cpu, std::unique_ptr<Pool2dOp> gpu, double forward_tol, double tol) {
     Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
@@ -225,7 +224,7 @@ TEST_P(GpuMixedPrecision, Pooling) {
 
 TEST_P(GpuMixedPrecision, ReluAddAccumulateConcatFlatten) {
   const Half& h = half();
-  const TensorSpec sa = activation_spec({2, 3, 4, 5}), sc = activation_spec({2, 6, 4, 5});
+  const TensorSpec sa = activation_spec(h, {2, 3, 4, 5}), sc = activation_spec(h, {2, 6, 4, 5});
   const Both a = random_half(h, {2, 3, 4, 5}, 30, 1.0f, &sa), b = random_half(h, {2, 3, 4, 5}, 31, 1.0f, &sa);
   const Both c = random_half(h, {2, 6, 4, 5}, 32, 1.0f, &sc);
   Tensor yg(sa), dxg(sa), yc(a.cpu.spec()), dxc(a.cpu.spec());
@@ -294,19 +293,20 @@ TEST_P(GpuMixedPrecision, ReluAddAccumulateConcatFlatten) {
 void expect_half_step(const Half& h, const std::string& name, const Shape& input, int64_t batch, double dropout,
                       bool aux = true) {
   SCOPED_TRACE(str_cat(h.name, " ", name, " training step"));
-  StepStart plain, rounded;
-  plain.aux_logits = rounded.aux_logits = aux;
+  StepStart plain, rounded, on_gpu;
+  plain.aux_logits = rounded.aux_logits = on_gpu.aux_logits = aux;
   rounded.round = rounding_of(h);
+  on_gpu.precision = h.precision;
   const StepResult cpu = model_step(name, input, batch, dropout, kCpu, true, 1, plain);
   const StepResult cpu_rounded = model_step(name, input, batch, dropout, kCpu, true, 1, rounded);
   double scale = h.precision == Precision::kFp16 ? 1024 : 1;
-  StepResult gpu = model_step(name, input, batch, dropout, kGpu, true, scale, plain);
+  StepResult gpu = model_step(name, input, batch, dropout, kGpu, true, scale, on_gpu);
   const auto finite = [](const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
   };
   while (!finite(gpu.grads) && scale > 1.0 / 1024) {
     scale /= 2;
-    gpu = model_step(name, input, batch, dropout, kGpu, true, scale, plain);
+    gpu = model_step(name, input, batch, dropout, kGpu, true, scale, on_gpu);
   }
   const double spread = rel_error(cpu.grads, cpu_rounded.grads), e = rel_error(cpu.grads, gpu.grads);
   const double bound = std::max(30 * h.u, 4 * spread);
@@ -335,7 +335,7 @@ TEST_P(GpuMixedPrecision, ShortTrainingRunLossFalls) {
   const Half& h = half();
   ModelOptions o;
   auto graph = build_model("resnet_mini", o);
-  graph->plan(32, kGpu);
+  graph->plan(32, kGpu, /*training=*/true, plan_of(h));
   graph->init_parameters(3);
   Sgd sgd(*graph, SgdOptions{0.9, false, 0, false});
   LossScaleOptions lo;

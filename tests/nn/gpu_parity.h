@@ -32,14 +32,12 @@ class GpuParity : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU, so the GPU parity suite skips: " << why;
-    set_cudnn_graph_use(CudnnGraphUse::kNever);  // the legacy API unless a test asks, whatever the environment says
-  }
-  void TearDown() override {
-    if (!cuda_built() || !cuda_usable(nullptr)) return;
-    set_cuda_precision(Precision::kFp32);
-    set_cudnn_graph_use(CudnnGraphUse::kNever);
   }
 };
+
+// What the GPU side of a parity check is planned with: fp32 and the legacy cuDNN API unless a test asks.
+constexpr PlanContext kPlainFp32{};
+constexpr PlanContext kTf32Plan{.precision = Precision::kTf32};
 
 struct Both {
   Tensor cpu, gpu;
@@ -120,10 +118,12 @@ struct StepResult {
 };
 
 // Where a model step starts besides its seed-99 weights: whether Inception-v3 has its auxiliary
-// classifier, and a rounding applied to every parameter (to measure a step's sensitivity to it).
+// classifier, a rounding applied to every parameter (to measure a step's sensitivity to it), and
+// the GPU's precision.
 struct StepStart {
   bool aux_logits = true;
   float (*round)(float) = nullptr;
+  Precision precision = Precision::kFp32;
 };
 
 inline std::unique_ptr<Graph> step_graph(const std::string& name, const Shape& input, int64_t batch, double dropout,
@@ -134,7 +134,7 @@ inline std::unique_ptr<Graph> step_graph(const std::string& name, const Shape& i
   o.dropout = dropout;
   o.aux_logits = start.aux_logits;
   std::unique_ptr<Graph> g = build_model(name, o);
-  g->plan(batch, device);
+  g->plan(batch, device, /*training=*/true, {.precision = start.precision});
   g->init_parameters(99);
   if (start.round) {
     std::vector<float> p = arena_values(g->param_arena(), g->arena_floats(), device);

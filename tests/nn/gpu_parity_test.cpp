@@ -28,13 +28,13 @@ namespace rt::testing {
 namespace {
 
 // Returns how many of the three directions ran a plan of cuDNN's graph API.
-int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
+int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol, const PlanContext& plan) {
   SCOPED_TRACE(str_cat("conv ", shape_str(x_shape), " -> ", g.out_channels, " k", g.kernel_h, "x", g.kernel_w, " s",
                        g.stride_h, " p", g.pad_h, "x", g.pad_w, " d", g.dilation_h, " g", g.groups));
   const Both x = random_both(x_shape, 1), w = random_both(g.weight_shape(), 2, 0.1f),
              b = random_both({g.out_channels}, 3);
   const Both dy = random_both(g.output_shape(x_shape), 4);
-  auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true);
+  auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true, plan);
   Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
   cpu->forward(x.cpu, w.cpu, g.bias ? &b.cpu : nullptr, yc);
   gpu->forward(x.gpu, w.gpu, g.bias ? &b.gpu : nullptr, yg);
@@ -55,46 +55,42 @@ int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol) {
 }
 
 TEST_F(GpuParity, Conv2dFp32) {
-  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kFp32);
+  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kFp32, kPlainFp32);
 }
 
 TEST_F(GpuParity, Conv2dTf32) {
-  set_cuda_precision(Precision::kTf32);
-  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kTf32);
+  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kTf32, kTf32Plan);
 }
 
 // The same through cuDNN's graph API wherever it has a plan (Note [cuDNN graph API]), at the same
 // tolerances: under fp32 no engine may use TF32.
-void conv_parity_through_the_graph_api(const char* precision, double tol) {
-  set_cudnn_graph_use(CudnnGraphUse::kAlways);
+void conv_parity_through_the_graph_api(Precision precision, double tol) {
+  const PlanContext plan{.precision = precision, .cudnn_graph = CudnnGraphUse::kAlways};
   int used = 0;
-  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, tol);
+  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, tol, plan);
   // 5 cases x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
-  std::cout << precision << ": the graph API ran " << used << " of 15 convolution directions\n";
+  std::cout << precision_name(precision) << ": the graph API ran " << used << " of 15 convolution directions\n";
   EXPECT_GE(used, 12);
 }
 
-TEST_F(GpuParity, Conv2dFp32ThroughTheGraphApi) { conv_parity_through_the_graph_api("fp32", kFp32); }
+TEST_F(GpuParity, Conv2dFp32ThroughTheGraphApi) { conv_parity_through_the_graph_api(Precision::kFp32, kFp32); }
 
-TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) {
-  set_cuda_precision(Precision::kTf32);
-  conv_parity_through_the_graph_api("tf32", kTf32);
-}
+TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) { conv_parity_through_the_graph_api(Precision::kTf32, kTf32); }
 
 // train.cudnn_graph = "where_faster": each direction runs whichever of the legacy algorithm and the graph
 // API's plan timed faster on the same ConvTimer (either may win); the results hold either way.
 TEST_F(GpuParity, Conv2dWhereTheGraphApiIsFaster) {
-  set_cuda_precision(Precision::kTf32);
-  set_cudnn_graph_use(CudnnGraphUse::kWhereFaster);
+  const PlanContext plan{.precision = Precision::kTf32, .cudnn_graph = CudnnGraphUse::kWhereFaster};
   int used = 0;
-  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, kTf32);
+  for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, kTf32, plan);
   std::cout << "tf32: the graph API was faster on " << used << " of 15 convolution directions\n";
 }
 
 TEST_F(GpuParity, Conv2dWinogradAgreesWithinItsRounding) {
   const Conv2dGeometry g = Conv2dGeometry::square(32, 32, 3, 1, 1);
   const Both x = random_both({4, 32, 16, 16}, 5), w = random_both(g.weight_shape(), 6, 0.1f);
-  auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, x.gpu.spec(), true, ConvAlgorithm::kWinograd);
+  auto cpu = make_conv2d(g, x.cpu.spec(), true),
+       gpu = make_conv2d(g, x.gpu.spec(), true, {.conv_algorithm = ConvAlgorithm::kWinograd});
   Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
   cpu->forward(x.cpu, w.cpu, nullptr, yc);
   gpu->forward(x.gpu, w.gpu, nullptr, yg);
@@ -256,11 +252,11 @@ TEST_F(GpuParity, DropoutDrawsTheCpuMask) {
   EXPECT_EQ(rel_error(x.cpu, yg), 0);
 }
 
-void linear_parity(double tol) {
+void linear_parity(double tol, const PlanContext& plan) {
   const int64_t N = 16, I = 300, O = 70;
   const Both x = random_both({N, I}, 50), w = random_both({O, I}, 51, 0.05f), b = random_both({O}, 52);
   const Both dy = random_both({N, O}, 53);
-  auto cpu = make_linear(N, I, O, true, true, kCpu), gpu = make_linear(N, I, O, true, true, kGpu);
+  auto cpu = make_linear(N, I, O, true, true, kCpu), gpu = make_linear(N, I, O, true, true, kGpu, plan);
   Tensor yc(plain_spec({N, O})), yg(plain_spec({N, O}, kGpu)), dxc(x.cpu.spec()), dxg(x.gpu.spec()), dwc(w.cpu.spec()),
       dwg(w.gpu.spec()), dbc(b.cpu.spec()), dbg(b.gpu.spec());
   cpu->forward(x.cpu, w.cpu, &b.cpu, yc);
@@ -275,12 +271,9 @@ void linear_parity(double tol) {
   EXPECT_PARITY(dbc, dbg, tol);
 }
 
-TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32); }
+TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32, kPlainFp32); }
 
-TEST_F(GpuParity, LinearTf32) {
-  set_cuda_precision(Precision::kTf32);
-  linear_parity(kTf32);
-}
+TEST_F(GpuParity, LinearTf32) { linear_parity(kTf32, kTf32Plan); }
 
 TEST_F(GpuParity, SoftmaxCrossEntropyAndSgd) {
   const int64_t N = 32, K = 1000;

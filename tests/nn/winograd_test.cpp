@@ -77,8 +77,8 @@ TEST_P(WinogradConv, ForwardMatchesLoopsAndBackwardMatchesDirect) {
     return geo;
   }();
   const TensorSpec x_spec = blocked_spec({c.batch, c.in_channels, c.size, c.size});
-  auto wino = make_conv2d(g, x_spec, true, ConvAlgorithm::kWinograd);
-  auto direct = make_conv2d(g, x_spec, true, ConvAlgorithm::kDirect);
+  auto wino = make_conv2d(g, x_spec, true, {.conv_algorithm = ConvAlgorithm::kWinograd});
+  auto direct = make_conv2d(g, x_spec, true, {.conv_algorithm = ConvAlgorithm::kDirect});
   ASSERT_EQ(direct->algorithm(), ConvAlgorithm::kDirect);
   if (wino->algorithm() != ConvAlgorithm::kWinograd)
     GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU (it needs AVX-512); direct was used";
@@ -114,15 +114,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WinogradConv,
 
 TEST(WinogradConvFallback, ShapesWithoutAWinogradKernelRunDirect) {
   const TensorSpec x = blocked_spec({2, 16, 12, 12});
-  EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 3, 2, 1), x, true, ConvAlgorithm::kWinograd)->algorithm(),
+  const PlanContext winograd{.conv_algorithm = ConvAlgorithm::kWinograd};
+  EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 3, 2, 1), x, true, winograd)->algorithm(),
             ConvAlgorithm::kDirect)
       << "stride 2";
-  EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 1), x, true, ConvAlgorithm::kWinograd)->algorithm(),
-            ConvAlgorithm::kDirect)
+  EXPECT_EQ(make_conv2d(Conv2dGeometry::square(16, 16, 1), x, true, winograd)->algorithm(), ConvAlgorithm::kDirect)
       << "1x1";
   Conv2dGeometry grouped = Conv2dGeometry::square(16, 16, 3, 1, 1);
   grouped.groups = 4;
-  EXPECT_EQ(make_conv2d(grouped, x, true, ConvAlgorithm::kWinograd)->algorithm(), ConvAlgorithm::kDirect) << "grouped";
+  EXPECT_EQ(make_conv2d(grouped, x, true, winograd)->algorithm(), ConvAlgorithm::kDirect) << "grouped";
 }
 
 TEST(ConvAlgorithmNames, RoundTripAndUnknownNamesAreRefused) {

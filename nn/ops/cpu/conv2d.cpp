@@ -132,8 +132,8 @@ class CpuConv2d final : public Conv2dOp {
 }  // namespace
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
-                                      ConvAlgorithm algorithm) {
-  return std::make_unique<CpuConv2d>(g, x, need_dx, algorithm);
+                                      const PlanContext& plan) {
+  return std::make_unique<CpuConv2d>(g, x, need_dx, plan.conv_algorithm);
 }
 
 }  // namespace rt::cpu

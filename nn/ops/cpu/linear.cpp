@@ -54,8 +54,8 @@ class CpuLinear final : public LinearOp {
 
 }  // namespace
 
-std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias,
-                                      bool need_dx) {
+std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
+                                      const PlanContext&) {
   return std::make_unique<CpuLinear>(batch, in_features, out_features, bias, need_dx);
 }
 

@@ -112,14 +112,15 @@ std::vector<AlgorithmTrial> trials_of(const Perf* perf, int count) {
 
 class CudaConv2d final : public Conv2dOp {
  public:
-  CudaConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm)
+  CudaConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, const PlanContext& plan)
       : need_dx_(need_dx),
         bias_(g.bias),
-        allow_transforms_(algorithm == ConvAlgorithm::kWinograd),
+        allow_transforms_(plan.conv_algorithm == ConvAlgorithm::kWinograd),
+        cudnn_graph_(plan.cudnn_graph),
         x_spec_(x),
         w_spec_(plain_spec(g.weight_shape(), Device::kCuda)) {
     Context& c = context();
-    const DType t = activation_dtype(c.precision);
+    const DType t = activation_dtype(plan.precision);
     half_ = t != DType::kF32;
     const Format f = half_ ? Format::kNhwc : Format::kNchw;
     run_x_spec_ = gpu_spec(x.shape, t, f);
@@ -149,7 +150,9 @@ class CudaConv2d final : public Conv2dOp {
                                           static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     RT_CU(cudnnSetConvolutionGroupCount(conv_.d, static_cast<int>(g.groups)));
-    const cudnnMathType_t math = half_ ? CUDNN_TENSOR_OP_MATH : c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    const cudnnMathType_t math = half_                         ? CUDNN_TENSOR_OP_MATH
+                                 : allows_tf32(plan.precision) ? CUDNN_DEFAULT_MATH
+                                                               : CUDNN_FMA_MATH;
     RT_CU(cudnnSetConvolutionMathType(conv_.d, math));
     int n = 0, k = 0, h = 0, wd = 0;
     RT_CU(cudnnGetConvolution2dForwardOutputDim(conv_.d, x_.d, w_.d, &n, &k, &h, &wd));
@@ -177,14 +180,14 @@ class CudaConv2d final : public Conv2dOp {
             return cudnnFindConvolutionBackwardDataAlgorithm(c.cudnn, w_.d, y_.d, conv_.d, x_.d, cap, got, perf);
           },
           static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
-    if (c.conv_graph != CudnnGraphUse::kNever) {
+    if (cudnn_graph_ != CudnnGraphUse::kNever) {
       ConvGraphProblem p;
       p.io_type = cudnn_type(t);
       p.nhwc = f == Format::kNhwc;
       const auto dims = [](const Shape& s) { return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]}; };
       p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
       p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
-      p.rules = {!half_, c.tf32, allow_transforms_};  // the legacy descriptor's math, as set above
+      p.rules = {!half_, allows_tf32(plan.precision), allow_transforms_};  // the legacy descriptor's math, as set above
       graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
       graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
       if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
@@ -308,7 +311,7 @@ class CudaConv2d final : public Conv2dOp {
                                             const AlgorithmTrial& legacy) {
     p.direction = d;
     const std::string key = str_cat("graph ", direction, " ", key_);
-    const bool where_faster = context().conv_graph == CudnnGraphUse::kWhereFaster;
+    const bool where_faster = cudnn_graph_ == CudnnGraphUse::kWhereFaster;
     auto [it, fresh] = graph_choices().try_emplace(key);
     GraphChoice& choice = it->second;
     if (fresh || (where_faster && choice.plan && !choice.legacy_timed)) {
@@ -335,6 +338,7 @@ class CudaConv2d final : public Conv2dOp {
   }
 
   bool need_dx_, bias_, allow_transforms_;
+  CudnnGraphUse cudnn_graph_;
   bool half_ = false;     // 16-bit NHWC (Note [Mixed precision])
   bool stage_x_ = false;  // the input arrives in another layout than the one the convolution reads
   TensorSpec x_spec_, run_x_spec_, y_spec_, w_spec_, w_run_spec_;
@@ -354,8 +358,8 @@ class CudaConv2d final : public Conv2dOp {
 }  // namespace
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
-                                      ConvAlgorithm algorithm) {
-  return std::make_unique<CudaConv2d>(g, x, need_dx, algorithm);
+                                      const PlanContext& plan) {
+  return std::make_unique<CudaConv2d>(g, x, need_dx, plan);
 }
 
 }  // namespace rt::cuda

@@ -19,6 +19,7 @@
 
 #include "base/host_device.h"
 #include "nn/device.h"
+#include "nn/plan_context.h"
 #include "nn/tensor.h"
 
 namespace rt::cuda {
