@@ -155,11 +155,10 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   r.median = stats.median;
   r.peak_rss_mb = peak_rss_mb();
   world.allreduce_max(&r.peak_rss_mb, 1);
-  const LossScaler* scaler = trainer.loss_scaler();
   if (talk) {
     out << bench_summary(stats, r.window_images_per_s.size(), world.size(), r.peak_rss_mb, r.rank_images_per_s);
-    if (scaler)
-      out << str_cat("bench: fp16 loss scale ", scaler->scale(), ", ", scaler->skipped_steps(),
+    if (const auto fp16 = trainer.loss_scaling().state())
+      out << str_cat("bench: fp16 loss scale ", fp16->scale, ", ", fp16->skipped_steps,
                      " step(s) skipped for overflow\n");
   }
   r.json = to_json(

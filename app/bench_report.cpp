@@ -127,9 +127,9 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"median_images_per_s", s.median},
             {"peak_rss_mb", peak_rss_mb}};
   if (host_s_per_step) j["profiled_host_ms_per_step"] = *host_s_per_step * 1e3;
-  if (const LossScaler* scaler = trainer.loss_scaler()) {
-    j["loss_scale"] = scaler->scale();
-    j["skipped_steps"] = scaler->skipped_steps();
+  if (const auto fp16 = trainer.loss_scaling().state()) {
+    j["loss_scale"] = fp16->scale;
+    j["skipped_steps"] = fp16->skipped_steps;
   }
   j["windows"] = windows;
   j["per_rank"] = rank_images_per_s;

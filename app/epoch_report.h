@@ -7,6 +7,7 @@
 #include <string>
 
 #include "formats/json.h"
+#include "nn/optim/loss_scale.h"
 
 namespace rt {
 
@@ -14,15 +15,11 @@ struct EpochReport {
   int64_t epoch = 0, epochs = 0;  // epoch counts from 1
   int64_t step = 0;               // steps done after it
   double train_loss = 0, train_top1 = 0;
-  double data_wait = 0;       // share of step time spent waiting for a batch, mean over ranks
-  int64_t skipped_files = 0;  // unreadable files skipped, all ranks
-  double train_seconds = 0;   // the epoch until its evaluation (the record's epoch_seconds)
-  double seconds = 0;         // the epoch with its evaluation (the line's)
-  struct LossScale {
-    double scale = 0;
-    int64_t skipped_steps = 0;  // so far in the run
-  };
-  std::optional<LossScale> fp16;
+  double data_wait = 0;                // share of step time spent waiting for a batch, mean over ranks
+  int64_t skipped_files = 0;           // unreadable files skipped, all ranks
+  double train_seconds = 0;            // the epoch until its evaluation (the record's epoch_seconds)
+  double seconds = 0;                  // the epoch with its evaluation (the line's)
+  std::optional<LossScaleState> fp16;  // fp16's loss scaling
   struct Test {
     double loss = 0, top1 = 0, top5 = 0;
   };

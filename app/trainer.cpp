@@ -67,9 +67,7 @@ void Trainer::resume(const std::string& dir) {
   position_ = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
   RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir,
            "': it was trained with train.seed = ", position_.seed, ", the config says ", config_.train.seed);
-  // fp16 continues from the saved loss scale (a checkpoint of another precision has none: the
-  // scale starts afresh and backs off within a few steps if it must).
-  if (scaler_ && position_.loss_scale > 0) scaler_->set_scale(position_.loss_scale);
+  loss_scaling_->resume(position_);
   // Checkpoints fall on epoch ends; at another world size the step count per epoch differs, so
   // the schedule position is recomputed from the epochs done.
   position_.step = position_.epochs_done * steps_per_epoch_;
@@ -114,7 +112,7 @@ void Trainer::profile_steps(StepTimes* times) {
 LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
   StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
   const RunContext ctx = begin_step();
-  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // the gradients carry it until the update
+  const double loss_scale = loss_scaling_->scale();
   const bool replay = replay_.replays(profile_ != nullptr);
   const LossResult loss = forward_and_loss(images, labels, images_on, ctx, loss_scale, replay, clock);
   if (!replay || !replay_.covers_backward()) {
@@ -126,7 +124,8 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
     Span span(timeline_.get(), "wait for allreduce");
     reducer_->finish();
   }
-  if (gradients_apply() && (!reducer_ || !reducer_->updates_parameters())) update(loss_scale, clock);
+  if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters()))
+    update(loss_scale, clock);
   end_step(clock);
   return loss;
 }
@@ -168,12 +167,6 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
            lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
   return loss;
-}
-
-bool Trainer::gradients_apply() {
-  // fp16: every rank holds the same averaged gradients, so every rank skips alike.
-  return !scaler_ ||
-         scaler_->update(all_finite(graph_->device(), graph_->grad_arena(), graph_->arena_floats()), position_.step);
 }
 
 void Trainer::update(double loss_scale, StepClock& clock) {
@@ -270,9 +263,8 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
                        .skipped_files = static_cast<int64_t>(epoch_stats[3]),
                        .train_seconds = seconds_since(epoch_start),
                        .seconds = 0,  // set after the evaluation
-                       .fp16 = std::nullopt,
+                       .fp16 = loss_scaling_->state(),
                        .test = std::nullopt};
-    if (scaler_) report.fp16 = EpochReport::LossScale{scaler_->scale(), scaler_->skipped_steps()};
     const bool last = epoch + 1 == t.epochs;
     if ((epoch + 1) % config_.eval.every_epochs == 0 || last) {
       result.last_eval = evaluate();
@@ -284,13 +276,12 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
       gather_optimizer_state();
       average_buffers();
-      if (scaler_) position_.loss_scale = scaler_->scale();
+      loss_scaling_->save(position_);
       if (world_.rank() == 0)
         save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
     }
   }
   gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
-  if (scaler_) result.skipped_steps = scaler_->skipped_steps();
   result.images_per_s = result.train_seconds > 0 ? static_cast<double>(trained_images) / result.train_seconds : 0;
   return result;
 }

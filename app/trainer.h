@@ -20,7 +20,7 @@
 #include "dist/timeline.h"
 #include "dist/world.h"
 #include "nn/graph_loss.h"
-#include "nn/optim/loss_scale.h"
+#include "app/loss_scaling.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
@@ -37,7 +37,6 @@ struct TrainResult {
   EvalResult last_eval;             // after the final epoch
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
   double images_per_s = 0;          // global training images / train_seconds
-  int64_t skipped_steps = 0;        // fp16: steps whose gradients overflowed, so were not applied (all runs)
 };
 
 class Trainer {
@@ -84,10 +83,9 @@ class Trainer {
   std::string replayed_work() const { return replay_.covers(); }
   int64_t replayed_steps() const { return replay_.replayed_steps(); }
   int64_t recordings() const { return replay_.recordings(); }
-  // fp16's dynamic loss scaling; null for other precisions. Mutable for a run that starts from
-  // another scale than GradScaler's (tests of the back-off).
-  const LossScaler* loss_scaler() const { return scaler_.get(); }
-  LossScaler* loss_scaler() { return scaler_.get(); }
+  // Mutable for a run that starts from another scale than GradScaler's (tests of the back-off).
+  const LossScaling& loss_scaling() const { return *loss_scaling_; }
+  LossScaling& loss_scaling() { return *loss_scaling_; }
 
  private:
   // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
@@ -106,7 +104,6 @@ class Trainer {
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
                               double loss_scale, bool replay, StepClock& clock);
-  bool gradients_apply();                            // false where fp16's gradients overflowed (on every rank alike)
   void update(double loss_scale, StepClock& clock);  // SGD, where the reducer did not apply it
   void end_step(StepClock& clock);
 
@@ -124,7 +121,7 @@ class Trainer {
   std::unique_ptr<StepLoss> step_loss_;
   StepReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
   std::unique_ptr<Sgd> sgd_;
-  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<LossScaling> loss_scaling_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;
   LrSchedule schedule_;

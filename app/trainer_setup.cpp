@@ -119,7 +119,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
                                                    config.train.weight_decay, config.train.decay_bias_and_bn});
-  if (plan_context.precision == Precision::kFp16) scaler_ = std::make_unique<LossScaler>();
+  loss_scaling_ = make_loss_scaling(plan_context.precision);
 
   require_same_on_all_ranks("config key", config_items(resolved_), world);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
@@ -236,7 +236,7 @@ void Trainer::print_start(int threads) const {
   out_ << ", " << device_name(device);
   if (device == Device::kCuda)
     out_ << " (rank 0: " << gpu_.how << ") in " << config.train.precision
-         << (scaler_ ? " with dynamic loss scaling" : "");
+         << (loss_scaling_->state() ? " with dynamic loss scaling" : "");
   if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
   out_ << "\n"
        << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "

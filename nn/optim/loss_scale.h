@@ -11,6 +11,12 @@
 
 namespace rt {
 
+// What a scaled run reports: the scale now and the steps skipped for overflow so far.
+struct LossScaleState {
+  double scale = 0;
+  int64_t skipped_steps = 0;
+};
+
 struct LossScaleOptions {
   double initial = 65536;  // 2^16
   double growth_factor = 2;
@@ -32,6 +38,7 @@ class LossScaler {
   // scale. rt::Error when the scale would fall below options.smallest.
   bool update(bool finite, int64_t step);
   int64_t skipped_steps() const { return skipped_; }
+  LossScaleState state() const { return {scale_, skipped_}; }
 
  private:
   LossScaleOptions options_;

@@ -108,7 +108,7 @@ struct RunState {
 // fp16 starts from a loss scale of 2^30, so that its first steps overflow and the scale backs off.
 RunState train_and_read(const Config& c, std::ostream& log) {
   Trainer t(c, log, World::get());
-  if (LossScaler* scaler = t.loss_scaler()) scaler->set_scale(std::ldexp(1.0, 30));
+  t.loss_scaling().resume({.loss_scale = std::ldexp(1.0, 30)});  // fp16 only: the others have no scale
   RunState s;
   s.step_losses = t.train().step_losses;
   Graph& g = t.graph();
@@ -122,7 +122,7 @@ RunState train_and_read(const Config& c, std::ostream& log) {
   for (const CounterRef& counter : g.counters()) s.counters.push_back(*counter.value);
   s.replayed_steps = t.replayed_steps();
   s.recordings = t.recordings();
-  if (const LossScaler* scaler = t.loss_scaler()) s.skipped_steps = scaler->skipped_steps();
+  if (const auto fp16 = t.loss_scaling().state()) s.skipped_steps = fp16->skipped_steps;
   return s;
 }
 
