@@ -21,7 +21,7 @@ BenchRun bench_run(Trainer& trainer) {
   for (const LayerRow& row : trainer.graph().layer_table()) {
     run.convolutions += row.kind == "conv2d";
     run.winograd += row.algorithm == "winograd";
-    run.graph_api_directions += row.graph_api_directions;
+    run.cudnn_graph_directions += row.cudnn_graph_directions;
   }
   return run;
 }
@@ -34,7 +34,7 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
   const Device device = trainer.graph().device();
   const std::string graph_note =
       device == Device::kCuda
-          ? str_cat("; cuDNN's graph API on ", run.graph_api_directions, " direction(s)",
+          ? str_cat("; cuDNN's graph API on ", run.cudnn_graph_directions, " direction(s)",
                     c.train.cuda_graph
                         ? str_cat("; steps after the first replay a CUDA graph of ", trainer.replayed_work())
                         : std::string())
@@ -116,7 +116,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"conv_algorithm", c.train.conv_algorithm},
             {"winograd_convolutions", run.winograd},
             {"cudnn_graph", c.train.cudnn_graph},
-            {"cudnn_graph_directions", run.graph_api_directions},
+            {"cudnn_graph_directions", run.cudnn_graph_directions},
             {"cuda_graph", c.train.cuda_graph},
             {"cuda_graph_recordings", trainer.recordings()},
             {"warmup_steps", c.bench.warmup_steps},

@@ -17,7 +17,7 @@ struct BenchRun {
   int threads = 0;
   int hosts = 0;
   std::string collective;  // the reducer's description, or "no allreduce"
-  int convolutions = 0, winograd = 0, graph_api_directions = 0;
+  int convolutions = 0, winograd = 0, cudnn_graph_directions = 0;
 };
 BenchRun bench_run(Trainer& trainer);
 

@@ -59,7 +59,7 @@ struct TrainConfig {
   std::string device = "cpu";      // "cpu" | "cuda"
   std::string conv_algorithm = "direct";  // "direct" (exact) | "winograd" (3x3 stride 1: faster, rounds more)
   std::string precision = "fp32";         // "fp32" | "tf32" | "bf16" | "fp16" (all but fp32: CUDA only)
-  bool cuda_graph = false;                // CUDA: record a step's device work once, replay it (Note [Captured steps])
+  bool cuda_graph = false;                // CUDA: record a step's device work once, replay it (Note [CUDA graph steps])
   std::string cudnn_graph = "off";        // CUDA convolutions by cuDNN's graph API: "off" | "where_faster" | "always"
   bool operator==(const TrainConfig&) const = default;
 };

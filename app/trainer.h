@@ -12,7 +12,7 @@
 
 #include "app/checkpoint.h"
 #include "app/step_clock.h"
-#include "app/step_replay.h"
+#include "app/cuda_graph_replay.h"
 #include "app/config.h"
 #include "data/batch_source.h"
 #include "dist/gpu_choice.h"
@@ -76,7 +76,7 @@ class Trainer {
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
-  // train.cuda_graph (Note [Captured steps] in nn/device.h): what a replay covers ("forward, loss
+  // train.cuda_graph (Note [CUDA graph steps] in nn/device.h): what a replay covers ("forward, loss
   // and backward" on one rank, "forward and loss" on several; empty without it), how many
   // train_step calls replayed it, and how many recordings they took (fp16 records again when its
   // loss scale changes).
@@ -119,7 +119,7 @@ class Trainer {
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<StepLoss> step_loss_;
-  StepReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
+  CudaGraphReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<LossScaling> loss_scaling_;
   std::unique_ptr<Timeline> timeline_;

@@ -131,7 +131,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
   if (collective) attach_reducer(std::move(collective));
-  replay_ = StepReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
+  replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(threads);
 }

@@ -19,7 +19,7 @@
 # issued onto an idle GPU) beside the unprofiled step: where the two are close, the host, not the
 # GPU, sets the pace. --cuda-graph runs ringtrain once per train.cuda_graph setting (default
 # false): with true every step after the first replays its recorded device work as one CUDA graph
-# launch (Note [Captured steps] in nn/device.h), which removes the host's cost of issuing it; the
+# launch (Note [CUDA graph steps] in nn/device.h), which removes the host's cost of issuing it; the
 # host profile is of issued steps either way, so beside a replayed step it shows what was saved.
 #
 # GPU time comes in bounded calls, so a sweep may take several, and a failure must not cost the

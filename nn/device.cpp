@@ -99,7 +99,7 @@ void zero_bytes(void* dst, Device device, size_t bytes) {
 #endif
 }
 
-void CapturedWork::record(const std::function<void()>& enqueue) {
+void CudaGraph::record(const std::function<void()>& enqueue) {
 #ifdef RINGTRAIN_WITH_CUDA
   recording_.reset();  // an earlier recording goes first: only one is ever held
   recording_ = cuda::record(enqueue);
@@ -109,7 +109,7 @@ void CapturedWork::record(const std::function<void()>& enqueue) {
 #endif
 }
 
-void CapturedWork::replay() const {
+void CudaGraph::replay() const {
   RT_CHECK(recorded(), "replay before record");
 #ifdef RINGTRAIN_WITH_CUDA
   cuda::replay(recording_.get());

@@ -42,7 +42,7 @@ void zero_bytes(void* dst, Device device, size_t bytes);
 // Waits for the device's queued work (the CPU's is never queued).
 void synchronize(Device device);
 
-// Note [Captured steps]: a training step on the GPU issues a thousand and more kernels and
+// Note [CUDA graph steps]: a training step on the GPU issues a thousand and more kernels and
 // library calls, and each costs the host microseconds to issue; where the GPU's share of a layer
 // is as short, the host sets the pace (`ringtrain bench --profile` times the host's share). The static graph makes the
 // same calls at every step on the same memory, so its device work can be recorded once as a CUDA
@@ -55,7 +55,7 @@ void synchronize(Device device);
 // never records backward while a collective listens to it (several ranks: only forward and the
 // loss are recorded). The first step of a run is never recorded, so lazy set-up (cuBLAS's,
 // scratch's) happens outside any recording.
-class CapturedWork {
+class CudaGraph {
  public:
   // Records the device work `enqueue` puts on the GPU's compute stream, without running it,
   // replacing any earlier recording. Work that cannot be recorded (a wait, an allocation, a copy

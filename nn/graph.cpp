@@ -408,7 +408,7 @@ std::vector<LayerRow> Graph::layer_table() const {
                  0,
                  n.layer->multiply_adds(),
                  std::string(n.layer->algorithm()),
-                 n.layer->graph_api_directions()};
+                 n.layer->cudnn_graph_directions()};
     for (const ParamSpec& p : n.layer->param_specs()) row.params += numel(p.shape);
     rows.push_back(std::move(row));
   }

@@ -39,11 +39,11 @@ struct CounterRef {
 // One row of Graph::layer_table(): a layer node after plan().
 struct LayerRow {
   std::string name, kind;
-  Shape output;                  // logical output shape at the planned batch
-  int64_t params = 0;            // parameters of this layer
-  int64_t macs = 0;              // forward multiply-adds per image (Layer::multiply_adds)
-  std::string algorithm;         // Layer::algorithm(): "direct" / "winograd" for convolutions
-  int graph_api_directions = 0;  // Layer::graph_api_directions()
+  Shape output;                    // logical output shape at the planned batch
+  int64_t params = 0;              // parameters of this layer
+  int64_t macs = 0;                // forward multiply-adds per image (Layer::multiply_adds)
+  std::string algorithm;           // Layer::algorithm(): "direct" / "winograd" for convolutions
+  int cudnn_graph_directions = 0;  // Layer::cudnn_graph_directions()
 };
 
 // Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].
@@ -86,7 +86,7 @@ class Graph {
   // images: plain (N, ...) floats in `images_on`'s memory. Computes every output; returns the main
   // one. The same as set_input, begin_forward and forward_work in turn.
   const Tensor& forward(const float* images, const RunContext& ctx, Device images_on = Device::kCpu);
-  // The parts of forward (Note [Captured steps] in nn/device.h): copying the batch in, what every
+  // The parts of forward (Note [CUDA graph steps] in nn/device.h): copying the batch in, what every
   // layer's forward changes outside its device work (Layer::begin_forward), and that device work
   // alone, the same calls at every step, so it may be recorded once and replayed.
   void set_input(const float* images, Device images_on);

@@ -24,8 +24,8 @@ class OutputGradients {
 };
 
 // The loss of a training step, planned once for a graph: one SoftmaxCrossEntropyOp per output, in
-// its three phases, so that compute() can be recorded with the step's device work (Note [Captured
-// steps] in nn/device.h).
+// its three phases, so that compute() can be recorded with the step's device work (Note [CUDA
+// graph steps] in nn/device.h).
 class StepLoss {
  public:
   explicit StepLoss(const Graph& graph);  // a planned graph

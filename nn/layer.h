@@ -56,7 +56,7 @@ class Layer {
   // after plan()); empty elsewhere.
   virtual std::string_view algorithm() const { return {}; }
   // Convolutions: how many directions run a plan of cuDNN's graph API (Conv2dOp's).
-  virtual int graph_api_directions() const { return 0; }
+  virtual int cudnn_graph_directions() const { return 0; }
 
   // True when forward may write its output over its single input and backward reads only the
   // output and its gradient (ReLU); the graph then gives both one buffer where nothing else
@@ -81,7 +81,7 @@ class Layer {
   // What a forward pass changes besides the device work on its tensors: host state (batch norm's
   // num_batches_tracked) and the per-step values that work reads (dropout's step), which a GPU
   // receives through work enqueued now. Split off so that a recorded forward, replayed without
-  // calling the layer, still sees the current step (Note [Captured steps] in nn/device.h).
+  // calling the layer, still sees the current step (Note [CUDA graph steps] in nn/device.h).
   void begin_forward(const RunContext& ctx) { begin_forward_impl(ctx); }
   // writes y: the layer's device work, the same calls on the same memory at every step of one
   // plan (what host state it sets, such as dropout's training flag, is the same every step too).

@@ -22,7 +22,7 @@ const char* precision_name(Precision precision);
 inline bool allows_tf32(Precision precision) { return precision != Precision::kFp32; }
 
 // Whether CUDA convolutions try cuDNN's graph API (train.cudnn_graph; Note [cuDNN graph API] in
-// nn/ops/cuda/conv_graph.h): "off" never, "where_faster" where its plan timed faster than the
+// nn/ops/cuda/cudnn_graph.h): "off" never, "where_faster" where its plan timed faster than the
 // legacy algorithm, "always" wherever it has a plan (what the GPU suite checks).
 enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };
 CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "off" | "where_faster" | "always", else rt::Error

@@ -20,7 +20,7 @@ std::shared_ptr<void> allocate_pinned(size_t bytes);  // page-locked host memory
 void copy(void* dst, bool dst_on_gpu, const void* src, bool src_on_gpu, size_t bytes);
 void zero(void* dst, size_t bytes);
 void synchronize();
-// CapturedWork's: the recording of what `enqueue` put on the compute stream; its launch.
+// CudaGraph's: the recording of what `enqueue` put on the compute stream; its launch.
 std::shared_ptr<void> record(const std::function<void()>& enqueue);
 void replay(void* recording);
 

@@ -28,7 +28,7 @@ struct Buffer {
   }
 };
 
-// CapturedWork's recording: the executable graph, and the workspace's moves when it was made.
+// CudaGraph's recording: the executable graph, and the workspace's moves when it was made.
 // (Recorded work uses no scratch(): ops that keep memory of their own are what a step records.)
 struct Recording {
   cudaGraphExec_t exec = nullptr;
@@ -40,8 +40,8 @@ struct Recording {
 
 Buffer g_workspace, g_scratch, g_cublas_workspace;
 
-// cuBLAS's own workspace, ours so that it allocates none while a step is recorded (Note [Captured
-// steps] in nn/device.h); NVIDIA recommends 32 MiB for Hopper, more than earlier GPUs want.
+// cuBLAS's own workspace, ours so that it allocates none while a step is recorded (Note [CUDA
+// graph steps] in nn/device.h); NVIDIA recommends 32 MiB for Hopper, more than earlier GPUs want.
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
 Context make_context() {
@@ -182,8 +182,8 @@ namespace {
 
 // Thread-local capture: unsafe API calls of other threads (a data loader's page-locking) do not
 // invalidate it. Work another thread puts on this stream meanwhile would still join the
-// recording: the trainer records only while its communication thread is idle (Note [Captured
-// steps] in nn/device.h).
+// recording: the trainer records only while its communication thread is idle (Note [CUDA
+// graph steps] in nn/device.h).
 std::shared_ptr<void> record(const std::function<void()>& enqueue) {
   const cudaStream_t s = context().stream;
   RT_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));

@@ -22,7 +22,7 @@ class Conv2d final : public Layer {
   // K * P * Q * (C/g) * R * S per image.
   int64_t multiply_adds() const override { return macs_; }
   std::string_view algorithm() const override { return op_ ? conv_algorithm_name(op_->algorithm()) : ""; }
-  int graph_api_directions() const override { return op_ ? op_->graph_api_directions() : 0; }
+  int cudnn_graph_directions() const override { return op_ ? op_->cudnn_graph_directions() : 0; }
 
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) override;

@@ -33,8 +33,8 @@ class Conv2dOp {
   // What the op runs: kWinograd only where it was asked for and the backend has it for this shape.
   virtual ConvAlgorithm algorithm() const = 0;
   // How many of its directions (forward, backward data, backward weights) run a plan of cuDNN's
-  // graph API (Note [cuDNN graph API] in nn/ops/cuda/conv_graph.h); 0 on the CPU.
-  virtual int graph_api_directions() const { return 0; }
+  // graph API (Note [cuDNN graph API] in nn/ops/cuda/cudnn_graph.h); 0 on the CPU.
+  virtual int cudnn_graph_directions() const { return 0; }
   // writes y.
   virtual void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) = 0;
   // writes dx.

@@ -15,7 +15,7 @@ class DropoutOp {
   virtual ~DropoutOp() = default;
   // Before each training forward: the (seed, step) the next mask derives from. A GPU op keeps
   // them in its own device memory, written by work enqueued now, so that a recorded forward reads
-  // the current step when it is replayed (Note [Captured steps] in nn/device.h).
+  // the current step when it is replayed (Note [CUDA graph steps] in nn/device.h).
   virtual void set_step(uint64_t seed, uint64_t step) = 0;
   // writes y and keeps the mask for backward; the mask of the last set_step.
   virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;

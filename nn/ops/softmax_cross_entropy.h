@@ -20,7 +20,7 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
                                  double grad_scale = 1.0);
 
 // The same loss planned once for a training step, in three phases, so that the device work in the
-// middle can be recorded with the rest of the step and replayed (Note [Captured steps] in
+// middle can be recorded with the rest of the step and replayed (Note [CUDA graph steps] in
 // nn/device.h): set_targets copies this step's labels into the op's own memory; compute enqueues
 // device work only (on a GPU the rows' results land in the op's page-locked host memory); result
 // waits for it and sums the rows.

@@ -126,7 +126,7 @@ RunState train_and_read(const Config& c, std::ostream& log) {
   return s;
 }
 
-// Note [Captured steps]: steps replayed from the recording (train.cuda_graph) train as steps
+// Note [CUDA graph steps]: steps replayed from the recording (train.cuda_graph) train as steps
 // issued call by call do: the same loss at every step and the same weights, running statistics
 // and counters at the end, within how far two issued runs differ from each other (cuDNN's
 // fastest algorithms may add in any order). simple_cnn has batch norm, whose counter the host

@@ -94,7 +94,7 @@ int expect_conv2d_parity(const Half& h, const std::vector<std::pair<Conv2dGeomet
       SCOPED_TRACE(staged ? "input plain float32" : "input 16-bit nhwc");
       const Tensor xg = staged ? to_device(x.cpu, kGpu) : x.gpu;
       auto cpu = make_conv2d(g, x.cpu.spec(), true), gpu = make_conv2d(g, xg.spec(), true, plan_of(h, cudnn_graph));
-      graph_directions += gpu->graph_api_directions();
+      graph_directions += gpu->cudnn_graph_directions();
       Tensor yc(cpu->y_spec()), yg(gpu->y_spec());
       cpu->forward(x.cpu, w.cpu, g.bias ? &b.cpu : nullptr, yc);
       gpu->forward(xg, w.gpu, g.bias ? &b.gpu : nullptr, yg);

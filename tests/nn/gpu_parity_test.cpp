@@ -51,7 +51,7 @@ int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol, const
   if (g.bias) {
     EXPECT_PARITY(dbc, dbg, tol);
   }
-  return gpu->graph_api_directions();
+  return gpu->cudnn_graph_directions();
 }
 
 TEST_F(GpuParity, Conv2dFp32) {
@@ -208,13 +208,13 @@ TEST_F(GpuParity, ReluAddAccumulateConcatFlattenAreExact) {
   EXPECT_EQ(rel_error(fc, fg), 0);
 }
 
-// Note [Captured steps]: recorded work runs only when replayed, and at every replay; work that
+// Note [CUDA graph steps]: recorded work runs only when replayed, and at every replay; work that
 // cannot be recorded (a wait) is an error naming train.cuda_graph, the stream usable afterwards.
-TEST_F(GpuParity, CapturedWorkRunsAtEachReplayAndRefusesAWait) {
+TEST_F(GpuParity, CudaGraphRunsAtEachReplayAndRefusesAWait) {
   const Both x = random_both({1000}, 70);
   Tensor acc(x.gpu.spec());
   acc.zero();
-  CapturedWork work;
+  CudaGraph work;
   work.record([&] { accumulate(acc, x.gpu); });
   ASSERT_TRUE(work.recorded());
   std::vector<float> zeros(1000, 0.0f), twice(1000), thrice(1000);

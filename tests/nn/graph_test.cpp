@@ -278,7 +278,7 @@ std::unique_ptr<Graph> stepped_graph(std::vector<float>& images) {
 
 std::vector<float> values(const Tensor& t) { return {t.data(), t.data() + t.numel()}; }
 
-// Note [Captured steps]: what moves from step to step (batch norm's counter, dropout's step)
+// Note [CUDA graph steps]: what moves from step to step (batch norm's counter, dropout's step)
 // moves in begin_forward, and forward_work does the same at every call. So the split calls give
 // forward's results, and forward_work again without begin_forward repeats the last step, as a
 // replayed recording does, whatever step its own context names.

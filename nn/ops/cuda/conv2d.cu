@@ -10,7 +10,7 @@
 // graph's plain float32 images) is converted into a buffer of the op's own first. A bias is
 // added, and its gradient summed in float32, by kernels of ours over (rows, C) tiles of the NHWC
 // tensor (channel_tiles.h). With train.cudnn_graph, a direction may run a plan of cuDNN's
-// graph API instead (Note [cuDNN graph API] in conv_graph.h).
+// graph API instead (Note [cuDNN graph API] in cudnn_graph.h).
 #include <iostream>
 #include <map>
 #include <memory>
@@ -22,7 +22,7 @@
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/algorithm_choice.h"
 #include "nn/ops/cuda/channel_tiles.h"
-#include "nn/ops/cuda/conv_graph.h"
+#include "nn/ops/cuda/cudnn_graph.h"
 #include "nn/ops/cuda/descriptors.h"
 #include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
@@ -39,15 +39,15 @@ AlgorithmCache& cache() {
 }
 
 // What the graph API offers one direction of one shape, by key: its plan (null where cuDNN
-// offered none; layers of one shape share it, each with its own ConvGraphPack) and, once
+// offered none; layers of one shape share it, each with its own CudnnGraphPack) and, once
 // train.cudnn_graph = "where_faster" asks, the legacy algorithm's time on the same ConvTimer.
-struct GraphChoice {
-  std::shared_ptr<ConvGraphPlan> plan;
+struct CudnnGraphChoice {
+  std::shared_ptr<CudnnGraphPlan> plan;
   bool legacy_timed = false;
   std::optional<float> legacy_ms;  // nullopt where that timing failed: the legacy algorithm then runs
 };
-std::map<std::string, GraphChoice>& graph_choices() {
-  static std::map<std::string, GraphChoice> choices;
+std::map<std::string, CudnnGraphChoice>& cudnn_graph_choices() {
+  static std::map<std::string, CudnnGraphChoice> choices;
   return choices;
 }
 
@@ -181,16 +181,16 @@ class CudaConv2d final : public Conv2dOp {
           },
           static_cast<cudnnConvolutionBwdDataAlgoPerf_t*>(nullptr));
     if (cudnn_graph_ != CudnnGraphUse::kNever) {
-      ConvGraphProblem p;
+      CudnnGraphProblem p;
       p.io_type = cudnn_type(t);
       p.nhwc = f == Format::kNhwc;
       const auto dims = [](const Shape& s) { return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]}; };
       p.x = dims(run_x_spec_.shape), p.w = dims(w), p.y = dims(y_spec_.shape);
       p.pad = {g.pad_h, g.pad_w}, p.stride = {g.stride_h, g.stride_w}, p.dilation = {g.dilation_h, g.dilation_w};
       p.rules = {!half_, allows_tf32(plan.precision), allow_transforms_};  // the legacy descriptor's math, as set above
-      graph_fwd_ = graph_plan("fwd", p, ConvDirection::kForward, fwd_);
-      graph_filter_ = graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
-      if (need_dx_) graph_data_ = graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
+      cudnn_graph_fwd_ = cudnn_graph_plan("fwd", p, ConvDirection::kForward, fwd_);
+      cudnn_graph_filter_ = cudnn_graph_plan("bwd_filter", p, ConvDirection::kBackwardFilter, bwd_filter_);
+      if (need_dx_) cudnn_graph_data_ = cudnn_graph_plan("bwd_data", p, ConvDirection::kBackwardData, bwd_data_);
     }
   }
 
@@ -198,8 +198,8 @@ class CudaConv2d final : public Conv2dOp {
   ConvAlgorithm algorithm() const override {
     return fwd_.transform ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect;
   }
-  int graph_api_directions() const override {
-    return (graph_fwd_ != nullptr) + (graph_data_ != nullptr) + (graph_filter_ != nullptr);
+  int cudnn_graph_directions() const override {
+    return (cudnn_graph_fwd_ != nullptr) + (cudnn_graph_data_ != nullptr) + (cudnn_graph_filter_ != nullptr);
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
@@ -208,8 +208,8 @@ class CudaConv2d final : public Conv2dOp {
     if (half_) convert_layout(w.data(), w_spec_, w_run_.data(), w_run_spec_);
     const float* xr = stage_x_ ? x_run_.data() : x.data();
     const float* wr = half_ ? w_run_.data() : w.data();
-    if (graph_fwd_) {
-      graph_fwd_->run(fwd_pack_, xr, wr, y.data(), workspace());
+    if (cudnn_graph_fwd_) {
+      cudnn_graph_fwd_->run(fwd_pack_, xr, wr, y.data(), workspace());
     } else {
       RT_CU(run_legacy(ConvDirection::kForward, const_cast<float*>(xr), const_cast<float*>(wr), y.data(), workspace()));
     }
@@ -227,8 +227,8 @@ class CudaConv2d final : public Conv2dOp {
     RT_CHECK(need_dx_, "conv2d was planned without backward-data");
     float* out = stage_x_ ? dx_run_.data() : dx.data();
     const float* wr = half_ ? w_run_.data() : w.data();
-    if (graph_data_) {
-      graph_data_->run(data_pack_, dy.data(), wr, out, workspace());
+    if (cudnn_graph_data_) {
+      cudnn_graph_data_->run(data_pack_, dy.data(), wr, out, workspace());
     } else {
       RT_CU(run_legacy(ConvDirection::kBackwardData, out, const_cast<float*>(wr), const_cast<float*>(dy.data()),
                        workspace()));
@@ -241,8 +241,8 @@ class CudaConv2d final : public Conv2dOp {
     Context& c = context();
     const float* xr = stage_x_ ? x_run_.data() : x.data();
     float* dwr = half_ ? dw_run_.data() : dw.data();
-    if (graph_filter_) {
-      graph_filter_->run(filter_pack_, xr, dy.data(), dwr, workspace());
+    if (cudnn_graph_filter_) {
+      cudnn_graph_filter_->run(filter_pack_, xr, dy.data(), dwr, workspace());
     } else {
       RT_CU(run_legacy(ConvDirection::kBackwardFilter, const_cast<float*>(xr), dwr, const_cast<float*>(dy.data()),
                        workspace()));
@@ -262,7 +262,7 @@ class CudaConv2d final : public Conv2dOp {
     RT_CU(cudnnSetConvolutionMathType(conv_.d, static_cast<cudnnMathType_t>(t.math)));
   }
 
-  // One direction's legacy algorithm, on (x, w, y) by role as in ConvGraphPlan::run (backward
+  // One direction's legacy algorithm, on (x, w, y) by role as in CudnnGraphPlan::run (backward
   // data writes x with dy in y; backward filter writes w from x and dy): the steps' call and
   // the one ConvTimer times against the graph API.
   cudnnStatus_t run_legacy(ConvDirection d, void* x, void* w, void* y, void* ws) {
@@ -307,20 +307,20 @@ class CudaConv2d final : public Conv2dOp {
 
   // The graph API's plan for one direction, if it is to run instead of `legacy` (see CudnnGraphUse):
   // with train.cudnn_graph = "where_faster" only where it timed faster than run_legacy on the same timer.
-  std::shared_ptr<ConvGraphPlan> graph_plan(const char* direction, ConvGraphProblem p, ConvDirection d,
-                                            const AlgorithmTrial& legacy) {
+  std::shared_ptr<CudnnGraphPlan> cudnn_graph_plan(const char* direction, CudnnGraphProblem p, ConvDirection d,
+                                                   const AlgorithmTrial& legacy) {
     p.direction = d;
     const std::string key = str_cat("graph ", direction, " ", key_);
     const bool where_faster = cudnn_graph_ == CudnnGraphUse::kWhereFaster;
-    auto [it, fresh] = graph_choices().try_emplace(key);
-    GraphChoice& choice = it->second;
+    auto [it, fresh] = cudnn_graph_choices().try_emplace(key);
+    CudnnGraphChoice& choice = it->second;
     if (fresh || (where_faster && choice.plan && !choice.legacy_timed)) {
       // An opt-in path must not stop a run the legacy API can do: a failure to plan or
       // time is said once per shape, and the legacy algorithm runs.
       if (where_faster) choice.legacy_timed = true;  // tried once, even if what follows throws
       try {
         ConvTimer timer(p);
-        if (fresh) choice.plan = ConvGraphPlan::best(p, kWorkspaceLimit, timer);
+        if (fresh) choice.plan = CudnnGraphPlan::best(p, kWorkspaceLimit, timer);
         if (where_faster && choice.plan) {
           choice.legacy_ms = timer.mean_ms(
               [&](void* x, void* w, void* y, void* ws) { return run_legacy(d, x, w, y, ws) == CUDNN_STATUS_SUCCESS; },
@@ -331,7 +331,7 @@ class CudaConv2d final : public Conv2dOp {
                   << "); the legacy algorithm runs\n";
       }
     }
-    const std::shared_ptr<ConvGraphPlan>& plan = choice.plan;
+    const std::shared_ptr<CudnnGraphPlan>& plan = choice.plan;
     if (!plan || (where_faster && (!choice.legacy_ms || plan->ms() >= *choice.legacy_ms))) return nullptr;
     reserve_workspace(plan->workspace());
     return plan;
@@ -351,8 +351,9 @@ class CudaConv2d final : public Conv2dOp {
   FilterDesc w_;
   ConvDesc conv_;
   AlgorithmTrial fwd_, bwd_data_, bwd_filter_;
-  std::shared_ptr<ConvGraphPlan> graph_fwd_, graph_data_, graph_filter_;  // null: the legacy algorithm
-  ConvGraphPack fwd_pack_, data_pack_, filter_pack_;                      // this layer's pointers
+  std::shared_ptr<CudnnGraphPlan> cudnn_graph_fwd_, cudnn_graph_data_,
+      cudnn_graph_filter_;                             // null: the legacy algorithm
+  CudnnGraphPack fwd_pack_, data_pack_, filter_pack_;  // this layer's pointers
 };
 
 }  // namespace

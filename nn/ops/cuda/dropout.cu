@@ -28,7 +28,7 @@ __global__ void store_seed_step(uint64_t* seed_step, uint64_t seed, uint64_t ste
 // The mask is recomputed in backward from (seed, step): nothing is stored. The pair lives in the
 // op's device memory, written by a kernel set_step enqueues, so the mask kernels' arguments are
 // the same every step and a recorded forward and backward replay with the current step (Note
-// [Captured steps] in nn/device.h).
+// [CUDA graph steps] in nn/device.h).
 class CudaDropout final : public DropoutOp {
  public:
   CudaDropout(double p, DType t)

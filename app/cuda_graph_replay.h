@@ -1,4 +1,4 @@
-// train.cuda_graph (Note [Captured steps] in nn/device.h): the recording of a step's device work
+// train.cuda_graph (Note [CUDA graph steps] in nn/device.h): the recording of a step's device work
 // and when to replay it. On one rank the recording covers forward, the loss and backward; on
 // several it stops before backward, which the reducer listens to layer by layer.
 #pragma once
@@ -11,9 +11,9 @@
 
 namespace rt {
 
-class StepReplay {
+class CudaGraphReplay {
  public:
-  StepReplay(bool enabled, bool with_backward) : enabled_(enabled), with_backward_(with_backward) {}
+  CudaGraphReplay(bool enabled, bool with_backward) : enabled_(enabled), with_backward_(with_backward) {}
 
   // Whether this step replays: never while profiling (its waits split the step), nor at the first
   // step of a run, whose work allocates and chooses algorithms.
@@ -33,7 +33,7 @@ class StepReplay {
 
  private:
   bool enabled_, with_backward_;
-  CapturedWork work_;
+  CudaGraph work_;
   double recorded_loss_scale_ = 0;
   int64_t steps_ = 0;
   int64_t replayed_steps_ = 0, recordings_ = 0;

@@ -1,7 +1,7 @@
-// See conv_graph.h and Note [cuDNN graph API] there. Descriptors are made with cudnnBackend*
+// See cudnn_graph.h and Note [cuDNN graph API] there. Descriptors are made with cudnnBackend*
 // calls: set each attribute, then finalize. Tensors are named by unique ids: the input x (or its
 // gradient) 1, the weights (or theirs) 2, the output y (or its gradient) 3.
-#include "nn/ops/cuda/conv_graph.h"
+#include "nn/ops/cuda/cudnn_graph.h"
 
 #include <cuda_runtime.h>
 
@@ -170,18 +170,18 @@ size_t bytes_of(const std::array<int64_t, 4>& d, cudnnDataType_t t) {
 
 }  // namespace
 
-cudnnBackendDescriptor_t ConvGraphPlan::make(cudnnBackendDescriptorType_t type) {
+cudnnBackendDescriptor_t CudnnGraphPlan::make(cudnnBackendDescriptorType_t type) {
   cudnnBackendDescriptor_t d = nullptr;
   RT_CU(cudnnBackendCreateDescriptor(type, &d));
   owned_.push_back(d);
   return d;
 }
 
-ConvGraphPack::~ConvGraphPack() {
+CudnnGraphPack::~CudnnGraphPack() {
   if (d_) cudnnBackendDestroyDescriptor(d_);
 }
 
-cudnnBackendDescriptor_t ConvGraphPack::for_pointers(const std::array<void*, 4>& pointers) {
+cudnnBackendDescriptor_t CudnnGraphPack::for_pointers(const std::array<void*, 4>& pointers) {
   if (d_ && pointers == pointers_) return d_;
   if (d_) cudnnBackendDestroyDescriptor(d_);
   d_ = nullptr;
@@ -190,11 +190,11 @@ cudnnBackendDescriptor_t ConvGraphPack::for_pointers(const std::array<void*, 4>&
   return d_;
 }
 
-ConvGraphPlan::~ConvGraphPlan() {
+CudnnGraphPlan::~CudnnGraphPlan() {
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
 
-ConvTimer::ConvTimer(const ConvGraphProblem& p) {
+ConvTimer::ConvTimer(const CudnnGraphProblem& p) {
   const cudaStream_t stream = context().stream;
   // 0.01 in the problem's type, twice over for 16-bit types: one 32-bit word of the fill.
   const uint32_t word = [&]() -> uint32_t {
@@ -251,10 +251,10 @@ std::optional<float> ConvTimer::mean_ms(const Run& run, size_t workspace_bytes) 
   return ms;
 }
 
-std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, size_t workspace_limit,
-                                                   ConvTimer& timer) {
+std::unique_ptr<CudnnGraphPlan> CudnnGraphPlan::best(const CudnnGraphProblem& p, size_t workspace_limit,
+                                                     ConvTimer& timer) {
   cudnnHandle_t handle = context().cudnn;
-  std::unique_ptr<ConvGraphPlan> g(new ConvGraphPlan);
+  std::unique_ptr<CudnnGraphPlan> g(new CudnnGraphPlan);
   g->direction_ = p.direction;
 
   const auto tensor = [&](int64_t uid, const std::array<int64_t, 4>& dims) {
@@ -354,7 +354,7 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
 
   size_t best_at = candidates.size();
   float best_ms = 0;
-  ConvGraphPack pack;
+  CudnnGraphPack pack;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::optional<float> ms = timer.mean_ms(
         [&](void* x, void* w, void* y, void* ws) {
@@ -378,7 +378,7 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::best(const ConvGraphProblem& p, si
   return g;
 }
 
-void ConvGraphPlan::run(ConvGraphPack& pack, const void* in_a, const void* in_b, void* out, void* workspace) const {
+void CudnnGraphPlan::run(CudnnGraphPack& pack, const void* in_a, const void* in_b, void* out, void* workspace) const {
   void* a = const_cast<void*>(in_a);
   void* b = const_cast<void*>(in_b);
   std::array<void*, 4> pointers{};  // by unique id: x (or dx), w (or dw), y (or dy); the workspace

@@ -1,8 +1,8 @@
-#include "app/step_replay.h"
+#include "app/cuda_graph_replay.h"
 
 namespace rt {
 
-void StepReplay::replay(double loss_scale, const std::function<void()>& work) {
+void CudaGraphReplay::replay(double loss_scale, const std::function<void()>& work) {
   if (!work_.recorded() || recorded_loss_scale_ != loss_scale) {
     work_.record(work);
     recorded_loss_scale_ = loss_scale;
@@ -12,7 +12,7 @@ void StepReplay::replay(double loss_scale, const std::function<void()>& work) {
   ++replayed_steps_;
 }
 
-std::string StepReplay::covers() const {
+std::string CudaGraphReplay::covers() const {
   if (!enabled_) return "";
   return with_backward_ ? "forward, loss and backward" : "forward and loss";
 }

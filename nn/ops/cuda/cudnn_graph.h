@@ -33,7 +33,7 @@ enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 // The problem of one direction. Tensors are (N, C, H, W) activations and (K, C/groups, R, S)
 // weights (the graph API reads the group count off C/groups), all in `io_type` and stored NHWC
 // (KRSC for weights) or NCHW (KCRS), with float32 accumulation.
-struct ConvGraphProblem {
+struct CudnnGraphProblem {
   ConvDirection direction = ConvDirection::kForward;
   cudnnDataType_t io_type = CUDNN_DATA_BFLOAT16;
   bool nhwc = true;
@@ -44,12 +44,12 @@ struct ConvGraphProblem {
 
 // The pointers one call site runs a plan with, as cuDNN's variant pack: made again only when they
 // change. Layers of one shape share a plan but each keeps its own pack.
-class ConvGraphPack {
+class CudnnGraphPack {
  public:
-  ConvGraphPack() = default;
-  ~ConvGraphPack();
-  ConvGraphPack(const ConvGraphPack&) = delete;
-  ConvGraphPack& operator=(const ConvGraphPack&) = delete;
+  CudnnGraphPack() = default;
+  ~CudnnGraphPack();
+  CudnnGraphPack(const CudnnGraphPack&) = delete;
+  CudnnGraphPack& operator=(const CudnnGraphPack&) = delete;
 
   // The pack for these pointers, by unique id x (or dx), w (or dw), y (or dy), then the workspace.
   cudnnBackendDescriptor_t for_pointers(const std::array<void*, 4>& pointers);
@@ -66,7 +66,7 @@ class ConvGraphPack {
 // overhead per run does not decide. On the context's stream.
 class ConvTimer {
  public:
-  explicit ConvTimer(const ConvGraphProblem& problem);
+  explicit ConvTimer(const CudnnGraphProblem& problem);
   ~ConvTimer();
   ConvTimer(const ConvTimer&) = delete;
   ConvTimer& operator=(const ConvTimer&) = delete;
@@ -85,15 +85,16 @@ class ConvTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
-class ConvGraphPlan {
+class CudnnGraphPlan {
  public:
   // The fastest engine within `workspace_limit` bytes (and the GPU's free memory), as `timer`
   // times it; nullptr when no engine cuDNN suggests finalizes for the problem; rt::Error where
   // cuDNN refuses the problem itself or memory runs out (conv2d.cu then keeps the legacy algorithm).
-  static std::unique_ptr<ConvGraphPlan> best(const ConvGraphProblem& problem, size_t workspace_limit, ConvTimer& timer);
-  ~ConvGraphPlan();
-  ConvGraphPlan(const ConvGraphPlan&) = delete;
-  ConvGraphPlan& operator=(const ConvGraphPlan&) = delete;
+  static std::unique_ptr<CudnnGraphPlan> best(const CudnnGraphProblem& problem, size_t workspace_limit,
+                                              ConvTimer& timer);
+  ~CudnnGraphPlan();
+  CudnnGraphPlan(const CudnnGraphPlan&) = delete;
+  CudnnGraphPlan& operator=(const CudnnGraphPlan&) = delete;
 
   float ms() const { return ms_; }  // as the ConvTimer timed it
   size_t workspace() const { return workspace_; }
@@ -101,10 +102,10 @@ class ConvGraphPlan {
 
   // Forward: (x, w) -> y. Backward data: (dy, w) -> dx. Backward filter: (x, dy) -> dw. On the
   // context's stream, with the shared workspace, through the call site's own pack.
-  void run(ConvGraphPack& pack, const void* in_a, const void* in_b, void* out, void* workspace) const;
+  void run(CudnnGraphPack& pack, const void* in_a, const void* in_b, void* out, void* workspace) const;
 
  private:
-  ConvGraphPlan() = default;
+  CudnnGraphPlan() = default;
   cudnnBackendDescriptor_t make(cudnnBackendDescriptorType_t type);  // owned by this plan
 
   std::vector<cudnnBackendDescriptor_t> owned_;  // the graph's descriptors, which the plan refers to
