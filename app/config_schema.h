@@ -1,58 +1,25 @@
-// The config schema: one entry per TOML key, in the order to_toml prints them. Each entry names
-// the table and key, where the value lives in Config, what values are valid and a one-line doc;
-// loading, validation, printing and --set overrides (app/config.cpp) are all driven by it, so a
+// The config schema (app/schema.h): one entry per TOML key, in the order to_toml prints them.
+// Loading, validation, printing and --set overrides (app/config.cpp) are all driven by it, so a
 // new key is one line here plus its field in app/config.h.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
-#include <limits>
-#include <string>
-#include <string_view>
-#include <variant>
-#include <vector>
-
 #include "app/config.h"
+#include "app/schema.h"
 
 namespace rt {
 
-// Where one key's value lives: a function handing out a reference into the Config.
 template <typename T>
-using FieldRef = T& (*)(Config&);
-using AnyFieldRef = std::variant<FieldRef<bool>, FieldRef<int64_t>, FieldRef<double>, FieldRef<std::string>,
-                                 FieldRef<std::vector<double>>>;
+using FieldRef = FieldOf<Config, T>;
+using KeySpec = KeySpecOf<Config>;
 
 template <auto kTable, auto kField>
 auto& member(Config& config) {
   return (config.*kTable).*kField;
 }
 
-// Valid numbers (for arrays: each element). Infinite bounds are not printed.
-struct Bound {
-  double lo = -std::numeric_limits<double>::infinity();
-  double hi = std::numeric_limits<double>::infinity();
-  bool lo_open = false;
-  bool hi_open = false;
-};
-constexpr Bound at_least(double lo) { return {.lo = lo}; }
-constexpr Bound above(double lo) { return {.lo = lo, .lo_open = true}; }
-constexpr Bound unit_open_top() { return {.lo = 0, .hi = 1, .hi_open = true}; }  // [0, 1)
-
-struct KeySpec {
-  std::string_view table;
-  std::string_view key;
-  AnyFieldRef field;
-  std::string_view doc;
-  Bound bound = {};
-  std::vector<std::string_view> choices = {};  // strings: the allowed values; empty = any
-  bool non_empty = false;                      // strings and arrays
-  bool increasing = false;                     // arrays: strictly increasing
-  std::vector<std::string_view> also = {};     // names other tools use; only for "did you mean"
-};
-
-inline const std::vector<KeySpec>& config_schema() {
+inline const SchemaOf<Config>& config_schema() {
   using C = Config;
-  static const std::vector<KeySpec> schema = {
+  static const SchemaOf<Config> schema = {
       {.table = "model",
        .key = "name",
        .field = &member<&C::model, &ModelConfig::name>,
@@ -465,28 +432,5 @@ inline const std::vector<KeySpec>& config_schema() {
   };
   return schema;
 }
-
-// The tables in schema order.
-inline std::vector<std::string_view> table_names() {
-  std::vector<std::string_view> names;
-  for (const KeySpec& s : config_schema())
-    if (names.empty() || names.back() != s.table) names.push_back(s.table);
-  return names;
-}
-
-inline bool is_table(std::string_view name) {
-  auto names = table_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// The entry for table.key, or nullptr.
-inline const KeySpec* find_key(std::string_view table, std::string_view key) {
-  for (const KeySpec& s : config_schema())
-    if (s.table == table && s.key == key) return &s;
-  return nullptr;
-}
-
-// "table.key", as messages and to_toml's readers know it.
-inline std::string full_name(const KeySpec& s) { return std::string(s.table) + "." + std::string(s.key); }
 
 }  // namespace rt

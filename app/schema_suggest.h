@@ -1,6 +1,6 @@
 // "Did you mean": which schema names, or allowed values, are close to a name the user wrote, so
 // that an unknown key, table or choice can be answered with the likely intended one. Pure string
-// work over config_schema(); used by app/config.cpp for its error messages.
+// work over a key schema (app/schema.h); used by app/schema_loader.h for its error messages.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "app/config_schema.h"
+#include "app/schema.h"
 #include "base/check.h"
 
 namespace rt::suggest {
@@ -51,7 +51,8 @@ inline std::optional<size_t> closeness(std::string_view typed, std::string_view 
   return std::nullopt;
 }
 
-inline std::optional<size_t> closeness(std::string_view typed, const KeySpec& spec) {
+template <typename Root>
+std::optional<size_t> closeness(std::string_view typed, const KeySpecOf<Root>& spec) {
   std::optional<size_t> best = closeness(typed, spec.key);
   for (std::string_view alias : spec.also) {
     auto c = closeness(typed, alias);
@@ -61,10 +62,12 @@ inline std::optional<size_t> closeness(std::string_view typed, const KeySpec& sp
 }
 
 // The closest key of `table` to `key` scoring at most `limit` (see closeness), if any.
-inline const KeySpec* nearest_in_table(std::string_view table, std::string_view key, size_t limit) {
-  const KeySpec* best = nullptr;
+template <typename Root>
+const KeySpecOf<Root>* nearest_in_table(const SchemaOf<Root>& schema, std::string_view table, std::string_view key,
+                                        size_t limit) {
+  const KeySpecOf<Root>* best = nullptr;
   size_t best_score = 0;
-  for (const KeySpec& s : config_schema()) {
+  for (const auto& s : schema) {
     if (s.table != table) continue;
     auto c = closeness(key, s);
     if (c && *c <= limit && (!best || *c < best_score)) best = &s, best_score = *c;
@@ -76,18 +79,19 @@ inline const KeySpec* nearest_in_table(std::string_view table, std::string_view 
 // same table; else a key of the table containing it ("batch" -> batch_per_rank) and the same key
 // in other tables ("train.dir" -> data.dir, checkpoint.dir); else the nearest key of a near
 // table, or of any table when none was given ("trian.epoch" -> train.epochs).
-inline std::vector<std::string> near_keys(std::string_view table, std::string_view key) {
-  if (const KeySpec* s = nearest_in_table(table, key, 3)) return {full_name(*s)};
+template <typename Root>
+std::vector<std::string> near_keys(const SchemaOf<Root>& schema, std::string_view table, std::string_view key) {
+  if (const auto* s = nearest_in_table(schema, table, key, 3)) return {full_name(*s)};
   std::vector<std::string> found;
-  if (const KeySpec* s = nearest_in_table(table, key, 4)) found.push_back(full_name(*s));
-  for (const KeySpec& s : config_schema()) {
+  if (const auto* s = nearest_in_table(schema, table, key, 4)) found.push_back(full_name(*s));
+  for (const auto& s : schema) {
     bool same = s.key == key || std::find(s.also.begin(), s.also.end(), key) != s.also.end();
     if (same) found.push_back(full_name(s));
   }
   if (!found.empty()) return found;
-  const KeySpec* best = nullptr;
+  const KeySpecOf<Root>* best = nullptr;
   size_t best_score = 0;
-  for (const KeySpec& s : config_schema()) {
+  for (const auto& s : schema) {
     if (!table.empty() && !closeness(table, s.table)) continue;
     auto c = closeness(key, s);
     if (c && (!best || *c < best_score)) best = &s, best_score = *c;
@@ -103,15 +107,18 @@ inline std::string did_you_mean(const std::vector<std::string>& names) {
   return out + "?)";
 }
 
-inline std::string unknown_key_message(std::string_view table, std::string_view key) {
-  std::string message = str_cat("unknown key '", table, ".", key, "'");
-  auto names = near_keys(table, key);
+template <typename Root>
+std::string unknown_key_message(const SchemaOf<Root>& schema, std::string_view table, std::string_view key) {
+  std::string message = str_cat("unknown key '", full_name(table, key), "'");
+  auto names = near_keys(schema, table, key);
   if (!names.empty()) return message + did_you_mean(names);
-  if (!is_table(table)) return message + str_cat(" (tables are: ", join(table_names(), ", "), ")");
+  if (!table.empty() && !is_table(schema, table))
+    return message + str_cat(" (tables are: ", join(table_names(schema), ", "), ")");
   std::vector<std::string_view> keys;
-  for (const KeySpec& s : config_schema())
+  for (const auto& s : schema)
     if (s.table == table) keys.push_back(s.key);
-  return message + str_cat(" (keys of [", table, "] are: ", join(keys, ", "), ")");
+  return message + str_cat(table.empty() ? " (keys outside the tables are: " : str_cat(" (keys of [", table, "] are: "),
+                           join(keys, ", "), ")");
 }
 
 }  // namespace rt::suggest
