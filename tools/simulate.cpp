@@ -1,10 +1,7 @@
 #include "tools/simulate.h"
 
-#include <toml++/toml.h>
-
 #include <cstdio>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "app/gradient_buckets.h"
@@ -13,95 +10,6 @@
 #include "models/registry.h"
 
 namespace rt {
-namespace {
-
-// Reads a cluster file strictly: every key known, every value of the expected kind and range.
-class ClusterReader {
- public:
-  explicit ClusterReader(const std::string& path) : path_(path) {
-    try {
-      root_ = toml::parse_file(path);
-    } catch (const toml::parse_error& e) {
-      RT_CHECK(false, "cannot read cluster file '", path, "': ", e.description(), " at line ", e.source().begin.line);
-    }
-  }
-
-  // Only these keys in `table` ("" = the top level).
-  void only(const std::string& table, const std::set<std::string>& keys) const {
-    const toml::table* t = table.empty() ? &root_ : root_[table].as_table();
-    if (!t) return;
-    for (const auto& [k, v] : *t) {
-      const std::string key(k.str());
-      RT_CHECK(keys.count(key), path_, ":", v.source().begin.line, ": unknown key '", where(table, key), "'");
-    }
-  }
-
-  double number(const std::string& table, const std::string& key, double lo, bool required, double fallback = 0) const {
-    const toml::node_view<const toml::node> n = table.empty() ? root_[key] : root_[table][key];
-    if (!n) {
-      RT_CHECK(!required, path_, ": missing key '", where(table, key), "'");
-      return fallback;
-    }
-    const std::optional<double> v = n.value<double>();
-    RT_CHECK(v.has_value(), path_, ":", n.node()->source().begin.line, ": '", where(table, key), "' must be a number");
-    RT_CHECK(*v > lo, path_, ":", n.node()->source().begin.line, ": '", where(table, key), "' must be above ", lo,
-             ", got ", *v);
-    return *v;
-  }
-
-  bool flag(const std::string& table, const std::string& key) const {
-    const auto n = root_[table][key];
-    if (!n) return false;
-    const std::optional<bool> v = n.value<bool>();
-    RT_CHECK(v.has_value(), path_, ": '", where(table, key), "' must be true or false");
-    return *v;
-  }
-
-  // images_per_s.<model>, naming the models the file has when the config's is missing.
-  double images_per_s(const std::string& model) const {
-    const toml::table* t = root_["compute"]["images_per_s"].as_table();
-    RT_CHECK(t != nullptr, path_, ": missing table 'compute.images_per_s' (one rank's images/s per model)");
-    std::string known;
-    for (const auto& [k, v] : *t) known += (known.empty() ? "" : ", ") + std::string(k.str());
-    RT_CHECK(t->contains(model), path_, ": compute.images_per_s has no figure for ", model, " (it has ", known, ")");
-    const std::optional<double> v = (*t)[model].value<double>();
-    RT_CHECK(v.has_value() && *v > 0, path_, ": compute.images_per_s.", model, " must be a positive number");
-    return *v;
-  }
-
- private:
-  static std::string where(const std::string& table, const std::string& key) {
-    return table.empty() ? key : table + "." + key;
-  }
-  std::string path_;
-  toml::table root_;
-};
-
-}  // namespace
-
-ClusterFile load_cluster_file(const std::string& path, const std::string& model_name, bool need_compute) {
-  ClusterReader r(path);
-  r.only("", {"ranks_per_host", "bandwidth_efficiency", "overlap_slowdown", "intra_host", "inter_host", "compute"});
-  r.only("intra_host", {"gbit_per_s", "latency_us"});
-  r.only("inter_host", {"gbit_per_s", "latency_us"});
-  r.only("compute", {"batch_per_rank", "images_per_s", "estimate"});
-  ClusterFile f;
-  f.cluster.ranks_per_host = static_cast<int>(r.number("", "ranks_per_host", 0, true));
-  f.bandwidth_efficiency = r.number("", "bandwidth_efficiency", 0, false, 1);
-  f.cluster.overlap_slowdown = r.number("", "overlap_slowdown", -1e-12, false, 0);
-  RT_CHECK(f.bandwidth_efficiency <= 1, path, ": bandwidth_efficiency is a share of the link, at most 1, got ",
-           f.bandwidth_efficiency);
-  for (auto [table, link] : {std::pair{"intra_host", &f.cluster.intra_host}, {"inter_host", &f.cluster.inter_host}}) {
-    link->bytes_per_s = r.number(table, "gbit_per_s", 0, true) * 1e9 / 8 * f.bandwidth_efficiency;
-    link->latency_s = r.number(table, "latency_us", -1, true) / 1e6;
-  }
-  f.estimate = r.flag("compute", "estimate");
-  if (!need_compute) return f;
-  f.batch_per_rank = static_cast<int64_t>(r.number("compute", "batch_per_rank", 0, true));
-  f.images_per_s = r.images_per_s(model_name);
-  return f;
-}
-
 namespace {
 
 // Backward's part of a profile from each layer's backward seconds (rows as Graph::layer_table()):

@@ -2,14 +2,8 @@
 // step time and scaling efficiency of X's model and [dist] settings on a described cluster, from
 // dist/step_simulator.h with the trainer's own bucket plan (app/gradient_buckets.h).
 //
-// The cluster file (configs/clusters/ has the Horovod paper's, a modern one and this machine's):
-//   ranks_per_host = 4
-//   bandwidth_efficiency = 1.0          # optional: the share of each link's bandwidth a ring step gets
-//   [intra_host]  gbit_per_s = 100, latency_us = 5
-//   [inter_host]  gbit_per_s = 25,  latency_us = 10
-//   [compute]     batch_per_rank = 64, estimate = false,
-//                 images_per_s = { resnet101 = 119.4, vgg16 = 130.9, inception_v3 = 134.4 }
-// Compute: one rank's step is batch / images_per_s; a third of it is forward, two thirds backward
+// The cluster file: tools/cluster_file.h (configs/clusters/ has the Horovod paper's, a modern one
+// and this machine's). Compute: one rank's step is batch / images_per_s; a third of it is forward, two thirds backward
 // (training costs about three times the forward multiply-adds), and backward's time is spread over
 // the layers, last to first, in proportion to their multiply-adds. A gradient is ready when its
 // layer's share is done.
@@ -24,20 +18,9 @@
 #include "app/step_profile.h"
 #include "dist/step_simulator.h"
 #include "nn/graph.h"
+#include "tools/cluster_file.h"
 
 namespace rt {
-
-struct ClusterFile {
-  ClusterModel cluster;
-  int64_t batch_per_rank = 64;
-  double images_per_s = 0;  // one rank alone, for the config's model
-  bool estimate = false;    // the figure is an estimate, not a measurement: the report says so
-  double bandwidth_efficiency = 1;
-};
-
-// rt::Error naming the file, the key and what was expected. need_compute = false: the [compute]
-// table may be absent (a measured profile gives the compute).
-ClusterFile load_cluster_file(const std::string& path, const std::string& model_name, bool need_compute = true);
 
 // The profile of a planned graph whose one-rank training step takes step_s.
 ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s);

@@ -105,16 +105,24 @@ TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
       EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
     }
   };
-  expect_error("ranks_per_host = 4\ncycle_ms = 5\n", "unknown key 'cycle_ms'");
+  expect_error("ranks_per_host = 4\ncycle_ms = 5\n", ":2: unknown key 'cycle_ms'");
   const std::string links =
       "[intra_host]\ngbit_per_s = 100\nlatency_us = 1\n[inter_host]\ngbit_per_s = 25\nlatency_us = 5\n";
   const std::string compute = "[compute]\nbatch_per_rank = 64\nimages_per_s = { vgg16 = 130.9 }\n";
   expect_error(links + compute, "missing key 'ranks_per_host'");
-  expect_error("ranks_per_host = 4\n" + links + compute, "no figure for resnet101 (it has vgg16)");
-  expect_error("ranks_per_host = 4\nbandwith = 3\n" + links + compute, "unknown key 'bandwith'");
-  expect_error("ranks_per_host = 0\n" + links + compute, "'ranks_per_host' must be above 0");
+  expect_error("ranks_per_host = 4\n" + links + compute,
+               ":10: compute.images_per_s has no figure for resnet101 (it has vgg16)");
+  expect_error("ranks_per_host = 4\nbandwith = 3\n" + links + compute,
+               ":2: unknown key 'bandwith' (keys outside the tables are: ranks_per_host, bandwidth_efficiency");
+  expect_error("ranks_per_host = 0\n" + links + compute, ":1: 'ranks_per_host' = 0 is out of range: expected >= 1");
   expect_error("ranks_per_host = 4\n[intra_host]\ngbit_per_s = \"fast\"\nlatency_us = 1\n",
-               "'intra_host.gbit_per_s' must be a number");
+               ":3: 'intra_host.gbit_per_s' expects a number, got a string");
+  expect_error("ranks_per_host = 4\n[inter_hots]\ngbit_per_s = 25\n",
+               ":2: unknown table 'inter_hots' (did you mean 'intra_host' or 'inter_host'?)");
+  expect_error("ranks_per_host = 4\n" + links + "[compute]\nbatch_per_rank = 64\nimages_per_s = { resnet101 = -1 }\n",
+               ":10: 'compute.images_per_s.resnet101' = -1.0 is out of range: expected > 0");
+  expect_error("ranks_per_host = 4\n" + links + "[compute]\nimages_per_s = { resnet101 = 100 }\n",
+               "missing key 'compute.batch_per_rank'");
   std::filesystem::remove(path);
   EXPECT_THROW(parse_rank_list("8,sixteen"), Error);
   EXPECT_EQ(parse_rank_list("8,16,512"), (std::vector<int>{8, 16, 512}));

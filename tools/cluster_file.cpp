@@ -1,0 +1,125 @@
+#include "tools/cluster_file.h"
+
+#include <toml++/toml.h>
+
+#include "app/schema_loader.h"
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+template <auto kField>
+auto& top(ClusterSpec& c) {
+  return c.*kField;
+}
+template <auto kTable, auto kField>
+auto& in(ClusterSpec& c) {
+  return (c.*kTable).*kField;
+}
+
+using S = ClusterSpec;
+
+}  // namespace
+
+const SchemaOf<ClusterSpec>& cluster_schema() {
+  static const SchemaOf<ClusterSpec> schema = {
+      {.table = "",
+       .key = "ranks_per_host",
+       .field = &top<&S::ranks_per_host>,
+       .doc = "ranks on each host, joined by the intra-host link",
+       .bound = at_least(1),
+       .required = true},
+      {.table = "",
+       .key = "bandwidth_efficiency",
+       .field = &top<&S::bandwidth_efficiency>,
+       .doc = "the share of each link's bandwidth a ring step gets",
+       .bound = {.lo = 0, .hi = 1, .lo_open = true}},
+      {.table = "",
+       .key = "overlap_slowdown",
+       .field = &top<&S::overlap_slowdown>,
+       .doc = "how much slower backward runs while a collective is in flight (0.3 = 30%)",
+       .bound = at_least(0)},
+      {.table = "intra_host",
+       .key = "gbit_per_s",
+       .field = &in<&S::intra_host, &S::Link::gbit_per_s>,
+       .doc = "bandwidth between ranks of one host",
+       .bound = above(0),
+       .required = true},
+      {.table = "intra_host",
+       .key = "latency_us",
+       .field = &in<&S::intra_host, &S::Link::latency_us>,
+       .doc = "one ring step's latency between ranks of one host",
+       .bound = at_least(0),
+       .required = true},
+      {.table = "inter_host",
+       .key = "gbit_per_s",
+       .field = &in<&S::inter_host, &S::Link::gbit_per_s>,
+       .doc = "bandwidth between hosts",
+       .bound = above(0),
+       .required = true},
+      {.table = "inter_host",
+       .key = "latency_us",
+       .field = &in<&S::inter_host, &S::Link::latency_us>,
+       .doc = "one ring step's latency between hosts",
+       .bound = at_least(0),
+       .required = true},
+      {.table = "compute",
+       .key = "batch_per_rank",
+       .field = &in<&S::compute, &S::Compute::batch_per_rank>,
+       .doc = "images per rank per step",
+       .bound = at_least(1)},
+      {.table = "compute",
+       .key = "estimate",
+       .field = &in<&S::compute, &S::Compute::estimate>,
+       .doc = "the figures are estimates, not measurements: the report says so"},
+      {.table = "compute",
+       .key = "images_per_s",
+       .field = &in<&S::compute, &S::Compute::images_per_s>,
+       .doc = "one rank's training images/s, per model",
+       .bound = above(0)},
+  };
+  return schema;
+}
+
+ClusterFile load_cluster_file(const std::string& path, const std::string& model_name, bool need_compute) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    RT_CHECK(false, "cannot read cluster file '", path, "': ", e.description(), " at line ", e.source().begin.line);
+  }
+  SchemaLoader<ClusterSpec> loader(path, cluster_schema());
+  loader.apply_document(root);
+  loader.validate();
+  const ClusterSpec& spec = loader.value();
+  if (need_compute) {
+    // Only here: a measured profile (simulate --profile) needs no figure from the file.
+    if (!loader.given("compute", "batch_per_rank"))
+      loader.fail(loader.whole_document(), "missing key 'compute.batch_per_rank' (images per rank per step)");
+    const NumberTable& figures = spec.compute.images_per_s;
+    if (figures.empty()) {
+      loader.fail(loader.whole_document(), "missing table 'compute.images_per_s' (one rank's images/s per model)");
+    } else if (!figures.contains(model_name)) {
+      std::string known;
+      for (const auto& [name, _] : figures) known += (known.empty() ? "" : ", ") + name;
+      loader.fail(loader.origin_of("compute", "images_per_s"),
+                  str_cat("compute.images_per_s has no figure for ", model_name, " (it has ", known, ")"));
+    }
+  }
+  const ClusterSpec s = loader.finish();
+  ClusterFile f;
+  f.cluster.ranks_per_host = static_cast<int>(s.ranks_per_host);
+  f.cluster.overlap_slowdown = s.overlap_slowdown;
+  f.bandwidth_efficiency = s.bandwidth_efficiency;
+  for (auto [from, to] : {std::pair{&s.intra_host, &f.cluster.intra_host}, {&s.inter_host, &f.cluster.inter_host}}) {
+    to->bytes_per_s = from->gbit_per_s * 1e9 / 8 * s.bandwidth_efficiency;
+    to->latency_s = from->latency_us / 1e6;
+  }
+  f.estimate = s.compute.estimate;
+  if (!need_compute) return f;
+  f.batch_per_rank = s.compute.batch_per_rank;
+  f.images_per_s = s.compute.images_per_s.at(model_name);
+  return f;
+}
+
+}  // namespace rt
