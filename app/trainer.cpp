@@ -190,8 +190,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
            "real data set (data.source = \"idx\")");
   prepare_run_folder();
   const TrainConfig& t = config_.train;
-  const EpochSampler sampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
-                             world_.size(), config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
+  const EpochSampler sampler = train_sampler();
   const int64_t steps = steps_per_epoch_;
   const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
   const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];

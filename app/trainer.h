@@ -11,16 +11,17 @@
 #include <vector>
 
 #include "app/checkpoint.h"
-#include "app/step_clock.h"
-#include "app/cuda_graph_replay.h"
 #include "app/config.h"
+#include "app/cuda_graph_replay.h"
+#include "app/loss_scaling.h"
+#include "app/step_clock.h"
 #include "data/batch_source.h"
+#include "data/sampler.h"
 #include "dist/gpu_choice.h"
 #include "dist/grad_reducer.h"
 #include "dist/timeline.h"
 #include "dist/world.h"
 #include "nn/graph_loss.h"
-#include "app/loss_scaling.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
@@ -93,7 +94,8 @@ class Trainer {
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
   void open_data(int spare_cpus);
   std::unique_ptr<Collective> make_rank_collective(Device device);
-  void plan_schedule();  // steps_per_epoch_ and schedule_
+  void plan_schedule();                // steps_per_epoch_ and schedule_
+  EpochSampler train_sampler() const;  // this rank's share of each training epoch
   void attach_reducer(std::unique_ptr<Collective> collective);
   void print_start(int threads) const;  // rank 0's summary of the run
 

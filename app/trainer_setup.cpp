@@ -179,6 +179,13 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   return collective;
 }
 
+EpochSampler Trainer::train_sampler() const {
+  const TrainConfig& t = config_.train;
+  const TailPolicy tail = config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop;
+  return EpochSampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(), world_.size(),
+                      tail);
+}
+
 void Trainer::plan_schedule() {
   const TrainConfig& t = config_.train;
   if (synthetic_) {
@@ -186,9 +193,7 @@ void Trainer::plan_schedule() {
     const BenchConfig& b = config_.bench;
     steps_per_epoch_ = b.warmup_steps + b.windows * b.steps_per_window;
   } else {
-    const EpochSampler sampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(),
-                               world_.size(), config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop);
-    steps_per_epoch_ = sampler.steps_per_epoch();
+    steps_per_epoch_ = train_sampler().steps_per_epoch();
   }
   const ScheduleConfig& s = config_.schedule;
   const auto in_steps = [this](double epochs) {
