@@ -213,6 +213,7 @@ class SchemaLoader {
   SchemaLoader(std::string source, const SchemaOf<Root>& schema) : source_(std::move(source)), schema_(schema) {
     origins_.assign(schema_.size(), Origin{source_, 0});
     given_.assign(schema_.size(), false);
+    read_.assign(schema_.size(), false);
   }
 
   void apply_document(const toml::table& root) {
@@ -283,18 +284,22 @@ class SchemaLoader {
   void validate() {
     for (size_t i = 0; i < schema_.size(); ++i) {
       if (schema_[i].required && !given_[i])
-        fail(whole_document(), str_cat("missing key '", full_name(schema_[i]), "' (", schema_[i].doc, ")"));
+        fail_missing(schema_[i]);
       else
         std::visit([&](auto ref) { check(schema_[i], ref(value_), origins_[i]); }, schema_[i].field);
     }
   }
 
+  // A key that only some uses of the file need: missing is an error where the caller says so.
+  void require(std::string_view table, std::string_view key) {
+    if (!given(table, key)) fail_missing(schema_[index_of(table, key)]);
+  }
+
   Root& value() { return value_; }
-  // Whether the document or an override gave table.key.
+  // Whether the document or an override gave table.key; and gave it a value of the right type.
   bool given(std::string_view table, std::string_view key) const { return given_[index_of(table, key)]; }
+  bool has_value(std::string_view table, std::string_view key) const { return read_[index_of(table, key)]; }
   const Origin& origin_of(std::string_view table, std::string_view key) const { return origins_[index_of(table, key)]; }
-  // Where a problem of the whole document is reported: the file, after its own lines' problems.
-  Origin whole_document() const { return {source_, kOverrideRank - 1}; }
   void fail(const Origin& at, const std::string& message) {
     errors_.emplace_back(at.rank, str_cat(at.where, ": ", message));
   }
@@ -317,12 +322,21 @@ class SchemaLoader {
     return static_cast<size_t>(spec - schema_.data());
   }
 
+  // Where a problem of the whole document is reported: the file, after its own lines' problems.
+  Origin whole_document() const { return {source_, kOverrideRank - 1}; }
+
+  void fail_missing(const Spec& spec) {
+    fail(whole_document(), str_cat("missing key '", full_name(spec), "' (", spec.doc, ")"));
+  }
+
   bool has_top_level_keys() const {
     return std::any_of(schema_.begin(), schema_.end(), [](const Spec& s) { return s.table.empty(); });
   }
 
   void apply(const Spec& spec, const toml::node& node, const Origin& at) {
     using namespace schema_detail;
+    const size_t i = static_cast<size_t>(&spec - schema_.data());
+    given_[i] = true;  // even with a value of the wrong type: that is its error, not a missing key
     std::visit(
         [&](auto ref) {
           auto& field = ref(value_);
@@ -330,9 +344,8 @@ class SchemaLoader {
             fail(at, str_cat("'", full_name(spec), "' expects ", expected_name(&field), ", got ", got_name(node)));
             return;
           }
-          const size_t i = static_cast<size_t>(&spec - schema_.data());
           origins_[i] = at;
-          given_[i] = true;
+          read_[i] = true;
         },
         spec.field);
   }
@@ -400,7 +413,7 @@ class SchemaLoader {
   const SchemaOf<Root>& schema_;
   Root value_{};
   std::vector<Origin> origins_;                         // indexed like the schema
-  std::vector<bool> given_;                             // indexed like the schema
+  std::vector<bool> given_, read_;                      // indexed like the schema
   std::vector<std::pair<size_t, std::string>> errors_;  // (rank, "where: message")
 };
 

@@ -112,11 +112,10 @@ std::string unknown_key_message(const SchemaOf<Root>& schema, std::string_view t
   std::string message = str_cat("unknown key '", full_name(table, key), "'");
   auto names = near_keys(schema, table, key);
   if (!names.empty()) return message + did_you_mean(names);
-  if (!table.empty() && !is_table(schema, table))
-    return message + str_cat(" (tables are: ", join(table_names(schema), ", "), ")");
   std::vector<std::string_view> keys;
   for (const auto& s : schema)
     if (s.table == table) keys.push_back(s.key);
+  if (keys.empty()) return message + str_cat(" (tables are: ", join(table_names(schema), ", "), ")");
   return message + str_cat(table.empty() ? " (keys outside the tables are: " : str_cat(" (keys of [", table, "] are: "),
                            join(keys, ", "), ")");
 }

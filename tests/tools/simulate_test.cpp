@@ -95,7 +95,8 @@ TEST(Simulate, ProfileSpreadsBackwardOverTheLayersLastToFirst) {
 
 TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "rt_bad_cluster.toml";
-  auto expect_error = [&](const std::string& text, const std::string& words) {
+  // `words` must be in the message; `not_said` (where given) must not.
+  auto expect_error = [&](const std::string& text, const std::string& words, const std::string& not_said = "") {
     std::ofstream(path) << text;
     try {
       load_cluster_file(path.string(), "resnet101");
@@ -103,6 +104,9 @@ TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+      if (!not_said.empty()) {
+        EXPECT_EQ(std::string(e.what()).find(not_said), std::string::npos) << e.what();
+      }
     }
   };
   expect_error("ranks_per_host = 4\ncycle_ms = 5\n", ":2: unknown key 'cycle_ms'");
@@ -116,13 +120,17 @@ TEST(Simulate, ClusterFileErrorsNameTheFileAndKey) {
                ":2: unknown key 'bandwith' (keys outside the tables are: ranks_per_host, bandwidth_efficiency");
   expect_error("ranks_per_host = 0\n" + links + compute, ":1: 'ranks_per_host' = 0 is out of range: expected >= 1");
   expect_error("ranks_per_host = 4\n[intra_host]\ngbit_per_s = \"fast\"\nlatency_us = 1\n",
-               ":3: 'intra_host.gbit_per_s' expects a number, got a string");
+               ":3: 'intra_host.gbit_per_s' expects a number, got a string", "missing key 'intra_host.gbit_per_s'");
   expect_error("ranks_per_host = 4\n[inter_hots]\ngbit_per_s = 25\n",
                ":2: unknown table 'inter_hots' (did you mean 'intra_host' or 'inter_host'?)");
   expect_error("ranks_per_host = 4\n" + links + "[compute]\nbatch_per_rank = 64\nimages_per_s = { resnet101 = -1 }\n",
                ":10: 'compute.images_per_s.resnet101' = -1.0 is out of range: expected > 0");
   expect_error("ranks_per_host = 4\n" + links + "[compute]\nimages_per_s = { resnet101 = 100 }\n",
                "missing key 'compute.batch_per_rank'");
+  expect_error("ranks_per_host = 4\n" + links + "[compute]\nbatch_per_rank = 64\nimages_per_s = 100\n",
+               ":10: 'compute.images_per_s' expects a table of numbers, got an integer", "missing key");
+  expect_error("ranks_per_host = 4\n" + links + "[compute]\nbatch_per_rank = 64\nimages_per_s = {}\n",
+               ":10: compute.images_per_s has no figure for resnet101 (it has none)");
   std::filesystem::remove(path);
   EXPECT_THROW(parse_rank_list("8,sixteen"), Error);
   EXPECT_EQ(parse_rank_list("8,16,512"), (std::vector<int>{8, 16, 512}));
