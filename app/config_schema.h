@@ -1,6 +1,6 @@
 // The config schema (app/schema.h): one entry per TOML key, in the order to_toml prints them.
-// Loading, validation, printing and --set overrides (app/config.cpp) are all driven by it, so a
-// new key is one line here plus its field in app/config.h.
+// Loading and --set overrides (app/schema_loader.h), validation and printing (app/config.cpp) are
+// all driven by it, so a new key is one line here plus its field in app/config.h.
 #pragma once
 
 #include "app/config.h"

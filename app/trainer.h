@@ -84,7 +84,9 @@ class Trainer {
   std::string replayed_work() const { return replay_.covers(); }
   int64_t replayed_steps() const { return replay_.replayed_steps(); }
   int64_t recordings() const { return replay_.recordings(); }
-  // Mutable for a run that starts from another scale than GradScaler's (tests of the back-off).
+  // How the step scales its loss: fp16's dynamic scaler, else one that scales nothing. Mutable
+  // for a run that starts from another scale than GradScaler's (tests of the back-off, through
+  // resume()).
   const LossScaling& loss_scaling() const { return *loss_scaling_; }
   LossScaling& loss_scaling() { return *loss_scaling_; }
 

@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/rng.h"
 #include "nn/device.h"
+#include "nn/plan_context.h"
 #include "nn/ops/cuda/algorithm_choice.h"
 #include "nn/ops/cuda/channel_tiles.h"
 #include "nn/ops/cuda/packed_map.h"

@@ -36,7 +36,7 @@ class GpuParity : public ::testing::Test {
 };
 
 // What the GPU side of a parity check is planned with: fp32 and the legacy cuDNN API unless a test asks.
-constexpr PlanContext kPlainFp32{};
+constexpr PlanContext kFp32Plan{};
 constexpr PlanContext kTf32Plan{.precision = Precision::kTf32};
 
 struct Both {

@@ -55,7 +55,7 @@ int conv_parity(const Conv2dGeometry& g, const Shape& x_shape, double tol, const
 }
 
 TEST_F(GpuParity, Conv2dFp32) {
-  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kFp32, kPlainFp32);
+  for (const auto& [g, x] : conv_cases()) conv_parity(g, x, kFp32, kFp32Plan);
 }
 
 TEST_F(GpuParity, Conv2dTf32) {
@@ -271,7 +271,7 @@ void linear_parity(double tol, const PlanContext& plan) {
   EXPECT_PARITY(dbc, dbg, tol);
 }
 
-TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32, kPlainFp32); }
+TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32, kFp32Plan); }
 
 TEST_F(GpuParity, LinearTf32) { linear_parity(kTf32, kTf32Plan); }
 
