@@ -15,27 +15,18 @@
 #include <string>
 
 #include "base/check.h"
+#include "tests/support/error_of.h"
 #include "tests/support/scratch_dir.h"
 
 namespace rt {
 namespace {
 
+using rt::testing::error_of;
 using rt::testing::ScratchDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// The rt::Error message of `f`, or "" when it does not throw.
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(AtomicFile, WritesANewFileAndReadsItBack) {

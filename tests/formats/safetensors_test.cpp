@@ -15,6 +15,7 @@
 
 #include "formats/atomic_file.h"
 #include "base/check.h"
+#include "tests/support/error_of.h"
 #include "tests/support/scratch_dir.h"
 
 namespace rt {
@@ -22,6 +23,7 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
+using rt::testing::error_of;
 using rt::testing::ScratchDir;
 
 template <typename T>
@@ -41,16 +43,6 @@ std::string st_bytes(std::string_view header, std::string_view buffer) {
   out += header;
   out += buffer;
   return out;
-}
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Writes `bytes` as dir/file, reads it back and returns the error message ("" if it read fine).
