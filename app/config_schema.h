@@ -12,11 +12,6 @@ template <typename T>
 using FieldRef = FieldOf<Config, T>;
 using KeySpec = KeySpecOf<Config>;
 
-template <auto kTable, auto kField>
-auto& member(Config& config) {
-  return (config.*kTable).*kField;
-}
-
 inline const SchemaOf<Config>& config_schema() {
   using C = Config;
   static const SchemaOf<Config> schema = {

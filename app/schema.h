@@ -28,6 +28,23 @@ using AnyFieldOf =
     std::variant<FieldOf<Root, bool>, FieldOf<Root, int64_t>, FieldOf<Root, double>, FieldOf<Root, std::string>,
                  FieldOf<Root, std::vector<double>>, FieldOf<Root, NumberTable>>;
 
+// FieldOf accessors for a schema: member<&Root::table, &Table::key> for a key in a table,
+// member<&Root::key> for one at the top level. Root is read off the first member pointer.
+template <typename MemberPointer>
+struct ClassOf;
+template <typename T, typename C>
+struct ClassOf<T C::*> {
+  using type = C;
+};
+template <auto kTable, auto kField>
+auto& member(typename ClassOf<decltype(kTable)>::type& root) {
+  return (root.*kTable).*kField;
+}
+template <auto kField>
+auto& member(typename ClassOf<decltype(kField)>::type& root) {
+  return root.*kField;
+}
+
 // Valid numbers (for arrays and number tables: each element). Infinite bounds are not printed.
 inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 struct Bound {

@@ -8,15 +8,6 @@
 namespace rt {
 namespace {
 
-template <auto kField>
-auto& top(ClusterSpec& c) {
-  return c.*kField;
-}
-template <auto kTable, auto kField>
-auto& in(ClusterSpec& c) {
-  return (c.*kTable).*kField;
-}
-
 using S = ClusterSpec;
 
 }  // namespace
@@ -25,56 +16,56 @@ const SchemaOf<ClusterSpec>& cluster_schema() {
   static const SchemaOf<ClusterSpec> schema = {
       {.table = "",
        .key = "ranks_per_host",
-       .field = &top<&S::ranks_per_host>,
+       .field = &member<&S::ranks_per_host>,
        .doc = "ranks on each host, joined by the intra-host link",
        .bound = at_least(1),
        .required = true},
       {.table = "",
        .key = "bandwidth_efficiency",
-       .field = &top<&S::bandwidth_efficiency>,
+       .field = &member<&S::bandwidth_efficiency>,
        .doc = "the share of each link's bandwidth a ring step gets",
        .bound = {.lo = 0, .hi = 1, .lo_open = true}},
       {.table = "",
        .key = "overlap_slowdown",
-       .field = &top<&S::overlap_slowdown>,
+       .field = &member<&S::overlap_slowdown>,
        .doc = "how much slower backward runs while a collective is in flight (0.3 = 30%)",
        .bound = at_least(0)},
       {.table = "intra_host",
        .key = "gbit_per_s",
-       .field = &in<&S::intra_host, &S::Link::gbit_per_s>,
+       .field = &member<&S::intra_host, &S::Link::gbit_per_s>,
        .doc = "bandwidth between ranks of one host",
        .bound = above(0),
        .required = true},
       {.table = "intra_host",
        .key = "latency_us",
-       .field = &in<&S::intra_host, &S::Link::latency_us>,
+       .field = &member<&S::intra_host, &S::Link::latency_us>,
        .doc = "one ring step's latency between ranks of one host",
        .bound = at_least(0),
        .required = true},
       {.table = "inter_host",
        .key = "gbit_per_s",
-       .field = &in<&S::inter_host, &S::Link::gbit_per_s>,
+       .field = &member<&S::inter_host, &S::Link::gbit_per_s>,
        .doc = "bandwidth between hosts",
        .bound = above(0),
        .required = true},
       {.table = "inter_host",
        .key = "latency_us",
-       .field = &in<&S::inter_host, &S::Link::latency_us>,
+       .field = &member<&S::inter_host, &S::Link::latency_us>,
        .doc = "one ring step's latency between hosts",
        .bound = at_least(0),
        .required = true},
       {.table = "compute",
        .key = "batch_per_rank",
-       .field = &in<&S::compute, &S::Compute::batch_per_rank>,
+       .field = &member<&S::compute, &S::Compute::batch_per_rank>,
        .doc = "images per rank per step",
        .bound = at_least(1)},
       {.table = "compute",
        .key = "estimate",
-       .field = &in<&S::compute, &S::Compute::estimate>,
+       .field = &member<&S::compute, &S::Compute::estimate>,
        .doc = "the figures are estimates, not measurements: the report says so"},
       {.table = "compute",
        .key = "images_per_s",
-       .field = &in<&S::compute, &S::Compute::images_per_s>,
+       .field = &member<&S::compute, &S::Compute::images_per_s>,
        .doc = "one rank's training images/s, per model",
        .bound = above(0)},
   };
