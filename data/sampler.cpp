@@ -47,13 +47,21 @@ std::vector<int64_t> EpochSampler::permutation(int64_t epoch) const {
   return order;
 }
 
-std::vector<int64_t> EpochSampler::epoch_indices(int64_t epoch) const {
+int64_t EpochSampler::steps_from(int64_t first_position) const {
+  RT_CHECK(first_position >= 0, "EpochSampler: first position is ", first_position, ", expected >= 0");
+  const int64_t left = std::max<int64_t>(0, num_samples_ - first_position);
+  const int64_t global_batch = batch_per_rank_ * world_;
+  return tail_ == TailPolicy::kDrop ? left / global_batch : (left + global_batch - 1) / global_batch;
+}
+
+std::vector<int64_t> EpochSampler::epoch_indices(int64_t epoch, int64_t first_position) const {
   const std::vector<int64_t> order = permutation(epoch);
   const int64_t global_batch = batch_per_rank_ * world_;
+  const int64_t steps = steps_from(first_position);
   std::vector<int64_t> mine;
-  mine.reserve(steps_ * batch_per_rank_);
-  for (int64_t s = 0; s < steps_; ++s) {
-    const int64_t begin = s * global_batch + rank_ * batch_per_rank_;
+  mine.reserve(steps * batch_per_rank_);
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t begin = first_position + s * global_batch + rank_ * batch_per_rank_;
     for (int64_t p = begin; p < begin + batch_per_rank_; ++p) mine.push_back(order[p % num_samples_]);
   }
   return mine;

@@ -39,7 +39,16 @@ class EpochSampler {
 
   // This rank's indices in step order, length steps_per_epoch() * batch_per_rank(); step s is
   // [s * batch_per_rank, (s + 1) * batch_per_rank). epoch >= 0.
-  std::vector<int64_t> epoch_indices(int64_t epoch) const;
+  std::vector<int64_t> epoch_indices(int64_t epoch) const { return epoch_indices(epoch, 0); }
+
+  // Note [Resuming inside an epoch]: a run stopped after `first_position` positions of the
+  // epoch's permutation goes on from there, its global steps laid out as in Note [Sampler
+  // layout] but starting at that position. At the world size that stopped, first_position is a
+  // multiple of the global batch and the steps are exactly the uninterrupted epoch's remaining
+  // ones; at another, the remaining samples are shared among the new ranks, the tail policy
+  // applied to what is left.
+  int64_t steps_from(int64_t first_position) const;
+  std::vector<int64_t> epoch_indices(int64_t epoch, int64_t first_position) const;
 
   // For evaluation: this rank's contiguous slice of 0..N-1 in order, ignoring shuffle, tail and
   // batch. Slices partition 0..N-1 exactly; their sizes differ by at most one (ranks r < N % world

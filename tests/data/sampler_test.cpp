@@ -159,6 +159,43 @@ TEST(EpochSampler, RanksAtEachStepTogetherFormTheSingleRankGlobalBatch) {
   }
 }
 
+// Note [Resuming inside an epoch], at the world size that stopped: the resumed shard is the
+// uninterrupted shard's tail, for every step a run could stop after.
+TEST(EpochSampler, ResumingAtTheSameWorldGivesTheUninterruptedRemainder) {
+  for (TailPolicy tail : {TailPolicy::kDrop, TailPolicy::kPad})
+    for (int rank = 0; rank < 3; ++rank) {
+      const EpochSampler sampler(101, 4, 5, rank, 3, tail);
+      const std::vector<int64_t> whole = sampler.epoch_indices(2);
+      for (int64_t done = 0; done <= sampler.steps_per_epoch(); ++done) {
+        const int64_t first = done * 4 * 3;
+        ASSERT_EQ(sampler.steps_from(first), sampler.steps_per_epoch() - done);
+        const std::vector<int64_t> rest(whole.begin() + done * 4, whole.end());
+        EXPECT_EQ(sampler.epoch_indices(2, first), rest) << "after step " << done << ", rank " << rank;
+      }
+    }
+}
+
+// At another world size the ranks together take the permutation's remaining positions in order,
+// each exactly once (kDrop: whole global batches of them; kPad: all, wrapping to fill the last).
+TEST(EpochSampler, ResumingAtAnotherWorldSharesTheRemainingPositions) {
+  const int64_t n = 101, first = 36;  // 3 steps of 3 ranks x 4, resumed on 2 ranks x 5
+  const std::vector<int64_t> order = EpochSampler(n, 4, 5, 0, 3).permutation(2);
+  for (TailPolicy tail : {TailPolicy::kDrop, TailPolicy::kPad}) {
+    const int64_t steps = EpochSampler(n, 5, 5, 0, 2, tail).steps_from(first);
+    EXPECT_EQ(steps, tail == TailPolicy::kDrop ? 6 : 7);  // 65 positions left, 10 per step
+    std::vector<int64_t> combined;
+    std::vector<std::vector<int64_t>> shards;
+    for (int rank = 0; rank < 2; ++rank) shards.push_back(EpochSampler(n, 5, 5, rank, 2, tail).epoch_indices(2, first));
+    for (int64_t s = 0; s < steps; ++s)
+      for (int rank = 0; rank < 2; ++rank)
+        combined.insert(combined.end(), shards[rank].begin() + s * 5, shards[rank].begin() + (s + 1) * 5);
+    std::vector<int64_t> expected;
+    for (int64_t p = first; p < first + steps * 10; ++p) expected.push_back(order[p % n]);
+    EXPECT_EQ(combined, expected);
+  }
+  EXPECT_EQ(EpochSampler(n, 5, 5, 0, 2).steps_from(n), 0);  // stopped after the epoch's last step
+}
+
 TEST(EpochSampler, EvalIndicesPartitionAllSamplesIntoContiguousNearEqualSlices) {
   for (int world = 1; world <= 7; ++world) {
     for (int64_t n : kAwkwardSizes) {
