@@ -125,14 +125,14 @@ World World::single() {
 
 std::string World::tag() const { return rank_ == 0 ? "" : str_cat("[rank ", rank_, "] "); }
 
-void World::abort(const std::string& message) const {
+void World::abort(const std::string& message, int status) const {
   stderr_line(str_cat("ringtrain: rank ", rank_, " of ", size_, " on ", host_, ": ", message));
   if (mpi_) wait_until_stderr_is_read(1.0);
   // MPI_COMM_WORLD, not comm_ (its duplicate): MPICH aborts any other communicator by messaging
   // each of its ranks and waits for them to progress, which ranks spinning on a shared-memory
   // flag never do; on MPI_COMM_WORLD it asks the process manager to end the job at once.
-  if (mpi_) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  if (mpi_) MPI_Abort(MPI_COMM_WORLD, status);
+  std::_Exit(status);
 }
 
 void World::finalize() {

@@ -36,8 +36,9 @@ class World {
   // "[rank 3] " on ranks other than 0, "" on rank 0: prefixes every log line.
   std::string tag() const;
 
-  // Takes the whole job down after printing `message` (with rank and host) to stderr.
-  [[noreturn]] void abort(const std::string& message) const;
+  // Takes the whole job down after printing `message` (with rank and host) to stderr; the
+  // process (and under MPI the launcher, as MPI_Abort's error code) exits with `status`.
+  [[noreturn]] void abort(const std::string& message, int status = 1) const;
   void finalize();
 
   // Collectives used outside the gradient ring (all ranks must call them, in the same order).
