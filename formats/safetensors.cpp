@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <unordered_set>
 
 #include "formats/atomic_file.h"
@@ -272,6 +273,28 @@ StFile parse_safetensors(std::string_view bytes, const std::string& source_name)
 }
 
 StFile read_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+
+StFile read_safetensors_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  RT_CHECK(in, "cannot read '", path, "': ", std::strerror(errno));
+  unsigned char length[8] = {};
+  in.read(reinterpret_cast<char*>(length), 8);
+  RT_CHECK(in.gcount() == 8, path, ": not a safetensors file: shorter than the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(length[i]) << (8 * i);
+  RT_CHECK(n <= kMaxHeaderBytes, path, ": header length ", n, " exceeds the ", kMaxHeaderBytes,
+           "-byte limit (not a safetensors file?)");
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  RT_CHECK(static_cast<uint64_t>(in.gcount()) == n, path, ": header length ", n,
+           " runs past the end of the file (truncated?)");
+  const Json root = parse_json(header, path + " header");
+  StFile file;
+  if (root.is_object() && root.contains(kMetadataKey) && root[kMetadataKey].is_object())
+    for (const auto& [key, value] : root[kMetadataKey].items())
+      if (value.is_string()) file.metadata.emplace_back(key, value.get<std::string>());
+  return file;
+}
 
 StTensor make_f32_tensor(std::vector<int64_t> shape, const float* data) {
   uint64_t bytes = 0;

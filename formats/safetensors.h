@@ -40,6 +40,8 @@ void write_safetensors(const std::string& path, const StFile& file);  // via wri
 // `source_name` (usually the path) is what error messages call the file.
 StFile parse_safetensors(std::string_view bytes, const std::string& source_name);
 StFile read_safetensors(const std::string& path);
+// Only the "__metadata__" of the file at `path` (no tensors), reading no more than its header.
+StFile read_safetensors_metadata(const std::string& path);
 
 // `data` holds product(shape) floats (may be null when that is 0).
 StTensor make_f32_tensor(std::vector<int64_t> shape, const float* data);
