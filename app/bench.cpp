@@ -133,6 +133,9 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   const auto step = [&] {
     if (tl) tl->set_step(run_step);
     trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
+    // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
+    // every_minutes); bench itself never saves.
+    (void)trainer.decide_save();
     if (tl) tl->flush(run_step);
     ++run_step;
   };

@@ -1,5 +1,6 @@
 #include "app/checkpoint.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,48 @@ int64_t meta_int(const StFile& f, const char* key, const std::string& source) {
     RT_CHECK(false, source, ": metadata '", key, "' = '", v, "' is not an integer");
   }
   return 0;
+}
+
+std::string sums_text(EpochSums sums) {
+  std::string text;
+  for (int i = 0; i < EpochSums::kCount; ++i) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.17g", sums.data()[i]);  // reads back to the same double
+    if (i > 0) text += ' ';
+    text += v;
+  }
+  return text;
+}
+
+EpochSums sums_of(const std::string& text, const std::string& source) {
+  EpochSums sums;
+  const char* p = text.c_str();
+  for (int i = 0; i < EpochSums::kCount; ++i) {
+    char* end = nullptr;
+    sums.data()[i] = std::strtod(p, &end);
+    RT_CHECK(end != p && std::isfinite(sums.data()[i]), source, ": metadata 'epoch_sums' = '", text, "' is not ",
+             EpochSums::kCount, " numbers");
+    p = end;
+  }
+  RT_CHECK(*p == '\0', source, ": metadata 'epoch_sums' = '", text, "' has more than ", EpochSums::kCount, " numbers");
+  return sums;
+}
+
+TrainingPosition position_of(const StFile& f, const std::string& path) {
+  TrainingPosition pos;
+  pos.epochs_done = meta_int(f, "epochs_done", path);
+  pos.step = meta_int(f, "step", path);
+  pos.images_seen = meta_int(f, "images_seen", path);
+  pos.seed = meta_int(f, "seed", path);
+  // Checkpoints from before mid-epoch saves fall on epoch ends.
+  if (!f.meta("epoch_positions").empty()) pos.epoch_positions = meta_int(f, "epoch_positions", path);
+  if (const std::string s = f.meta("epoch_sums"); !s.empty()) pos.epoch_sums = sums_of(s, path);
+  if (const std::string s = f.meta("loss_scale"); !s.empty()) {
+    char* end = nullptr;
+    pos.loss_scale = std::strtod(s.c_str(), &end);
+    RT_CHECK(*end == '\0' && pos.loss_scale > 0, path, ": metadata 'loss_scale' = '", s, "' is not a positive number");
+  }
+  return pos;
 }
 
 }  // namespace
@@ -102,8 +145,8 @@ void load_model_state(Graph& graph, const StFile& file, const std::string& sourc
   }
 }
 
-void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& pos,
-                     const std::string& model_name, const std::string& resolved_config) {
+std::string save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& pos,
+                            const std::string& model_name, const std::string& resolved_config, int64_t keep) {
   StFile f = model_state(graph);
   for (size_t i = 0; i < graph.params().size(); ++i) {
     const Tensor& m = sgd.momentum(i);
@@ -115,18 +158,28 @@ void save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const
                 {"step", std::to_string(pos.step)},
                 {"images_seen", std::to_string(pos.images_seen)},
                 {"seed", std::to_string(pos.seed)},
+                {"epoch_positions", std::to_string(pos.epoch_positions)},
+                {"epoch_sums", sums_text(pos.epoch_sums)},
                 {"config", resolved_config}};
   if (pos.loss_scale > 0) {
     char scale[32];
     std::snprintf(scale, sizeof scale, "%.17g", pos.loss_scale);  // reads back to the same double
     f.metadata.push_back({"loss_scale", scale});
   }
-  write_safetensors((std::filesystem::path(dir) / kCheckpointFile).string(), f);
+  const std::string path = numbered_checkpoint_path(dir, pos.images_seen);
+  write_safetensors(path, f);
+  publish_checkpoint(dir, path, keep);
+  return path;
+}
+
+TrainingPosition read_training_position(const std::string& path) {
+  return position_of(read_safetensors_metadata(path), path);
 }
 
 TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd, const std::string& model_name) {
-  const std::string path = (std::filesystem::path(dir) / kCheckpointFile).string();
-  RT_CHECK(std::filesystem::exists(path), "cannot resume from '", dir, "': it has no ", kCheckpointFile);
+  const std::string path = newest_checkpoint(dir);
+  RT_CHECK(!path.empty(), "cannot resume from '", dir, "': it has no checkpoint (checkpoint-<N>.safetensors or ",
+           kCheckpointFile, ")");
   const StFile f = read_safetensors(path);
   RT_CHECK(f.meta("format") == kFormat, path, ": not a ringtrain checkpoint (format '", f.meta("format"),
            "', expected '", kFormat, "')");
@@ -139,17 +192,7 @@ TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd,
     RT_CHECK(t, path, ": tensor '", name, "' is missing");
     copy_into(sgd.momentum(i), *t, name, path);
   }
-  TrainingPosition pos;
-  pos.epochs_done = meta_int(f, "epochs_done", path);
-  pos.step = meta_int(f, "step", path);
-  pos.images_seen = meta_int(f, "images_seen", path);
-  pos.seed = meta_int(f, "seed", path);
-  if (const std::string s = f.meta("loss_scale"); !s.empty()) {
-    char* end = nullptr;
-    pos.loss_scale = std::strtod(s.c_str(), &end);
-    RT_CHECK(*end == '\0' && pos.loss_scale > 0, path, ": metadata 'loss_scale' = '", s, "' is not a positive number");
-  }
-  return pos;
+  return position_of(f, path);
 }
 
 }  // namespace rt

@@ -10,7 +10,8 @@
 namespace rt {
 
 std::string usage() {
-  return "usage: ringtrain [train|eval|bench|info] --config FILE [--set table.key=value ...] [--resume DIR]\n"
+  return "usage: ringtrain [train|eval|bench|info] --config FILE [--set table.key=value ...] [--resume DIR | "
+         "--auto-resume]\n"
          "       ringtrain bench --config FILE --profile OUT\n"
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
@@ -36,7 +37,10 @@ std::string usage() {
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
-         "  --resume continue training (or evaluate) from DIR/checkpoint.safetensors\n";
+         "  --resume continue training (or evaluate) from DIR's newest checkpoint, inside an epoch if it was\n"
+         "           saved there, at any number of ranks\n"
+         "  --auto-resume  train: continue from checkpoint.dir's newest checkpoint if it has one, else start\n"
+         "           (for a job that is requeued: a save on a signal exits with status 75)\n";
 }
 
 namespace {
@@ -83,6 +87,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.overrides.push_back(value(arg));
     } else if (arg == "--resume") {
       a.resume_dir = value(arg);
+    } else if (arg == "--auto-resume") {
+      a.auto_resume = true;
     } else if (arg == "--model") {
       a.model = value(arg);
     } else if (arg == "--weights") {
@@ -132,6 +138,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       RT_CHECK(false, "unknown argument '", arg, "'\n", usage());
     }
   }
+  RT_CHECK(!a.auto_resume || (a.command == "train" && a.resume_dir.empty()),
+           "--auto-resume is for train, without --resume\n", usage());
   if (a.command == "forward") {
     RT_CHECK(!a.model.empty() || !a.config_path.empty(), "ringtrain forward needs --model NAME or --config FILE\n",
              usage());

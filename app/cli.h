@@ -14,6 +14,7 @@ struct CliArgs {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
+  bool auto_resume = false;         // train --auto-resume: from checkpoint.dir where it has a checkpoint
   std::string model;                // info, forward: --model NAME
   int64_t input = 0;                // info --input SIZE (square); 0 = the model's usual size
   std::string weights, batch, out;  // forward --weights FILE --batch FILE --out FILE; predict --weights FILE

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "app/config_schema.h"
+#include "app/stop_signals.h"
 #include "app/schema_loader.h"
 #include "base/check.h"
 
@@ -24,6 +25,11 @@ using suggest::join;
 
 // The rules that tie keys together, on the final values (after every override).
 void check_config_rules(SchemaLoader<Config>& loader) {
+  try {
+    parse_signal_list(loader.value().checkpoint.signals);
+  } catch (const Error& e) {
+    loader.fail(loader.origin_of("checkpoint", "signals"), str_cat("'checkpoint.signals': ", e.what()));
+  }
   const DataConfig& d = loader.value().data;
   if (d.mean.size() != d.std.size() && !d.mean.empty() && !d.std.empty()) {
     const auto& mean_at = loader.origin_of("data", "mean");

@@ -112,8 +112,13 @@ struct LogConfig {
 };
 
 struct CheckpointConfig {
-  std::string dir = "runs/default";  // created if missing; must be writable
-  int64_t every_epochs = 1;          // >= 1
+  std::string dir = "runs/default";         // created if missing; must be writable
+  int64_t every_epochs = 1;                 // >= 1
+  int64_t every_steps = 0;                  // >= 0: also save after every this many steps; 0 = off
+  double every_minutes = 0;                 // >= 0: also save at the first step this long after the last save; 0 = off
+  int64_t keep = 1;                         // >= 0: checkpoints kept, the newest; 0 = all
+  std::string signals = "SIGTERM,SIGUSR1";  // save at the next step and stop (exit 75); "" = none
+  double signal_grace_s = 0;                // >= 0: after a signal, give up saving after this long; 0 = never
   bool operator==(const CheckpointConfig&) const = default;
 };
 

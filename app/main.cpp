@@ -4,12 +4,14 @@
 
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "app/bench.h"
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/forward.h"
 #include "app/predict.h"
+#include "app/stop_signals.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "base/stderr_line.h"
@@ -111,6 +113,8 @@ void on_terminate() {
 
 int main(int argc, char** argv) {
   rt::write_whole_lines();
+  // `train` (also when the command is left out): a stop signal waits until the config is read.
+  if (argc < 2 || argv[1][0] == '-' || std::string_view(argv[1]) == "train") rt::hold_stop_signals();
   std::set_terminate(on_terminate);
   int status = 0;
   if (rt::launched_by_mpi()) {  // Note [Fatal errors under MPI]

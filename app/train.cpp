@@ -1,10 +1,12 @@
 // `ringtrain train` (the default command): prints the resolved config, trains as configured (from
-// --resume DIR where given), and ends with the test figures.
+// --resume DIR or --auto-resume where given), and ends with the test figures, or with status 75
+// after saving on a signal (Note [Stopping on a signal]).
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/stop_signals.h"
 #include "app/trainer.h"
 
 namespace rt {
@@ -16,9 +18,15 @@ int train_command(const CliArgs& args) {
     std::cout << "# resolved config (also saved as "
               << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string() << ")\n"
               << to_toml(config) << std::endl;
+  // Note [Stopping on a signal]: from here, before the data loads, a signal waits for the first
+  // step's end. Giving up ends every rank with the status a requeue script tests.
+  const StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,
+                            [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
+  if (args.auto_resume && !newest_checkpoint(config.checkpoint.dir).empty()) trainer.resume(config.checkpoint.dir);
   const TrainResult r = trainer.train();
+  if (r.stopped_by_signal) return kExitSavedOnSignal;  // the trainer has said where it saved
   char line[160];
   std::snprintf(line, sizeof line, "done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in ",
                 100 * r.last_eval.top1, 100 * r.last_eval.top5, r.images_per_s);

@@ -12,6 +12,7 @@
 #include "app/consistency.h"
 #include "app/epoch_report.h"
 #include "app/progress.h"
+#include "app/stop_signals.h"
 #include "formats/atomic_file.h"
 #include "formats/json.h"
 #include "base/check.h"
@@ -64,16 +65,26 @@ int64_t current_training_step() { return g_step.load(); }
 Trainer::~Trainer() = default;
 
 void Trainer::resume(const std::string& dir) {
-  position_ = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
-  RT_CHECK(position_.seed == config_.train.seed, "cannot resume from '", dir,
-           "': it was trained with train.seed = ", position_.seed, ", the config says ", config_.train.seed);
+  const TrainingPosition saved = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
+  RT_CHECK(saved.seed == config_.train.seed, "cannot resume from '", dir,
+           "': it was trained with train.seed = ", saved.seed, ", the config says ", config_.train.seed);
+  position_ = saved;
   loss_scaling_->resume(position_);
-  // Checkpoints fall on epoch ends; at another world size the step count per epoch differs, so
-  // the schedule position is recomputed from the epochs done.
-  position_.step = position_.epochs_done * steps_per_epoch_;
-  if (world_.rank() == 0)
-    out_ << "ringtrain: resumed from " << dir << " after epoch " << position_.epochs_done << " ("
-         << position_.images_seen << " images seen; now step " << position_.step << ")\n";
+  // The step is counted at this world size: the epochs done, then as many of this epoch's steps
+  // as leave the remaining positions (Note [Resuming inside an epoch]); at the world size that
+  // saved, that is the saved step.
+  const int64_t left = synthetic_ ? 0 : train_sampler().steps_from(position_.epoch_positions);
+  position_.step = position_.epochs_done * steps_per_epoch_ + (steps_per_epoch_ - left);
+  resumed_ = saved;
+  if (world_.rank() == 0) {
+    out_ << "ringtrain: resumed from " << newest_checkpoint(dir) << ", ";
+    if (position_.epoch_positions == 0)
+      out_ << "after epoch " << position_.epochs_done;
+    else
+      out_ << "inside epoch " << position_.epochs_done + 1 << " (" << position_.epoch_positions
+           << " of its samples done)";
+    out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
+  }
 }
 
 void Trainer::prepare_run_folder() {
@@ -81,9 +92,51 @@ void Trainer::prepare_run_folder() {
   std::error_code ec;
   std::filesystem::create_directories(config_.checkpoint.dir, ec);
   RT_CHECK(!ec, "cannot create checkpoint folder '", config_.checkpoint.dir, "': ", ec.message());
+  // A later run's checkpoints would outrank this one's (Note [Checkpoint files]) and be resumed
+  // from instead, or prune this run's saves.
+  const std::vector<std::string> saved = numbered_checkpoints(config_.checkpoint.dir);
+  if (!saved.empty()) {
+    TrainingPosition newest = read_training_position(saved.back());
+    RT_CHECK(newest.images_seen <= position_.images_seen, "checkpoint.dir '", config_.checkpoint.dir,
+             "' already holds ", saved.back(), ", saved after ", newest.images_seen,
+             " images, later than where this run starts (", position_.images_seen,
+             " images): go on from it with --resume ", config_.checkpoint.dir,
+             " (or --auto-resume), or give this run another checkpoint.dir");
+  }
   write_file_atomically((std::filesystem::path(config_.checkpoint.dir) / "config.toml").string(), resolved_);
   if (!config_.log.metrics.empty())
     metrics_path_ = (std::filesystem::path(config_.checkpoint.dir) / config_.log.metrics).string();
+}
+
+// Records after the resumed checkpoint were written by the run that stopped after it, and a run
+// that starts afresh follows one that stopped before its first save; this run writes them again.
+void Trainer::remove_metrics_after_resumed_checkpoint() {
+  if (metrics_path_.empty() || !std::filesystem::exists(metrics_path_)) return;
+  const TrainingPosition from = resumed_ ? *resumed_ : TrainingPosition{};
+  const std::string text = read_file(metrics_path_);
+  std::string kept;
+  size_t removed = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    bool after = false;
+    try {
+      const Json r = parse_json(line, metrics_path_);
+      const std::string kind = r.value("kind", "");
+      after = (kind == "step" && r.value("step", int64_t{0}) > from.step) ||
+              (kind == "epoch" && r.value("epoch", int64_t{0}) > from.epochs_done);
+    } catch (const Error&) {
+      after = true;  // a line cut short by the crash
+    }
+    if (after)
+      ++removed;
+    else
+      kept += line + "\n";
+  }
+  if (removed > 0) write_file_atomically(metrics_path_, kept);
 }
 
 void Trainer::write_metric(const Json& record) {
@@ -184,12 +237,55 @@ void Trainer::end_step(StepClock& clock) {
   position_.images_seen += config_.train.batch_per_rank * world_.size();
 }
 
-TrainResult Trainer::train(int64_t stop_after_epochs) {
+Trainer::SaveDecision Trainer::decide_save() {
+  const CheckpointConfig& c = config_.checkpoint;
+  const int signal = StopSignals::received();
+  const bool clock_due = world_.rank() == 0 && c.every_minutes > 0 &&
+                         std::chrono::duration<double>(Clock::now() - last_save_).count() >= c.every_minutes * 60;
+  double flags[3] = {signal != 0 ? 1.0 : 0.0, static_cast<double>(signal), clock_due ? 1.0 : 0.0};
+  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0)) world_.allreduce_sum(flags, 3);
+  SaveDecision d;
+  d.signalled_ranks = static_cast<int>(flags[0]);
+  // The signal's number where one rank (or several, of the same signal) received it.
+  if (d.signalled_ranks > 0) d.signal = static_cast<int>(flags[1]) / d.signalled_ranks;
+  d.stop = d.signalled_ranks > 0;
+  d.save = d.stop || flags[2] > 0 || (c.every_steps > 0 && position_.step % c.every_steps == 0);
+  return d;
+}
+
+std::string Trainer::save(const EpochSums& sums) {
+  gather_optimizer_state();
+  position_.epoch_sums = sums;
+  world_.allreduce_sum(position_.epoch_sums.data(), EpochSums::kCount);
+  loss_scaling_->save(position_);
+  // The file holds batch-norm statistics averaged over ranks, as evaluation uses them; each rank
+  // goes on from its own, as a run that does not save does.
+  std::vector<std::vector<float>> own;
+  for (const BufferRef& b : graph_->buffers()) {
+    own.emplace_back(static_cast<size_t>(b.value.numel()));
+    copy_bytes(own.back().data(), Device::kCpu, b.value.data(), graph_->device(), b.value.bytes());
+  }
+  average_buffers();
+  std::string path;
+  if (world_.rank() == 0)
+    path = save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_,
+                           config_.checkpoint.keep);
+  for (size_t i = 0; i < own.size(); ++i) {
+    const Tensor& v = graph_->buffers()[i].value;
+    copy_bytes(const_cast<float*>(v.data()), graph_->device(), own[i].data(), Device::kCpu, v.bytes());
+  }
+  last_save_ = Clock::now();
+  return path;
+}
+
+TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps) {
   RT_CHECK(!synthetic_,
            "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
            "real data set (data.source = \"idx\")");
   prepare_run_folder();
+  if (world_.rank() == 0) remove_metrics_after_resumed_checkpoint();
   const TrainConfig& t = config_.train;
+  const CheckpointConfig& cc = config_.checkpoint;
   const EpochSampler sampler = train_sampler();
   const int64_t steps = steps_per_epoch_;
   const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
@@ -203,24 +299,28 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
   TrainResult result;
   int64_t trained_images = 0, run_step = 0;
   Timeline* tl = timeline_.get();
+  last_save_ = Clock::now();
 
   const int64_t last_epoch =
       stop_after_epochs > 0 ? std::min(t.epochs, position_.epochs_done + stop_after_epochs) : t.epochs;
   for (int64_t epoch = position_.epochs_done; epoch < last_epoch; ++epoch) {
-    train_->start(epoch, sampler.epoch_indices(epoch), B);
+    // Inside the epoch where a resumed checkpoint stopped: its remaining positions and figures.
+    const int64_t first_position = position_.epoch_positions;
+    const int64_t first_step = steps - sampler.steps_from(first_position);
+    EpochSums sums = world_.rank() == 0 ? position_.epoch_sums : EpochSums{};
+    const double skipped_before = sums.skipped;  // train_ counts only its own pass
+    position_.epoch_sums = EpochSums{};
+    train_->start(epoch, sampler.epoch_indices(epoch, first_position), B);
     progress.begin_epoch(epoch, t.epochs, steps);
     const auto epoch_start = Clock::now();
-    // Summed over ranks at the epoch's end: loss sum, correct top-1, seconds waiting for data,
-    // unreadable files skipped.
-    double epoch_stats[4] = {0, 0, 0, 0};
     double epoch_train_seconds = 0;
-    for (int64_t s = 0; s < steps; ++s, ++run_step) {
+    for (int64_t s = first_step; s < steps; ++s, ++run_step) {
       g_step = position_.step;
       if (tl) tl->set_step(run_step);
       const auto step_start = Clock::now();
       {
         Span span(tl, "data");
-        epoch_stats[2] += train_->next(images, labels.data());
+        sums.data_wait_s += train_->next(images, labels.data());
       }
       const LossResult loss = train_step(images, labels.data());
       const double lr = lr_;  // the rate train_step applied
@@ -230,36 +330,61 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
       epoch_train_seconds += dt;
       trained_images += global_batch;
       result.step_losses.push_back(loss.loss);
-      epoch_stats[0] += loss.loss;
-      epoch_stats[1] += static_cast<double>(loss.correct1);
+      sums.loss += loss.loss;
+      sums.loss_terms += 1;
+      sums.correct1 += static_cast<double>(loss.correct1);
+      sums.images += static_cast<double>(B);
+      position_.epoch_positions += global_batch;
       // ETA of the whole run, from this run's mean step time so far.
       const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);
       const double eta =
           result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
-      progress.step(s, loss.loss, lr, static_cast<double>((s + 1) * global_batch) / epoch_train_seconds, eta);
+      progress.step(s, loss.loss, lr, static_cast<double>((s + 1 - first_step) * global_batch) / epoch_train_seconds,
+                    eta);
       write_metric(Json{{"kind", "step"},
                         {"epoch", epoch + 1},
                         {"step", position_.step},
                         {"loss", loss.loss},
                         {"lr", lr},
                         {"images_per_s", static_cast<double>(global_batch) / dt}});
+      if (crash_after_steps > 0 && run_step + 1 == crash_after_steps) return result;
+      const SaveDecision d = decide_save();
+      // The epoch's own save comes after its evaluation, unless a signal stops the run first.
+      const bool epoch_saves = s + 1 == steps && ((epoch + 1) % cc.every_epochs == 0 || epoch + 1 == t.epochs);
+      if (d.save && (d.stop || !epoch_saves)) {
+        EpochSums mine = sums;
+        mine.skipped = skipped_before + static_cast<double>(train_->skipped());
+        result.last_checkpoint = save(mine);
+      }
+      if (d.stop) {
+        g_step = -1;
+        progress.end_epoch();
+        result.stopped_by_signal = d.signal;
+        if (world_.rank() == 0)
+          out_ << "ringtrain: " << (d.signal ? signal_name(d.signal) : std::string("a signal")) << " reached "
+               << d.signalled_ranks << " rank(s); saved " << result.last_checkpoint << " after step " << position_.step
+               << " and stopped (exit status " << kExitSavedOnSignal << "; go on with --resume " << cc.dir << ")\n"
+               << std::flush;
+        gather_optimizer_state();
+        return result;
+      }
     }
     g_step = -1;
     progress.end_epoch();
     position_.epochs_done = epoch + 1;
-    epoch_stats[3] = static_cast<double>(train_->skipped());
-    world_.allreduce_sum(epoch_stats, 4);
-    const double train_loss = epoch_stats[0] / static_cast<double>(steps * world_.size());
-    const double train_top1 = epoch_stats[1] / static_cast<double>(steps * global_batch);
+    position_.epoch_positions = 0;
+    sums.skipped = skipped_before + static_cast<double>(train_->skipped());
+    world_.allreduce_sum(sums.data(), EpochSums::kCount);
     // Each rank's share of its step time spent waiting for a batch, averaged over ranks.
-    const double data_wait = epoch_stats[2] / static_cast<double>(world_.size()) / std::max(epoch_train_seconds, 1e-9);
+    const double data_wait =
+        sums.data_wait_s / static_cast<double>(world_.size()) / std::max(epoch_train_seconds, 1e-9);
     EpochReport report{.epoch = epoch + 1,
                        .epochs = t.epochs,
                        .step = position_.step,
-                       .train_loss = train_loss,
-                       .train_top1 = train_top1,
+                       .train_loss = sums.loss / std::max(sums.loss_terms, 1.0),
+                       .train_top1 = sums.correct1 / std::max(sums.images, 1.0),
                        .data_wait = data_wait,
-                       .skipped_files = static_cast<int64_t>(epoch_stats[3]),
+                       .skipped_files = static_cast<int64_t>(sums.skipped),
                        .train_seconds = seconds_since(epoch_start),
                        .seconds = 0,  // set after the evaluation
                        .fp16 = loss_scaling_->state(),
@@ -272,13 +397,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs) {
     report.seconds = seconds_since(epoch_start);
     if (world_.rank() == 0) out_ << report.line() << std::flush;
     write_metric(report.record());
-    if ((epoch + 1) % config_.checkpoint.every_epochs == 0 || last) {
-      gather_optimizer_state();
-      average_buffers();
-      loss_scaling_->save(position_);
-      if (world_.rank() == 0)
-        save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_);
-    }
+    if ((epoch + 1) % cc.every_epochs == 0 || last) result.last_checkpoint = save(EpochSums{});
   }
   gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
   result.images_per_s = result.train_seconds > 0 ? static_cast<double>(trained_images) / result.train_seconds : 0;

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <chrono>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct EvalResult {
 };
 
 struct TrainResult {
+  int stopped_by_signal = 0;    // the signal that stopped the run after saving (Note [Stopping on a signal]); 0: none
+  std::string last_checkpoint;  // the path of this run's last save (rank 0); "" if none
   std::vector<double> step_losses;  // this rank's batch loss at each step of this run
   EvalResult last_eval;             // after the final epoch
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
@@ -48,11 +52,25 @@ class Trainer {
   Trainer(const Config& config, std::ostream& out, const World& world);
   ~Trainer();
 
-  // Continues from DIR/checkpoint.safetensors (see checkpoint.h), possibly at another world size.
+  // Continues from DIR's newest checkpoint (app/checkpoint_files.h), at the step it was saved
+  // after, possibly inside an epoch and at another world size (Note [Resuming inside an epoch]).
   void resume(const std::string& dir);
-  // Trains to config.train.epochs; `stop_after_epochs` > 0 stops earlier (tests simulate a crash).
-  // Fails before the first step if checkpoint.dir cannot be created or written.
-  TrainResult train(int64_t stop_after_epochs = 0);
+  // Trains to config.train.epochs, saving as [checkpoint] says and stopping early after a save on
+  // a signal that the caller's StopSignals watches (train_command holds one). Tests simulate a crash: `stop_after_epochs` > 0 returns after that many epochs,
+  // `crash_after_steps` > 0 after that many steps of this run, without saving. Fails before the
+  // first step if checkpoint.dir cannot be created or written. Metric records written after
+  // the resumed checkpoint by the run that stopped are removed first, so each step has one.
+  TrainResult train(int64_t stop_after_epochs = 0, int64_t crash_after_steps = 0);
+  // What every rank decides at the end of a step: whether to save now, and whether to stop after
+  // it. Sums the ranks' signal and clock flags in one allreduce of 3 doubles where signals are
+  // watched or checkpoint.every_minutes is set (Note [Stopping on a signal]); `bench` calls it
+  // too, so its figures include the cost. Every rank calls it after every step.
+  struct SaveDecision {
+    bool save = false, stop = false;
+    int signal = 0;           // the signal that stops the run, where one rank received it
+    int signalled_ranks = 0;  // ranks that received one
+  };
+  SaveDecision decide_save();
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
@@ -102,6 +120,10 @@ class Trainer {
   void print_start(int threads) const;  // rank 0's summary of the run
 
   void prepare_run_folder();
+  void remove_metrics_after_resumed_checkpoint();
+  // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
+  // so far; the ranks' live state is as before (Note [Checkpoint files]). Every rank calls it.
+  std::string save(const EpochSums& sums);
   void write_metric(const nlohmann::ordered_json& record);  // one line of metrics.jsonl
   void average_buffers();
   // The pieces of train_step, in its order.
@@ -132,6 +154,8 @@ class Trainer {
   double lr_ = 0;  // this step's learning rate
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
+  std::optional<TrainingPosition> resumed_;          // as the checkpoint that resume() loaded said
+  std::chrono::steady_clock::time_point last_save_;  // for checkpoint.every_minutes (rank 0's clock)
   std::string metrics_path_;
 };
 

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "app/checkpoint.h"
+#include "formats/json.h"
 #include "formats/safetensors.h"
 #include "app/trainer.h"
 #include "base/check.h"
@@ -54,12 +56,12 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   const TrainResult first = Trainer(split, log_, World::get()).train(/*stop_after_epochs=*/1);
   ASSERT_EQ(first.step_losses.size(), 20u);
   // The crash: the next checkpoint's temporary file is left half-written.
-  const fs::path ckpt = fs::path(split.checkpoint.dir) / kCheckpointFile;
+  const fs::path ckpt = newest_checkpoint(split.checkpoint.dir);
   const std::string before = [&] {
     std::ifstream f(ckpt, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
   }();
-  { std::ofstream(ckpt.string() + ".tmp") << "half a checkpoint"; }
+  { std::ofstream(numbered_checkpoint_path(split.checkpoint.dir, 30 * 32) + ".tmp") << "half a checkpoint"; }
   EXPECT_EQ(read_safetensors(ckpt.string()).meta("epochs_done"), "1");
 
   Trainer resumed(split, log_, World::get());
@@ -78,7 +80,99 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   EXPECT_NEAR(second.last_eval.top1, uninterrupted.last_eval.top1, 1e-12);
   // The crashed file did not replace the checkpoint of epoch 1 before the resumed run wrote epoch 2.
   EXPECT_FALSE(before.empty());
-  EXPECT_EQ(read_safetensors(ckpt.string()).meta("epochs_done"), "2");
+  EXPECT_FALSE(fs::exists(ckpt));  // checkpoint.keep = 1: epoch 1's went once epoch 2's was complete
+  EXPECT_EQ(read_safetensors(newest_checkpoint(split.checkpoint.dir)).meta("epochs_done"), "2");
+  EXPECT_EQ(numbered_checkpoints(split.checkpoint.dir).size(), 1u);  // checkpoint.keep = 1
+  EXPECT_FALSE(fs::exists(numbered_checkpoint_path(split.checkpoint.dir, 30 * 32) + ".tmp"));
+}
+
+// Parameters, then momentum, as the run left them.
+std::vector<float> weights_and_momentum(Trainer& t) {
+  const size_t n = static_cast<size_t>(t.graph().arena_floats());
+  std::vector<float> v(t.graph().param_arena(), t.graph().param_arena() + n);
+  v.insert(v.end(), t.optimizer().momentum_arena(), t.optimizer().momentum_arena() + n);
+  return v;
+}
+
+// The `step` of each step record in DIR/metrics.jsonl, in file order.
+std::vector<int64_t> metric_steps(const fs::path& dir) {
+  std::vector<int64_t> steps;
+  std::ifstream f(dir / "metrics.jsonl");
+  for (std::string line; std::getline(f, line);) {
+    const Json r = parse_json(line);
+    if (r["kind"] == "step") steps.push_back(r["step"].get<int64_t>());
+  }
+  return steps;
+}
+
+// Issue 26's check at one rank: saves every 7 steps, a crash after step 17 (inside epoch 1, so
+// the newest checkpoint is inside the epoch, at step 14), a resume: the weights, momentum and
+// dropout draws end bit-identical to a run that neither saved nor stopped, and metrics.jsonl
+// holds each step once although the crashed run had logged steps 15 to 17.
+TEST_F(TrainerTest, ResumeInsideAnEpochEndsBitIdenticalToTheUninterruptedRun) {
+  Config whole = config_;
+  whole.checkpoint.dir = (root_ / "whole").string();
+  Trainer uninterrupted(whole, log_, World::get());
+  const TrainResult u = uninterrupted.train();
+
+  Config split = config_;
+  split.checkpoint.dir = (root_ / "split").string();
+  split.checkpoint.every_steps = 7;
+  split.checkpoint.keep = 2;
+  Trainer(split, log_, World::get()).train(0, /*crash_after_steps=*/17);
+  ASSERT_EQ(numbered_checkpoints(split.checkpoint.dir).size(), 2u);  // steps 7 and 14
+  const TrainingPosition saved = read_training_position(newest_checkpoint(split.checkpoint.dir));
+  EXPECT_EQ(saved.step, 14);
+  EXPECT_EQ(saved.epochs_done, 0);
+  EXPECT_EQ(saved.epoch_positions, 14 * 32);
+  EXPECT_EQ(fs::read_symlink(fs::path(split.checkpoint.dir) / kCheckpointFile),
+            fs::path(newest_checkpoint(split.checkpoint.dir)).filename());
+
+  Trainer resumed(split, log_, World::get());
+  resumed.resume(split.checkpoint.dir);
+  EXPECT_EQ(resumed.position().step, 14);
+  const TrainResult r = resumed.train();
+  ASSERT_EQ(r.step_losses.size(), 26u);
+  for (size_t i = 0; i < 26; ++i) EXPECT_EQ(r.step_losses[i], u.step_losses[14 + i]) << "step " << 15 + i;
+  EXPECT_TRUE(weights_and_momentum(resumed) == weights_and_momentum(uninterrupted));
+  EXPECT_EQ(r.last_eval.top1, u.last_eval.top1);
+
+  std::vector<int64_t> expected(40);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(metric_steps(split.checkpoint.dir), expected);
+  // The epoch's report covers the whole epoch, its first 14 steps from the checkpoint.
+  const auto epoch_loss = [](const fs::path& dir) {
+    std::ifstream f(dir / "metrics.jsonl");
+    for (std::string line; std::getline(f, line);)
+      if (parse_json(line)["kind"] == "epoch") return parse_json(line)["train_loss"].get<double>();
+    return -1.0;
+  };
+  EXPECT_NEAR(epoch_loss(split.checkpoint.dir), epoch_loss(whole.checkpoint.dir), 1e-12);
+}
+
+// checkpoint.keep = 2 with a save every 5 steps of a 20-step epoch: after the saves at 5, 10, 15
+// and the epoch's own at 20, the newest two remain and the link names the newest.
+TEST_F(TrainerTest, KeepLeavesTheNewestCheckpointsAndTheLinkOnTheLast) {
+  config_.train.epochs = 1;
+  config_.checkpoint.every_steps = 5;
+  config_.checkpoint.keep = 2;
+  Trainer(config_, log_, World::get()).train();
+  const std::vector<std::string> left = numbered_checkpoints(config_.checkpoint.dir);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0], numbered_checkpoint_path(config_.checkpoint.dir, 15 * 32));
+  EXPECT_EQ(left[1], numbered_checkpoint_path(config_.checkpoint.dir, 20 * 32));
+  EXPECT_EQ(read_training_position(left[1]).epochs_done, 1);
+  EXPECT_EQ(fs::read_symlink(fs::path(config_.checkpoint.dir) / kCheckpointFile), fs::path(left[1]).filename());
+}
+
+// A new run in a folder whose checkpoints are ahead of it would be pruned or outranked by them.
+TEST_F(TrainerTest, FreshRunWhereALaterCheckpointExistsIsRefused) {
+  config_.train.epochs = 1;
+  Trainer(config_, log_, World::get()).train();
+  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).train(); });
+  EXPECT_NE(e.find("already holds"), std::string::npos) << e;
+  EXPECT_NE(e.find("--resume " + config_.checkpoint.dir), std::string::npos) << e;
+  EXPECT_EQ(numbered_checkpoints(config_.checkpoint.dir).size(), 1u);
 }
 
 // fp16's loss scale rides in the checkpoint's metadata, exactly (2^24 + 1 needs more than float's
@@ -123,7 +217,7 @@ TEST_F(TrainerTest, ResumeWithAnotherModelNamesBoth) {
 
 TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
   Trainer(config_, log_, World::get()).train(1);
-  const fs::path ckpt = fs::path(config_.checkpoint.dir) / kCheckpointFile;
+  const fs::path ckpt = newest_checkpoint(config_.checkpoint.dir);
   fs::resize_file(ckpt, fs::file_size(ckpt) / 2);
   const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume(config_.checkpoint.dir); });
   EXPECT_NE(e.find(ckpt.string()), std::string::npos) << e;
@@ -131,7 +225,7 @@ TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
 
 TEST_F(TrainerTest, ResumeFromAFolderWithoutCheckpointSaysSo) {
   const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume((root_ / "nothing").string()); });
-  EXPECT_NE(e.find("has no checkpoint.safetensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("has no checkpoint (checkpoint-<N>.safetensors"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, UnwritableCheckpointFolderIsAnErrorNamingIt) {

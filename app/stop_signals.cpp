@@ -1,0 +1,122 @@
+#include "app/stop_signals.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+// Written by the handler, which may only touch lock-free atomics.
+std::atomic<int> g_first_signal{0};
+std::atomic<int> g_sigterms{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+void on_signal(int signal) {
+  int none = 0;
+  g_first_signal.compare_exchange_strong(none, signal);
+  if (signal == SIGTERM) g_sigterms.fetch_add(1);
+}
+
+struct Named {
+  const char* name;
+  int signal;
+};
+constexpr Named kSignals[] = {{"SIGTERM", SIGTERM}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGINT", SIGINT}};
+
+sigset_t watchable() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const Named& s : kSignals) sigaddset(&set, s.signal);
+  return set;
+}
+
+}  // namespace
+
+void hold_stop_signals() {
+  const sigset_t set = watchable();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::vector<int> parse_signal_list(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string name = text.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (name.rfind("SIG", 0) != 0) name = "SIG" + name;  // "USR1" as well as "SIGUSR1"
+    int found = 0;
+    for (const Named& s : kSignals)
+      if (name == s.name) found = s.signal;
+    RT_CHECK(found != 0, "unknown signal '", text.substr(start, end - start),
+             "' (expected a comma-separated list of SIGTERM, SIGUSR1, SIGUSR2, SIGINT)");
+    out.push_back(found);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string signal_name(int signal) {
+  for (const Named& s : kSignals)
+    if (s.signal == signal) return s.name;
+  return str_cat("signal ", signal);
+}
+
+StopSignals::StopSignals(std::vector<int> signals, double grace_s, std::function<void(const std::string&)> give_up)
+    : signals_(std::move(signals)), grace_s_(grace_s), give_up_(std::move(give_up)) {
+  g_first_signal = 0;
+  g_sigterms = 0;
+  for (int s : signals_) {
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // a read or wait that the signal interrupts goes on
+    struct sigaction old {};
+    RT_CHECK(sigaction(s, &action, &old) == 0, "cannot install a handler for ", signal_name(s), ": ",
+             std::strerror(errno));
+    previous_.push_back(old);
+  }
+  if (!signals_.empty()) watcher_ = std::thread([this] { watch(); });
+  const sigset_t set = watchable();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+StopSignals::~StopSignals() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+  }
+  done_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  for (size_t i = 0; i < previous_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
+}
+
+int StopSignals::received() { return g_first_signal.load(); }
+
+void StopSignals::watch() {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point first{};
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!done_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return done_; })) {
+    const int signal = g_first_signal.load();
+    if (signal == 0) continue;
+    if (first == Clock::time_point{}) first = Clock::now();
+    std::string why;
+    if (g_sigterms.load() >= 2) why = "a second SIGTERM arrived before the checkpoint was saved";
+    if (grace_s_ > 0 && std::chrono::duration<double>(Clock::now() - first).count() >= grace_s_)
+      why = str_cat("checkpoint.signal_grace_s = ", grace_s_, " s passed since ", signal_name(signal),
+                    " before the checkpoint was saved");
+    if (why.empty()) continue;
+    lock.unlock();
+    give_up_(why + "; stopping without saving (exit status " + std::to_string(kExitAbandoned) + ")");
+    return;  // where give_up returns (tests), once is enough
+  }
+}
+
+}  // namespace rt
