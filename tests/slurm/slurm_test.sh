@@ -6,7 +6,10 @@
 #   3. srun -n 1 -c 1 --cpu-bind=cores: as many compute threads as CPUs the task is bound to;
 #   4. docs/examples/ringtrain.sbatch, submitted with sbatch --wait, trains to the end;
 #   5. ringtrain started straight from a batch script of 2 tasks (no srun) runs as one rank: the
-#      job's SLURM_* variables alone must not make it refuse.
+#      job's SLURM_* variables alone must not make it refuse;
+#   6. docs/examples/ringtrain_requeue.sbatch under sbatch --time=1 --signal=B:USR1@59 --requeue:
+#      Slurm's SIGUSR1 makes it save and requeue itself (exit 75), the requeued run resumes, and
+#      the job completes with every tensor equal to an uninterrupted run's.
 # Every check runs; the test fails if any did.
 # usage: slurm_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
@@ -88,6 +91,52 @@ if [[ $rc -eq 0 ]] && grep -q "world 1 rank(s)" "$work/direct.out"; then
 else
   fail "ringtrain straight from a batch script of 2 tasks should run as one rank (exit $rc)" \
        "$(cat "$work/direct.out" 2> /dev/null)"
+fi
+
+# 6. About 40 s of training (12 epochs of LeNet on 2 ranks), so that Slurm's signal, sent at its
+# first time-limit check with under 59 s left (they come every 30 s or so), finds it running.
+train=(--set model.name=lenet --set train.epochs=12 --set train.batch_per_rank=32 --set train.threads=1
+       --set log.progress=none)
+RINGTRAIN_MPI=${RINGTRAIN_MPI:-openmpi} timeout 120 "$src/scripts/mpi_launch.sh" --testing -np 2 "$ringtrain" \
+  --config "$src/configs/fashion_mnist.toml" "${train[@]}" --set checkpoint.dir="$work/whole" > "$work/whole.out" 2>&1 \
+  || fail "the uninterrupted run for the requeue check failed" "$(cat "$work/whole.out")"
+job=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml SLURM_MPI_TYPE=$plugin \
+  sbatch --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=1 --signal=B:USR1@59 \
+  --output="$work/requeue.out" "$src/docs/examples/ringtrain_requeue.sbatch" "${train[@]}" \
+  --set checkpoint.dir="$work/requeued" 2>&1)
+deadline=$((SECONDS + 300)) held=0
+while ((SECONDS < deadline)); do
+  state=$(squeue -h -j "$job" -o "%T %r" 2> /dev/null)
+  [[ -z $state ]] && break
+  # Slurm holds a requeued job for a couple of minutes (its BeginTime); release it sooner, but not
+  # within the second its last run's credential was revoked (slurmd would refuse the new one).
+  if [[ $state == "PENDING BeginTime" ]]; then
+    held=$((held + 1))
+    ((held >= 3)) && scontrol update JobId="$job" StartTime=now && held=0
+  fi
+  sleep 1
+done
+state=$(scontrol -o show job "$job" 2> /dev/null | grep -oE "\b(JobState|Restarts|ExitCode)=[^ ]+" | paste -sd " ")
+same=$(python3 - "$work/whole/checkpoint.safetensors" "$work/requeued/checkpoint.safetensors" << 'PY' 2>&1
+import json, struct, sys
+def read(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]] for k, v in head.items() if k != "__metadata__"}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+differ = [k for k in a if a[k] != b.get(k)]
+print(f"{len(differ)} of {len(a)} tensors differ" if differ or not a or a.keys() != b.keys() else "same")
+PY
+)
+if [[ $state =~ JobState=COMPLETED\ Restarts=[1-9].*ExitCode=0:0 ]] && [[ $same == same ]] \
+   && grep -q "reached .* rank(s); saved" "$work/requeue.out" && grep -q "exited with status 75" "$work/requeue.out" \
+   && grep -q "^ringtrain: resumed from .* inside epoch" "$work/requeue.out"; then
+  pass "ringtrain_requeue.sbatch saved on Slurm's SIGUSR1, requeued and finished ($state), tensors bit-identical"
+else
+  fail "ringtrain_requeue.sbatch should save on SIGUSR1, requeue, resume and finish with the uninterrupted weights" \
+       "$state; checkpoints: $same"$'\n'"$(grep -v " = \|^#\|^\[\|^$" "$work/requeue.out" 2> /dev/null)"$'\n'"$(
+        grep -h "JobId=$job\b\|job $job\b\|StepId=$job\b" "$work/slurm/log/"*.log | tail -40)"
 fi
 
 ((failures == 0)) || { echo "$failures check(s) failed"; exit 1; }
