@@ -1,5 +1,6 @@
 #include "app/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,14 @@ void check_shape(const StTensor& t, const Shape& want, const std::string& name, 
 void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const std::string& source) {
   check_shape(t, dst.shape(), name, source);
   const std::vector<float> values = as_f32(t, str_cat(source, ": tensor '", name, "'"));
+  // NaN or infinite weights would only show up later, as a loss or evaluation of nan.
+  const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != values.end()) {
+    const auto count = std::count_if(bad, values.end(), [](float v) { return !std::isfinite(v); });
+    RT_CHECK(false, source, ": tensor '", name, "' holds ", count, " non-finite value(s) of ", values.size(),
+             " (the first, ", *bad, ", at index ", bad - values.begin(),
+             "); the run that saved it had diverged, or the file is damaged: use an earlier checkpoint");
+  }
   copy_bytes(dst.data(), dst.device(), values.data(), Device::kCpu, values.size() * sizeof(float));
 }
 

@@ -50,7 +50,8 @@ StTensor f32_tensor_of(const Tensor& t);
 
 StFile model_state(const Graph& graph);
 // Loads every tensor of the state dict; missing, unexpected or mis-shaped tensors are rt::Error
-// naming the source, the tensor and both shapes. Tensors outside the state dict (optimizer.*)
+// naming the source, the tensor and both shapes, and so is a tensor holding NaN or infinity
+// (resume, eval, predict and forward all load through here). Tensors outside the state dict (optimizer.*)
 // are ignored.
 void load_model_state(Graph& graph, const StFile& file, const std::string& source);
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -221,6 +223,38 @@ TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
   fs::resize_file(ckpt, fs::file_size(ckpt) / 2);
   const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume(config_.checkpoint.dir); });
   EXPECT_NE(e.find(ckpt.string()), std::string::npos) << e;
+}
+
+// A checkpoint whose weights (or momentum) hold NaN or infinity is refused, naming the tensor,
+// by resume (and so eval) and by load_model_state (predict and forward), instead of training on
+// or reporting a loss of nan.
+TEST_F(TrainerTest, NonFiniteTensorsInACheckpointAreRefusedByName) {
+  config_.train.epochs = 1;
+  Trainer(config_, log_, World::get()).train();
+  const std::string path = newest_checkpoint(config_.checkpoint.dir);
+  const StFile clean = read_safetensors(path);
+  for (const std::string name : {"classifier.3.weight", "optimizer.momentum.classifier.3.bias"}) {
+    StFile f = clean;
+    for (auto& [n, t] : f.tensors)
+      if (n == name) {
+        const float values[2] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
+        std::memcpy(t.bytes.data() + 8, values, sizeof values);
+      }
+    write_safetensors(path, f);
+    const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume(config_.checkpoint.dir); });
+    EXPECT_NE(e.find(str_cat("tensor '", name, "' holds 2 non-finite value(s)")), std::string::npos) << e;
+    EXPECT_NE(e.find("at index 2"), std::string::npos) << e;
+  }
+  Trainer t(config_, log_, World::get());
+  StFile bad = clean;
+  for (auto& [n, tensor] : bad.tensors)
+    if (n == "features.0.weight") {
+      const float inf = -std::numeric_limits<float>::infinity();
+      std::memcpy(tensor.bytes.data(), &inf, sizeof inf);
+    }
+  const std::string e = error_of([&] { load_model_state(t.graph(), bad, "weights.safetensors"); });
+  EXPECT_NE(e.find("weights.safetensors: tensor 'features.0.weight' holds 1 non-finite value(s)"), std::string::npos)
+      << e;
 }
 
 TEST_F(TrainerTest, ResumeFromAFolderWithoutCheckpointSaysSo) {
