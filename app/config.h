@@ -38,10 +38,11 @@ struct DataConfig {
   std::vector<double> crop_scale = {0.08, 1.0};             // random crop: area fraction range
   std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};  // random crop: width / height range
   bool flip = true;                                         // training: horizontal flip with probability 1/2
-  int64_t workers = 0;               // decoding threads per rank; 0 = the rank's CPUs left over by compute (>= 1)
-  int64_t prefetch = 4;              // batches made ahead of the training loop
-  std::string on_bad_file = "skip";  // "skip" (warn, count, go on) | "error" (stop naming the file)
-  bool rebuild_index = false;        // rescan the folders instead of reading the cached index
+  int64_t workers = 0;                     // decoding threads per rank; 0 = the rank's CPUs left over by compute (>= 1)
+  int64_t prefetch = 4;                    // batches made ahead of the training loop
+  std::string on_bad_file = "skip";        // "skip" (warn, count, go on) | "error" (stop naming the file)
+  int64_t max_image_pixels = 178'956'970;  // >= 1: a file declaring more is a bad file, not decoded (Pillow's limit)
+  bool rebuild_index = false;              // rescan the folders instead of reading the cached index
   bool operator==(const DataConfig&) const = default;
 };
 

@@ -159,6 +159,13 @@ inline const SchemaOf<Config>& config_schema() {
        .doc = "imagefolder: an unreadable file is skipped (warned about and counted) or stops the run",
        .choices = {"skip", "error"}},
       {.table = "data",
+       .key = "max_image_pixels",
+       .field = &member<&C::data, &DataConfig::max_image_pixels>,
+       .doc = "imagefolder: a file whose header declares more pixels is a bad file, not decoded (Pillow's "
+              "decompression-bomb limit)",
+       .bound = at_least(1),
+       .also = {"max_pixels", "MAX_IMAGE_PIXELS"}},
+      {.table = "data",
        .key = "rebuild_index",
        .field = &member<&C::data, &DataConfig::rebuild_index>,
        .doc = "imagefolder: rescan the folders instead of reading the cached file index"},

@@ -16,6 +16,7 @@ ImageSampleOptions image_sample_options(const DataConfig& d, const std::string& 
   s.crop = {d.crop_scale[0], d.crop_scale[1], d.crop_ratio[0], d.crop_ratio[1]};
   s.random_crop = d.random_crop;
   s.flip = d.flip;
+  s.max_pixels = d.max_image_pixels;
   s.channels = static_cast<int>(d.channels);
   RT_CHECK(d.mean.size() == static_cast<size_t>(s.channels) && d.std.size() == d.mean.size(),
            "data.mean and data.std need ", s.channels, " value(s) each for data.channels = ", s.channels, ", got ",

@@ -53,7 +53,7 @@ std::string run_predict(const Config& c, const std::string& weights_path, const 
   const int64_t n = static_cast<int64_t>(images.size());
   std::vector<float> batch(static_cast<size_t>(n * o.floats()));
   for (int64_t i = 0; i < n; ++i) {
-    const RgbImage decoded = read_image(images[static_cast<size_t>(i)]);
+    const RgbImage decoded = read_image(images[static_cast<size_t>(i)], o.max_pixels);
     normalize_sample(transform_image(decoded, o, /*training=*/false, 0, 0, i), o, batch.data() + i * o.floats());
   }
 

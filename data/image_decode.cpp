@@ -27,13 +27,22 @@ namespace rt {
 // differ by a few levels), and its SIMD code decodes a 500x375 photo in about half stb_image's
 // time, which is most of the image pipeline's cost. stb_image reads everything else (and the CMYK
 // JPEGs libjpeg cannot turn into RGB).
-RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name) {
+void check_pixel_budget(int64_t width, int64_t height, int64_t max_pixels, const std::string& name) {
+  RT_CHECK(width * height <= max_pixels, name, ": declares ", width, " x ", height, " = ", width * height,
+           " pixels, more than data.max_image_pixels = ", max_pixels,
+           " (Pillow refuses such files as decompression bombs); not decoded");
+}
+
+RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {
   RT_CHECK(!bytes.empty(), name, ": empty file, not an image");
   if (looks_like_jpeg(bytes))
-    if (std::optional<RgbImage> image = decode_jpeg(bytes, name)) return *std::move(image);
+    if (std::optional<RgbImage> image = decode_jpeg(bytes, name, max_pixels)) return *std::move(image);
   RT_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), name, ": file too large to decode (", bytes.size(),
            " bytes)");
   int w = 0, h = 0, channels = 0;
+  // The header alone (Note [Pixel budget]); where it cannot be read, the decoder says why below.
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels))
+    check_pixel_budget(w, h, max_pixels, name);
   std::unique_ptr<stbi_uc, void (*)(void*)> data(
       stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels, 3), stbi_image_free);
   RT_CHECK(data != nullptr, name, ": cannot decode as an image (", stbi_failure_reason(),
@@ -45,12 +54,12 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name) {
   return image;
 }
 
-RgbImage read_image(const std::string& path) {
+RgbImage read_image(const std::string& path, int64_t max_pixels) {
   std::ifstream in(path, std::ios::binary);
   RT_CHECK(in.good(), path, ": cannot open");
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   RT_CHECK(!in.bad(), path, ": read error");
-  return decode_image(bytes, path);
+  return decode_image(bytes, path, max_pixels);
 }
 
 }  // namespace rt

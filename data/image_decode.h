@@ -18,9 +18,20 @@ struct RgbImage {
   const uint8_t* at(int x, int y) const { return pixels.data() + (static_cast<size_t>(y) * width + x) * 3; }
 };
 
-// Throws rt::Error naming `name` and stb_image's reason when the bytes are not a decodable image.
-RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name);
+// Note [Pixel budget]: a file of a few bytes can declare a frame of billions of pixels, which a
+// decoder allocates before it finds the data missing (a 96-byte GIF took 2.3 GB). The size a
+// header declares is checked first, for every format, against a budget: Pillow's, which refuses
+// files above 2 x Image.MAX_IMAGE_PIXELS as a DecompressionBombError (data.max_image_pixels).
+inline constexpr int64_t kDefaultMaxImagePixels = 178'956'970;
+
+// rt::Error naming `name` unless width x height fits `max_pixels`.
+void check_pixel_budget(int64_t width, int64_t height, int64_t max_pixels, const std::string& name);
+
+// Throws rt::Error naming `name` and stb_image's reason when the bytes are not a decodable image,
+// or when the image declares more than `max_pixels` pixels.
+RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name,
+                      int64_t max_pixels = kDefaultMaxImagePixels);
 // Reads and decodes a file; the error names the path.
-RgbImage read_image(const std::string& path);
+RgbImage read_image(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);
 
 }  // namespace rt

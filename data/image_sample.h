@@ -24,6 +24,7 @@ struct ImageSampleOptions {
   int channels = 3;         // 3 = RGB; 1 = luminance as Pillow's convert("L") (Fashion-MNIST's gray PNGs)
   std::array<double, 3> mean = {0.485, 0.456, 0.406};  // per channel, of pixels scaled to [0, 1]
   std::array<double, 3> std = {0.229, 0.224, 0.225};
+  int64_t max_pixels = kDefaultMaxImagePixels;  // larger files are refused undecoded (Note [Pixel budget])
 
   int64_t floats() const { return int64_t{channels} * size * size; }
 };

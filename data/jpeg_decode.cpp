@@ -32,7 +32,7 @@ void on_message(j_common_ptr info, int level) {
 
 }  // namespace
 
-std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
+std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {
   jpeg_decompress_struct info;
   ErrorManager err;
   info.err = jpeg_std_error(&err.pub);
@@ -47,6 +47,10 @@ std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::s
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&info, TRUE);
+  if (int64_t{info.image_width} * info.image_height > max_pixels) {
+    jpeg_destroy_decompress(&info);
+    check_pixel_budget(info.image_width, info.image_height, max_pixels, name);
+  }
   if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
     jpeg_destroy_decompress(&info);
     return std::nullopt;

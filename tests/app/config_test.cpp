@@ -12,6 +12,7 @@
 
 #include "app/config_schema.h"
 #include "base/check.h"
+#include "data/image_decode.h"
 
 namespace rt {
 namespace {
@@ -464,6 +465,17 @@ TEST(ConfigSchema, NamesEachKeyOnceAndKeepsTablesTogether) {
     }
     EXPECT_FALSE(spec.doc.empty()) << name;
   }
+}
+
+}  // namespace
+}  // namespace rt
+
+namespace rt {
+namespace {
+
+// data.max_image_pixels defaults to the decoder's own budget, Pillow's (Note [Pixel budget]).
+TEST(ConfigDefaults, ImagePixelBudgetIsTheDecodersDefault) {
+  EXPECT_EQ(DataConfig{}.max_image_pixels, kDefaultMaxImagePixels);
 }
 
 }  // namespace

@@ -114,6 +114,9 @@ std::set<std::string> add_bad_files(const fs::path& root) {
   Rng rng(3, 0);
   for (char& ch : noise) ch = static_cast<char>(rng.below(256));
   add("e_noise.jpg", noise);
+  // 96 bytes declaring a 23000 x 23000 frame (Note [Pixel budget]).
+  add("f_bomb.gif", std::string("GIF89a\xd8\x59\xd8\x59\0\0\0,\0\0\0\0\xd8\x59\xd8\x59\0\x08\x02\x4c\x01\0;", 30) +
+                        std::string(66, '\0'));
   return bad;
 }
 

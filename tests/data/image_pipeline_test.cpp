@@ -3,6 +3,8 @@
 // crop-box statistics, bad files, and the folder index with its cache.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -132,6 +134,70 @@ TEST(ImageDecode, BadFilesAreRefusedNamingTheFile) {
     }
   }
   fs::remove_all(dir);
+}
+
+// Headers that declare W x H pixels and hold almost nothing else, as a decompression bomb does.
+std::string be16(int v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 255)}; }
+std::string le16(int v) { return {static_cast<char>(v & 255), static_cast<char>(v >> 8)}; }
+std::string be32(int v) { return be16(v >> 16) + be16(v & 0xFFFF); }
+std::string gif_declaring(int w, int h) {
+  // Logical screen W x H, no colour table, then one frame as large, and a few bytes of "data".
+  return std::string("GIF89a") + le16(w) + le16(h) + std::string("\0\0\0", 3) + "," + le16(0) + le16(0) + le16(w) +
+         le16(h) + std::string("\0\x08\x02\x4c\x01\0;", 7);
+}
+std::string png_declaring(int w, int h) {
+  return std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + "IHDR" + be32(w) + be32(h) +
+         std::string("\x08\x02\0\0\0", 5) + be32(0) + be32(0) + "IDAT" + be32(0) + be32(0) + "IEND" + be32(0);
+}
+std::string jpeg_declaring(int w, int h) {
+  return std::string("\xFF\xD8\xFF\xDB\x00\x43\x00", 7) + std::string(64, '\x01') +
+         std::string("\xFF\xC0\x00\x0B\x08", 5) + be16(h) + be16(w) +
+         std::string("\x01\x01\x11\x00\xFF\xDA\x00\x08\x01\x01\x00\x00\x3F\x00", 14) + std::string(16, '\x55') +
+         std::string("\xFF\xD9", 2);
+}
+
+// Note [Pixel budget]: a 96-byte GIF of 23000 x 23000 (529 M pixels) made stb_image allocate
+// 2.3 GB before it said "Corrupt GIF". Every format's declared size is now checked first, and the
+// process's peak memory does not move.
+TEST(ImageDecode, FilesDeclaringMorePixelsThanTheBudgetAreRefusedUndecoded) {
+  struct Bomb {
+    const char* name;
+    std::string bytes;
+  };
+  const Bomb bombs[] = {{"bomb.gif", gif_declaring(23000, 23000)},
+                        {"bomb.png", png_declaring(14000, 14000)},
+                        {"bomb.jpg", jpeg_declaring(20000, 20000)}};
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  for (const Bomb& b : bombs) {
+    EXPECT_LT(b.bytes.size(), 200u) << b.name;
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(b.bytes.data()), b.bytes.size());
+    try {
+      decode_image(bytes, b.name);
+      ADD_FAILURE() << b.name << " was decoded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(str_cat(b.name, ": declares ")), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("more than data.max_image_pixels = 178956970"), std::string::npos)
+          << e.what();
+    }
+  }
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak memory taken by refused files";
+  // Within the budget the same headers reach the decoder, which finds the data missing.
+  const std::string small = gif_declaring(300, 200);
+  try {
+    decode_image({reinterpret_cast<const uint8_t*>(small.data()), small.size()}, "small.gif", 60000);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("declares"), std::string::npos) << e.what();
+  }
+  // A smaller budget (data.max_image_pixels) refuses it.
+  try {
+    decode_image({reinterpret_cast<const uint8_t*>(small.data()), small.size()}, "small.gif", 59999);
+    ADD_FAILURE() << "a 300 x 200 GIF passed a budget of 59999 pixels";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("declares 300 x 200 = 60000 pixels"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ImageTransforms, ResizedCropsEqualTorchvisionOnTheSameBox) {
