@@ -55,6 +55,7 @@ struct TrainConfig {
   double weight_decay = 5e-4;      // >= 0
   bool decay_bias_and_bn = false;  // false: biases and batch-norm parameters get no weight decay
   double label_smoothing = 0.0;    // [0, 1)
+  double clip_grad_norm = 0.0;     // >= 0: clip the averaged gradients to this global norm; 0 = off
   int64_t seed = 1;                // >= 0: weights, shuffling and dropout all derive from it
   int64_t threads = 0;             // compute threads per process; 0 = this rank's share of its CPUs (World::cpu_share)
   std::string device = "cpu";      // "cpu" | "cuda"

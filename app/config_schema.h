@@ -213,6 +213,13 @@ inline const SchemaOf<Config>& config_schema() {
        .doc = "mass spread evenly over all classes",
        .bound = unit_open_top()},
       {.table = "train",
+       .key = "clip_grad_norm",
+       .field = &member<&C::train, &TrainConfig::clip_grad_norm>,
+       .doc = "scale the averaged gradients down to this global L2 norm where it is above, as PyTorch's "
+              "clip_grad_norm_ (every rank alike; turns dist.sharded_update off); 0 = off",
+       .bound = at_least(0),
+       .also = {"max_grad_norm", "grad_clip", "clip_norm", "gradient_clip_val"}},
+      {.table = "train",
        .key = "seed",
        .field = &member<&C::train, &TrainConfig::seed>,
        .doc = "weights, shuffling and dropout all derive from it",

@@ -177,8 +177,14 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
     Span span(timeline_.get(), "wait for allreduce");
     reducer_->finish();
   }
-  if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters()))
-    update(loss_scale, clock);
+  if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
+    double grad_scale = 1.0 / loss_scale;
+    if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike
+      grad_norm_ = clip_grad_norm(*graph_, config_.train.clip_grad_norm, grad_scale);
+      grad_scale *= grad_norm_.coef;
+    }
+    update(grad_scale, clock);
+  }
   end_step(clock);
   return loss;
 }
@@ -222,10 +228,10 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
   return loss;
 }
 
-void Trainer::update(double loss_scale, StepClock& clock) {
+void Trainer::update(double grad_scale, StepClock& clock) {
   Span span(timeline_.get(), "optimizer");
   clock.start();
-  sgd_->step(lr_, 1.0 / loss_scale);
+  sgd_->step(lr_, grad_scale);
   clock.issued(&StepTimes::optimizer_host_s);
   clock.done(&StepTimes::optimizer_s);
 }
@@ -341,12 +347,10 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
           result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
       progress.step(s, loss.loss, lr, static_cast<double>((s + 1 - first_step) * global_batch) / epoch_train_seconds,
                     eta);
-      write_metric(Json{{"kind", "step"},
-                        {"epoch", epoch + 1},
-                        {"step", position_.step},
-                        {"loss", loss.loss},
-                        {"lr", lr},
-                        {"images_per_s", static_cast<double>(global_batch) / dt}});
+      Json record{{"kind", "step"},    {"epoch", epoch + 1}, {"step", position_.step},
+                  {"loss", loss.loss}, {"lr", lr},           {"images_per_s", static_cast<double>(global_batch) / dt}};
+      if (t.clip_grad_norm > 0) record["grad_norm"] = grad_norm_.total;
+      write_metric(record);
       if (crash_after_steps > 0 && run_step + 1 == crash_after_steps) return result;
       const SaveDecision d = decide_save();
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.

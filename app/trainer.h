@@ -24,6 +24,7 @@
 #include "dist/timeline.h"
 #include "dist/world.h"
 #include "nn/graph_loss.h"
+#include "nn/optim/clip_grad_norm.h"
 #include "nn/optim/lr_schedule.h"
 
 namespace rt {
@@ -92,6 +93,9 @@ class Trainer {
   // train() does this before each checkpoint and when it returns. Every rank calls it.
   void gather_optimizer_state();
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // train.clip_grad_norm: the last step's gradient norm (after averaging) and the factor it was
+  // scaled by (1 where it was under the limit).
+  const GradNorm& last_grad_norm() const { return grad_norm_; }
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
@@ -130,7 +134,8 @@ class Trainer {
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
                               double loss_scale, bool replay, StepClock& clock);
-  void update(double loss_scale, StepClock& clock);  // SGD, where the reducer did not apply it
+  // SGD with each gradient times grad_scale, where the reducer did not apply it.
+  void update(double grad_scale, StepClock& clock);
   void end_step(StepClock& clock);
 
   Config config_;
@@ -152,6 +157,7 @@ class Trainer {
   std::unique_ptr<GradReducer> reducer_;
   LrSchedule schedule_;
   double lr_ = 0;  // this step's learning rate
+  GradNorm grad_norm_;
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;          // as the checkpoint that resume() loaded said

@@ -216,7 +216,8 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
   // GPU it follows the allreduce on the compute stream instead: the communication thread only
   // enqueues work (Note [Device collectives]).
-  if (dc.sharded_update && graph_->device() == Device::kCpu)
+  // Clipping needs the norm of all gradients before any parameter moves.
+  if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0)
     update = ArenaUpdate{[this](int64_t offset, int64_t count) {
                            // On the communication thread, beside the compute threads: an OpenMP team
                            // here would take their cores, and the update is bound by memory anyway.
@@ -250,6 +251,8 @@ void Trainer::print_start(int threads) const {
        << config.train.batch_per_rank * world_.size() << " (" << config.train.batch_per_rank
        << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
        << steps_per_epoch_ << " steps per epoch\n";
+  if (config.train.clip_grad_norm > 0)
+    out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
   if (reducer_)
     out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
          << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")

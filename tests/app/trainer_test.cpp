@@ -15,6 +15,7 @@
 #include "formats/safetensors.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "base/rng.h"
 #include "dist/world.h"
 #include "tests/support/synthetic_idx.h"
 
@@ -191,6 +192,48 @@ TEST_F(TrainerTest, CheckpointKeepsTheLossScaleExactly) {
   pos.loss_scale = 0;
   save_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), pos, config_.model.name, "");
   EXPECT_EQ(load_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), config_.model.name).loss_scale, 0);
+}
+
+// train.clip_grad_norm in the training step: the first step's update (weight decay off, so SGD
+// moves each weight by lr x its gradient) is the unclipped step's times the factor, and the norm
+// is that of the gradients the unclipped step left in its arena. (clip_grad_norm itself is
+// checked against PyTorch in tests/nn/clip_grad_norm_test.cpp.)
+TEST_F(TrainerTest, ClippingScalesTheStepByTheNormsFactor) {
+  config_.train.weight_decay = 0;
+  Trainer plain(config_, log_, World::get());
+  Config clipped_config = config_;
+  clipped_config.train.clip_grad_norm = 0.05;
+  Trainer clipped(clipped_config, log_, World::get());
+  const Shape in = plain.input_shape();
+  const int64_t B = config_.train.batch_per_rank;
+  std::vector<float> images(static_cast<size_t>(B * in[0] * in[1] * in[2]));
+  std::vector<int32_t> labels(static_cast<size_t>(B));
+  Rng rng(11, 0);
+  for (float& v : images) v = static_cast<float>(rng.uniform() * 2 - 1);
+  for (int32_t& l : labels) l = static_cast<int32_t>(rng.below(4));
+  const std::vector<float> before = weights_and_momentum(plain);
+  ASSERT_TRUE(before == weights_and_momentum(clipped));
+  plain.train_step(images.data(), labels.data());
+  clipped.train_step(images.data(), labels.data());
+
+  const int64_t n = plain.graph().arena_floats();
+  double squares = 0;
+  for (int64_t i = 0; i < n; ++i) squares += double{plain.graph().grad_arena()[i]} * plain.graph().grad_arena()[i];
+  const GradNorm& norm = clipped.last_grad_norm();
+  EXPECT_NEAR(norm.total, std::sqrt(squares), 1e-9 * std::sqrt(squares));
+  ASSERT_LT(norm.coef, 0.5) << "the limit should clip: norm " << norm.total;
+  EXPECT_NEAR(norm.coef, 0.05 / norm.total, 1e-6);
+  const float* w0 = before.data();
+  const float* wp = plain.graph().param_arena();
+  const float* wc = clipped.graph().param_arena();
+  double worst = 0, largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double unclipped = double{wp[i]} - w0[i], step = double{wc[i]} - w0[i];
+    worst = std::max(worst, std::abs(step - norm.coef * unclipped));
+    largest = std::max(largest, std::abs(norm.coef * unclipped));
+  }
+  EXPECT_GT(largest, 0);
+  EXPECT_LE(worst, 1e-3 * largest) << "largest clipped move " << largest;
 }
 
 TEST_F(TrainerTest, SyntheticTaskIsLearned) {
