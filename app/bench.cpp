@@ -98,7 +98,8 @@ double time_windows(Trainer& trainer, Step& step, std::ostream* out, std::vector
   using Clock = std::chrono::steady_clock;
   const World& world = trainer.world();
   const BenchConfig& b = trainer.config().bench;
-  const double window_images = static_cast<double>(trainer.config().train.batch_per_rank * b.steps_per_window);
+  const TrainConfig& t = trainer.config().train;
+  const double window_images = static_cast<double>(t.batch_per_rank * t.accumulate_steps * b.steps_per_window);
   double own_seconds = 0;
   for (int64_t w = 0; w < b.windows; ++w) {
     const auto t0 = Clock::now();
@@ -123,6 +124,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   RT_CHECK(profile_path.empty() || world.size() == 1,
            "bench --profile measures one rank's compute (the simulator "
            "adds the communication): run it without mpirun, with train.threads as each rank would have it");
+  RT_CHECK(profile_path.empty() || trainer.config().train.accumulate_steps == 1,
+           "bench --profile times one micro-batch's layers: run it with train.accumulate_steps = 1");
   const bool talk = world.rank() == 0;
   const BenchRun run = bench_run(trainer);
   if (talk) out << describe_bench(trainer, run) << std::flush;
@@ -145,8 +148,10 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
 
   BenchResult r;
   const double own_seconds = time_windows(trainer, step, talk ? &out : nullptr, &r.window_images_per_s);
-  r.rank_images_per_s = world.allgather(
-      static_cast<double>(trainer.config().train.batch_per_rank * b.steps_per_window * b.windows) / own_seconds);
+  r.rank_images_per_s =
+      world.allgather(static_cast<double>(trainer.config().train.batch_per_rank *
+                                          trainer.config().train.accumulate_steps * b.steps_per_window * b.windows) /
+                      own_seconds);
   std::optional<double> host_s_per_step;
   if (!profile_path.empty())
     host_s_per_step = write_profile(trainer, step, b.steps_per_window, profile_path,

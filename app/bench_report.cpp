@@ -29,7 +29,8 @@ BenchRun bench_run(Trainer& trainer) {
 std::string describe_bench(Trainer& trainer, const BenchRun& run) {
   const Config& c = trainer.config();
   const BenchConfig& b = c.bench;
-  const int64_t B = c.train.batch_per_rank;
+  const int64_t B = c.train.batch_per_rank, K = c.train.accumulate_steps;
+  const std::string per_rank = K > 1 ? str_cat(B, " x ", K, " micro-batches") : str_cat(B);
   const int world = trainer.world().size();
   const Device device = trainer.graph().device();
   const std::string graph_note =
@@ -41,12 +42,12 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
           : "";
   char line[640];
   std::snprintf(line, sizeof line,
-                "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %lld per rank (global %lld), input %s, "
+                "bench: %s, %d rank(s) on %d host(s) x %d thread(s), batch %s per rank (global %lld), input %s, "
                 "%s, buckets %g MiB (first %g), overlap %s, %s %s\n"
                 "bench: convolutions: %s asked, Winograd on %d of %d%s\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps, on one batch held in %s memory\n",
-                c.model.name.c_str(), world, run.hosts, run.threads, static_cast<long long>(B),
-                static_cast<long long>(B * world), shape_str(trainer.input_shape()).c_str(), run.collective.c_str(),
+                c.model.name.c_str(), world, run.hosts, run.threads, per_rank.c_str(),
+                static_cast<long long>(B * K * world), shape_str(trainer.input_shape()).c_str(), run.collective.c_str(),
                 c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off", c.train.device.c_str(),
                 c.train.precision.c_str(), c.train.conv_algorithm.c_str(), run.winograd, run.convolutions,
                 graph_note.c_str(), static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
@@ -105,6 +106,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"gpus_per_rank", on_gpu ? 1 : 0},
             {"precision", c.train.precision},
             {"batch_per_rank", c.train.batch_per_rank},
+            {"accumulate_steps", c.train.accumulate_steps},
             {"image_size", trainer.input_shape()[1]},
             {"allreduce", world > 1 ? c.dist.allreduce : std::string("none")},
             {"collective", run.collective},

@@ -48,9 +48,10 @@ struct DataConfig {
 
 struct TrainConfig {
   int64_t epochs = 5;           // >= 1
-  int64_t batch_per_rank = 64;  // images per rank per step (global batch = this x world size)
-  double lr_per_256 = 0.1;      // learning rate for 256 images; scaled by global batch / 256
-  double momentum = 0.9;        // [0, 1)
+  int64_t batch_per_rank = 64;  // images per rank per micro-batch (global batch = this x accumulate_steps x world size)
+  int64_t accumulate_steps = 1;  // >= 1: micro-batches whose gradients are summed into one step
+  double lr_per_256 = 0.1;       // learning rate for 256 images; scaled by global batch / 256
+  double momentum = 0.9;         // [0, 1)
   bool nesterov = false;
   double weight_decay = 5e-4;      // >= 0
   bool decay_bias_and_bn = false;  // false: biases and batch-norm parameters get no weight decay

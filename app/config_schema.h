@@ -183,6 +183,13 @@ inline const SchemaOf<Config>& config_schema() {
        .bound = at_least(1),
        .also = {"batch_size"}},
       {.table = "train",
+       .key = "accumulate_steps",
+       .field = &member<&C::train, &TrainConfig::accumulate_steps>,
+       .doc = "micro-batches of batch_per_rank per step, their gradients summed before one allreduce and one "
+              "SGD step (global batch = batch_per_rank x this x ranks)",
+       .bound = at_least(1),
+       .also = {"gradient_accumulation_steps", "accumulate_grad_batches", "accum_steps", "micro_batches"}},
+      {.table = "train",
        .key = "lr_per_256",
        .field = &member<&C::train, &TrainConfig::lr_per_256>,
        .doc = "learning rate for 256 images; scaled by global batch / 256",

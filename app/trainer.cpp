@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "base/test_fault.h"
 #include "data/sampler.h"
+#include "nn/ops/add.h"
 #include "nn/ops/sgd_update.h"
 #include "nn/ops/softmax_cross_entropy.h"
 
@@ -163,14 +164,39 @@ void Trainer::profile_steps(StepTimes* times) {
 }
 
 LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
+  return train_step([&](int64_t) { return MicroBatch{images, labels, images_on}; });
+}
+
+// Note [Gradient accumulation]
+// train.accumulate_steps = K makes one optimizer step of K micro-batches, as PyTorch's recipe of K
+// backward passes (DDP's no_sync on all but the last) and one optimizer.step(). Each micro-batch's
+// loss gradient is scaled by 1/K, so the summed gradients are the mean over the K x B images. The
+// backward passes before the last tell the reducer nothing; their sum goes to grad_sum_. In the
+// last, each parameter's sum is added into its gradient the moment backward finishes it, just
+// before the reducer takes it, so the allreduce still overlaps backward, once per step. Dropout
+// draws from micro-step step x K + k. Batch-norm layers see each micro-batch alone: their batch
+// statistics, and their running averages, are per micro-batch, as in PyTorch.
+LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
   StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
-  const RunContext ctx = begin_step();
+  const RunContext step = begin_step();
   const double loss_scale = loss_scaling_->scale();
-  const bool replay = replay_.replays(profile_ != nullptr);
-  const LossResult loss = forward_and_loss(images, labels, images_on, ctx, loss_scale, replay, clock);
-  if (!replay || !replay_.covers_backward()) {
-    Span span(timeline_.get(), "backward");
-    graph_->backward(dy_->views(), ctx);
+  const int64_t K = config_.train.accumulate_steps;
+  LossResult loss;
+  for (int64_t k = 0; k < K; ++k) {
+    const MicroBatch batch = next(k);
+    const RunContext ctx{step.training, step.seed, step.step * static_cast<uint64_t>(K) + static_cast<uint64_t>(k)};
+    last_micro_batch_ = k + 1 == K;
+    const bool replay = replay_.replays(profile_ != nullptr);  // never with K > 1 (checked at set-up)
+    const LossResult micro =
+        forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
+    if (!replay || !replay_.covers_backward()) {
+      Span span(timeline_.get(), "backward");
+      graph_->backward(dy_->views(), ctx);
+    }
+    if (!last_micro_batch_) add_to_grad_sum(k == 0);
+    loss.loss += micro.loss / static_cast<double>(K);
+    loss.correct1 += micro.correct1;
+    loss.correct5 += micro.correct5;
   }
   inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
   if (reducer_) {
@@ -187,6 +213,18 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
   }
   end_step(clock);
   return loss;
+}
+
+void Trainer::add_to_grad_sum(bool first) {
+  Span span(timeline_.get(), "sum micro-batch gradients");
+  const int64_t n = graph_->arena_floats();
+  if (first) {
+    copy_bytes(grad_sum_.data(), graph_->device(), graph_->grad_arena(), graph_->device(),
+               static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  Tensor sum(plain_spec({n}, graph_->device()), grad_sum_.data(), nullptr);
+  accumulate(sum, Tensor(plain_spec({n}, graph_->device()), graph_->grad_arena(), nullptr));
 }
 
 RunContext Trainer::begin_step() {
@@ -240,7 +278,7 @@ void Trainer::end_step(StepClock& clock) {
   clock.step_done();
   replay_.step_done();
   ++position_.step;
-  position_.images_seen += config_.train.batch_per_rank * world_.size();
+  position_.images_seen += config_.train.batch_per_rank * config_.train.accumulate_steps * world_.size();
 }
 
 Trainer::SaveDecision Trainer::decide_save() {
@@ -294,7 +332,8 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
   const CheckpointConfig& cc = config_.checkpoint;
   const EpochSampler sampler = train_sampler();
   const int64_t steps = steps_per_epoch_;
-  const int64_t B = t.batch_per_rank, global_batch = B * world_.size();
+  // B images a micro-batch; a step is K of them on every rank (Note [Gradient accumulation]).
+  const int64_t B = t.batch_per_rank, global_batch = B * t.accumulate_steps * world_.size();
   const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
   const std::shared_ptr<void> image_memory =
       allocate_host_staging(graph_->device(), static_cast<size_t>(B * sample) * sizeof(float));
@@ -324,11 +363,11 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
       g_step = position_.step;
       if (tl) tl->set_step(run_step);
       const auto step_start = Clock::now();
-      {
+      const LossResult loss = train_step([&](int64_t) {
         Span span(tl, "data");
         sums.data_wait_s += train_->next(images, labels.data());
-      }
-      const LossResult loss = train_step(images, labels.data());
+        return MicroBatch{images, labels.data(), Device::kCpu};
+      });
       const double lr = lr_;  // the rate train_step applied
       if (tl) tl->flush(run_step);
       const double dt = seconds_since(step_start);
@@ -339,7 +378,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
       sums.loss += loss.loss;
       sums.loss_terms += 1;
       sums.correct1 += static_cast<double>(loss.correct1);
-      sums.images += static_cast<double>(B);
+      sums.images += static_cast<double>(B * t.accumulate_steps);
       position_.epoch_positions += global_batch;
       // ETA of the whole run, from this run's mean step time so far.
       const int64_t steps_left = (last_epoch - epoch) * steps - (s + 1);

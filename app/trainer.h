@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -75,10 +76,20 @@ class Trainer {
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
-  // One optimizer step on this rank's batch (B images, plain NCHW in `images_on`'s memory, and B
-  // labels in host memory): forward, the loss of every output, backward with buckets allreduced
-  // as they fill, and SGD at the schedule's rate (sharded across ranks inside the allreduce where
-  // dist.sharded_update, else after it). Every rank calls it the same number of times.
+  // One micro-batch: B images, plain NCHW in `on`'s memory, and B labels in host memory.
+  struct MicroBatch {
+    const float* images = nullptr;
+    const int32_t* labels = nullptr;
+    Device on = Device::kCpu;
+  };
+  // One optimizer step on this rank's K = train.accumulate_steps micro-batches, `next(k)` handing
+  // out the k-th: forward, the loss of every output and backward for each, their gradients summed
+  // (Note [Gradient accumulation]); buckets allreduced as the last backward fills them, and SGD at
+  // the schedule's rate (sharded across ranks inside the allreduce where dist.sharded_update,
+  // else after it). The loss is the micro-batches' mean. Every rank calls it the same number of
+  // times.
+  LossResult train_step(const std::function<MicroBatch(int64_t k)>& next);
+  // The same, with this one batch as every micro-batch (bench's fixed batch; tests).
   LossResult train_step(const float* images, const int32_t* labels, Device images_on = Device::kCpu);
 
   const TrainingPosition& position() const { return position_; }
@@ -121,6 +132,7 @@ class Trainer {
   void plan_schedule();                // steps_per_epoch_ and schedule_
   EpochSampler train_sampler() const;  // this rank's share of each training epoch
   void attach_reducer(std::unique_ptr<Collective> collective);
+  void accumulate_gradients();          // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
   void print_start(int threads) const;  // rank 0's summary of the run
 
   void prepare_run_folder();
@@ -136,6 +148,7 @@ class Trainer {
                               double loss_scale, bool replay, StepClock& clock);
   // SGD with each gradient times grad_scale, where the reducer did not apply it.
   void update(double grad_scale, StepClock& clock);
+  void add_to_grad_sum(bool first);  // grad_sum_ (+)= the gradient arena
   void end_step(StepClock& clock);
 
   Config config_;
@@ -158,6 +171,10 @@ class Trainer {
   LrSchedule schedule_;
   double lr_ = 0;  // this step's learning rate
   GradNorm grad_norm_;
+  // Note [Gradient accumulation]: the micro-batches' gradients before the last one's, summed
+  // (allocated where train.accumulate_steps > 1), and whether the backward running is the last's.
+  Tensor grad_sum_;
+  bool last_micro_batch_ = true;
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;          // as the checkpoint that resume() loaded said

@@ -24,6 +24,7 @@
 #include "dist/gpu_choice.h"
 #include "models/registry.h"
 #include "nn/conv_algorithm.h"
+#include "nn/ops/add.h"
 
 namespace rt {
 namespace {
@@ -131,6 +132,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
   if (collective) attach_reducer(std::move(collective));
+  if (config.train.accumulate_steps > 1) accumulate_gradients();
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(threads);
@@ -182,8 +184,9 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
 EpochSampler Trainer::train_sampler() const {
   const TrainConfig& t = config_.train;
   const TailPolicy tail = config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop;
-  return EpochSampler(train_->count(), t.batch_per_rank, static_cast<uint64_t>(t.seed), world_.rank(), world_.size(),
-                      tail);
+  // A rank's share of a step is its K micro-batches, consecutive (Note [Gradient accumulation]).
+  return EpochSampler(train_->count(), t.batch_per_rank * t.accumulate_steps, static_cast<uint64_t>(t.seed),
+                      world_.rank(), world_.size(), tail);
 }
 
 void Trainer::plan_schedule() {
@@ -200,7 +203,7 @@ void Trainer::plan_schedule() {
     return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch_)));
   };
   schedule_.kind = parse_schedule_kind(s.kind);
-  schedule_.base = scaled_lr(t.lr_per_256, t.batch_per_rank * world_.size());
+  schedule_.base = scaled_lr(t.lr_per_256, t.batch_per_rank * t.accumulate_steps * world_.size());
   schedule_.warmup_steps = in_steps(s.warmup_epochs);
   for (double m : s.milestones) schedule_.milestones.push_back(in_steps(m));
   schedule_.factor = s.factor;
@@ -231,6 +234,22 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
 }
 
+// Note [Gradient accumulation]: the last micro-batch's backward adds each parameter's earlier sum
+// into its gradient as backward finishes it, and only then hands it to the reducer.
+void Trainer::accumulate_gradients() {
+  RT_CHECK(!config_.train.cuda_graph,
+           "train.cuda_graph replays one forward and backward per step; with "
+           "train.accumulate_steps = ",
+           config_.train.accumulate_steps, " leave it off");
+  grad_sum_ = Tensor(plain_spec({std::max<int64_t>(graph_->arena_floats(), 1)}, graph_->device()));
+  graph_->on_grad_ready([this](size_t i) {
+    if (!last_micro_batch_) return;  // no collective before the last micro-batch, as DDP's no_sync
+    ParamRef& p = graph_->params()[i];
+    accumulate(p.grad, Tensor(p.grad.spec(), grad_sum_.data() + p.offset, nullptr));
+    if (reducer_) reducer_->on_grad_ready(i);
+  });
+}
+
 void Trainer::print_start(int threads) const {
   const Config& config = config_;
   const Device device = graph_->device();
@@ -248,8 +267,12 @@ void Trainer::print_start(int threads) const {
        << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
        << threads << " compute threads per rank ("
        << (config.train.threads > 0 ? "train.threads" : world_.cpu_share().how) << "), global batch "
-       << config.train.batch_per_rank * world_.size() << " (" << config.train.batch_per_rank
-       << " per rank), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
+       << config.train.batch_per_rank * config.train.accumulate_steps * world_.size() << " ("
+       << config.train.batch_per_rank << " per rank"
+       << (config.train.accumulate_steps > 1
+               ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")
+               : std::string())
+       << "), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
        << steps_per_epoch_ << " steps per epoch\n";
   if (config.train.clip_grad_norm > 0)
     out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
