@@ -72,4 +72,13 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
   return p;
 }
 
+StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches) {
+  StepPrediction p = one;
+  const double earlier = static_cast<double>(micro_batches - 1) * (profile.forward_s + profile.backward_s);
+  p.step_s += earlier;
+  p.compute_s += earlier;
+  p.efficiency = p.compute_s / p.step_s;
+  return p;
+}
+
 }  // namespace rt

@@ -61,4 +61,10 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
                              double bytes_per_element = 4);
 
+// The step of train.accumulate_steps = K micro-batches (Note [Gradient accumulation]) from the
+// prediction for one: the K - 1 before the last compute with no collective, so the step grows by
+// (K - 1) micro-batches' forward and backward, and the communication left exposed stays that of
+// one step.
+StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches);
+
 }  // namespace rt

@@ -115,7 +115,9 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
 
   std::ostringstream out;
   char line[256];
-  out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank, one rank "
+  const int64_t K = config.train.accumulate_steps;
+  out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank"
+      << (K > 1 ? str_cat(" x ", K, " micro-batches a step (train.accumulate_steps)") : std::string()) << ", one rank "
       << f.images_per_s << " img/s"
       << (!profile_path.empty() ? str_cat(" (measured per layer: ", profile_path, ")")
           : f.estimate          ? std::string(" (an estimate, not a measurement)")
@@ -139,8 +141,9 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
   out << line;
   out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency\n";
   for (int p : ranks) {
-    const StepPrediction s = simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes);
-    const double images = static_cast<double>(p * f.batch_per_rank) / s.step_s;
+    const StepPrediction s = with_accumulation(
+        simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes), profile, K);
+    const double images = static_cast<double>(p * f.batch_per_rank * K) / s.step_s;
     std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f\n", p,
                   (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3, s.comm_busy_s * 1e3,
                   s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);

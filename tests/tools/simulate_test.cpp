@@ -79,6 +79,28 @@ TEST(Simulate, BucketsStartWhenReadyAndOneAtATime) {
   EXPECT_NEAR(half.efficiency, 0.035 / half.step_s, 1e-12);
 }
 
+// train.accumulate_steps = K: the K - 1 micro-batches before the last add their forward and
+// backward (5 + 30 ms each) and no communication, so the exposed communication is paid once per
+// K micro-batches and the efficiency rises; K = 1 changes nothing.
+TEST(Simulate, AccumulationAddsComputeButNotCommunication) {
+  ComputeProfile profile;
+  profile.forward_s = 0.005;
+  profile.backward_s = 0.030;
+  StepPrediction one;
+  one.step_s = 0.048;
+  one.compute_s = 0.035;
+  one.exposed_comm_s = 0.013;
+  one.efficiency = one.compute_s / one.step_s;
+  const StepPrediction same = with_accumulation(one, profile, 1);
+  EXPECT_EQ(same.step_s, one.step_s);
+  EXPECT_EQ(same.efficiency, one.efficiency);
+  const StepPrediction four = with_accumulation(one, profile, 4);
+  EXPECT_NEAR(four.step_s, 0.048 + 3 * 0.035, 1e-12);
+  EXPECT_NEAR(four.compute_s, 4 * 0.035, 1e-12);
+  EXPECT_NEAR(four.exposed_comm_s, 0.013, 1e-12);
+  EXPECT_NEAR(four.efficiency, 0.140 / 0.153, 1e-12);
+}
+
 TEST(Simulate, ProfileSpreadsBackwardOverTheLayersLastToFirst) {
   Config config;
   config.model.name = "lenet";
