@@ -416,6 +416,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
     progress.end_epoch();
     position_.epochs_done = epoch + 1;
     position_.epoch_positions = 0;
+    position_.epoch_sums = EpochSums{};  // a save inside the epoch left its figures there
     sums.skipped = skipped_before + static_cast<double>(train_->skipped());
     world_.allreduce_sum(sums.data(), EpochSums::kCount);
     // Each rank's share of its step time spent waiting for a batch, averaged over ranks.

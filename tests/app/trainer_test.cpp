@@ -153,6 +153,30 @@ TEST_F(TrainerTest, ResumeInsideAnEpochEndsBitIdenticalToTheUninterruptedRun) {
   EXPECT_NEAR(epoch_loss(split.checkpoint.dir), epoch_loss(whole.checkpoint.dir), 1e-12);
 }
 
+// Saves inside epochs leave each epoch's report as it would be without them, also where the
+// epoch itself does not end with a save (every_epochs = 2): its figures do not carry over.
+TEST_F(TrainerTest, SavesInsideEpochsLeaveTheEpochReportsAlone) {
+  const auto epoch_losses = [](const fs::path& dir) {
+    std::vector<double> losses;
+    std::ifstream f(dir / "metrics.jsonl");
+    for (std::string line; std::getline(f, line);)
+      if (parse_json(line)["kind"] == "epoch") losses.push_back(parse_json(line)["train_loss"].get<double>());
+    return losses;
+  };
+  Config plain = config_;
+  plain.checkpoint.dir = (root_ / "plain").string();
+  Trainer(plain, log_, World::get()).train();
+  Config saving = config_;
+  saving.checkpoint.dir = (root_ / "saving").string();
+  saving.checkpoint.every_steps = 7;
+  saving.checkpoint.every_epochs = 2;
+  Trainer(saving, log_, World::get()).train();
+  const std::vector<double> want = epoch_losses(plain.checkpoint.dir), got = epoch_losses(saving.checkpoint.dir);
+  ASSERT_EQ(want.size(), 2u);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) EXPECT_NEAR(got[e], want[e], 1e-12) << "epoch " << e + 1;
+}
+
 // checkpoint.keep = 2 with a save every 5 steps of a 20-step epoch: after the saves at 5, 10, 15
 // and the epoch's own at 20, the newest two remain and the link names the newest.
 TEST_F(TrainerTest, KeepLeavesTheNewestCheckpointsAndTheLinkOnTheLast) {
