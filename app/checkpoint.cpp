@@ -94,7 +94,8 @@ TrainingPosition position_of(const StFile& f, const std::string& path) {
   if (const std::string s = f.meta("loss_scale"); !s.empty()) {
     char* end = nullptr;
     pos.loss_scale = std::strtod(s.c_str(), &end);
-    RT_CHECK(*end == '\0' && pos.loss_scale > 0, path, ": metadata 'loss_scale' = '", s, "' is not a positive number");
+    RT_CHECK(*end == '\0' && pos.loss_scale > 0 && std::isfinite(pos.loss_scale), path, ": metadata 'loss_scale' = '",
+             s, "' is not a positive finite number");
   }
   return pos;
 }

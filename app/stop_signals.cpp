@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -13,6 +14,7 @@ namespace {
 // Written by the handler, which may only touch lock-free atomics.
 std::atomic<int> g_first_signal{0};
 std::atomic<int> g_sigterms{0};
+std::atomic<bool> g_saved{false};  // set outside the handler
 static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_signal(int signal) {
@@ -56,10 +58,19 @@ std::vector<int> parse_signal_list(const std::string& text) {
       if (name == s.name) found = s.signal;
     RT_CHECK(found != 0, "unknown signal '", text.substr(start, end - start),
              "' (expected a comma-separated list of SIGTERM, SIGUSR1, SIGUSR2, SIGINT)");
-    out.push_back(found);
+    if (std::find(out.begin(), out.end(), found) == out.end()) out.push_back(found);
     start = end + 1;
   }
   return out;
+}
+
+const std::vector<int>& watchable_signals() {
+  static const std::vector<int> all = [] {
+    std::vector<int> v;
+    for (const Named& s : kSignals) v.push_back(s.signal);
+    return v;
+  }();
+  return all;
 }
 
 std::string signal_name(int signal) {
@@ -72,6 +83,7 @@ StopSignals::StopSignals(std::vector<int> signals, double grace_s, std::function
     : signals_(std::move(signals)), grace_s_(grace_s), give_up_(std::move(give_up)) {
   g_first_signal = 0;
   g_sigterms = 0;
+  g_saved = false;
   for (int s : signals_) {
     struct sigaction action {};
     action.sa_handler = on_signal;
@@ -99,6 +111,8 @@ StopSignals::~StopSignals() {
 
 int StopSignals::received() { return g_first_signal.load(); }
 
+void StopSignals::saved() { g_saved = true; }
+
 void StopSignals::watch() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point first{};
@@ -106,6 +120,7 @@ void StopSignals::watch() {
   while (!done_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return done_; })) {
     const int signal = g_first_signal.load();
     if (signal == 0) continue;
+    if (g_saved.load()) return;
     if (first == Clock::time_point{}) first = Clock::now();
     std::string why;
     if (g_sigterms.load() >= 2) why = "a second SIGTERM arrived before the checkpoint was saved";

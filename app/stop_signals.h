@@ -28,7 +28,9 @@ inline constexpr int kExitAbandoned = 143;     // 128 + SIGTERM: stopped without
 void hold_stop_signals();
 
 // "SIGTERM,SIGUSR1" as signal numbers; "" is none. Throws rt::Error naming the unknown name.
-std::vector<int> parse_signal_list(const std::string& text);
+std::vector<int> parse_signal_list(const std::string& text);  // each signal once
+// Every signal checkpoint.signals may name, in a fixed order (the same on every rank).
+const std::vector<int>& watchable_signals();
 std::string signal_name(int signal);
 
 class StopSignals {
@@ -46,6 +48,8 @@ class StopSignals {
   bool watching() const { return !signals_.empty(); }
   // The first watched signal this process received, 0 if none.
   static int received();
+  // The save the signal asked for is complete: from now on the watcher gives up on nothing.
+  static void saved();
 
  private:
   void watch();

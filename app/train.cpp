@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "app/commands.h"
 #include "app/stop_signals.h"
 #include "app/trainer.h"
+#include "base/check.h"
 
 namespace rt {
 
@@ -24,7 +26,16 @@ int train_command(const CliArgs& args) {
                             [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
-  if (args.auto_resume && !newest_checkpoint(config.checkpoint.dir).empty()) trainer.resume(config.checkpoint.dir);
+  if (args.auto_resume) {
+    // Every rank must take the same branch: resume() is collective.
+    const std::vector<double> found = world.allgather(newest_checkpoint(config.checkpoint.dir).empty() ? 0.0 : 1.0);
+    for (int r = 1; r < world.size(); ++r)
+      RT_CHECK(found[static_cast<size_t>(r)] == found[0], "--auto-resume: rank 0 ", found[0] > 0 ? "found" : "found no",
+               " checkpoint in ", config.checkpoint.dir, ", rank ", r, " ",
+               found[static_cast<size_t>(r)] > 0 ? "found one" : "found none",
+               "; every rank must see the same folder (shared storage, not a copy per host)");
+    if (found[0] > 0) trainer.resume(config.checkpoint.dir);
+  }
   const TrainResult r = trainer.train();
   if (r.stopped_by_signal) return kExitSavedOnSignal;  // the trainer has said where it saved
   char line[160];

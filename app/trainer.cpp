@@ -67,6 +67,13 @@ Trainer::~Trainer() = default;
 
 void Trainer::resume(const std::string& dir) {
   const TrainingPosition saved = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
+  // Each rank picked the newest file itself: a folder whose listing differs between hosts (a
+  // stale network-file-system cache) would start the ranks at different steps.
+  const std::vector<std::string> chosen = world_.allgather(newest_checkpoint(dir));
+  for (int r = 1; r < world_.size(); ++r)
+    RT_CHECK(chosen[static_cast<size_t>(r)] == chosen[0], "cannot resume from '", dir, "': rank 0 found ", chosen[0],
+             " newest, rank ", r, " found ", chosen[static_cast<size_t>(r)],
+             "; every rank must see the same folder (shared storage, not a copy per host)");
   RT_CHECK(saved.seed == config_.train.seed, "cannot resume from '", dir,
            "': it was trained with train.seed = ", saved.seed, ", the config says ", config_.train.seed);
   position_ = saved;
@@ -127,8 +134,10 @@ void Trainer::remove_metrics_after_resumed_checkpoint() {
     try {
       const Json r = parse_json(line, metrics_path_);
       const std::string kind = r.value("kind", "");
-      after = (kind == "step" && r.value("step", int64_t{0}) > from.step) ||
-              (kind == "epoch" && r.value("epoch", int64_t{0}) > from.epochs_done);
+      // Images seen order steps at any world size; the step number, of older records, at one.
+      const bool step_after = r.contains("images_seen") ? r.value("images_seen", int64_t{0}) > from.images_seen
+                                                        : r.value("step", int64_t{0}) > from.step;
+      after = (kind == "step" && step_after) || (kind == "epoch" && r.value("epoch", int64_t{0}) > from.epochs_done);
     } catch (const Error&) {
       after = true;  // a line cut short by the crash
     }
@@ -286,14 +295,20 @@ Trainer::SaveDecision Trainer::decide_save() {
   const int signal = StopSignals::received();
   const bool clock_due = world_.rank() == 0 && c.every_minutes > 0 &&
                          std::chrono::duration<double>(Clock::now() - last_save_).count() >= c.every_minutes * 60;
-  double flags[3] = {signal != 0 ? 1.0 : 0.0, static_cast<double>(signal), clock_due ? 1.0 : 0.0};
-  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0)) world_.allreduce_sum(flags, 3);
+  // flags[0]: rank 0's clock says save; then, per signal that can be watched, the ranks that got it.
+  const std::vector<int>& watchable = watchable_signals();
+  double flags[8] = {clock_due ? 1.0 : 0.0};
+  RT_CHECK(watchable.size() < std::size(flags), "more watchable signals than flags");
+  for (size_t i = 0; i < watchable.size(); ++i) flags[1 + i] = watchable[i] == signal ? 1.0 : 0.0;
+  const int count = static_cast<int>(1 + watchable.size());
+  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0)) world_.allreduce_sum(flags, count);
   SaveDecision d;
-  d.signalled_ranks = static_cast<int>(flags[0]);
-  // The signal's number where one rank (or several, of the same signal) received it.
-  if (d.signalled_ranks > 0) d.signal = static_cast<int>(flags[1]) / d.signalled_ranks;
+  for (size_t i = 0; i < watchable.size(); ++i) {
+    d.signalled_ranks += static_cast<int>(flags[1 + i]);
+    if (flags[1 + i] > 0 && d.signal == 0) d.signal = watchable[i];
+  }
   d.stop = d.signalled_ranks > 0;
-  d.save = d.stop || flags[2] > 0 || (c.every_steps > 0 && position_.step % c.every_steps == 0);
+  d.save = d.stop || flags[0] > 0 || (c.every_steps > 0 && position_.step % c.every_steps == 0);
   return d;
 }
 
@@ -314,6 +329,10 @@ std::string Trainer::save(const EpochSums& sums) {
   if (world_.rank() == 0)
     path = save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_,
                            config_.checkpoint.keep);
+  // Every rank waits for rank 0's file: a rank that stopped on a signal and exited first could
+  // make the launcher end rank 0 mid-write.
+  double written = 1;
+  world_.allreduce_sum(&written, 1);
   for (size_t i = 0; i < own.size(); ++i) {
     const Tensor& v = graph_->buffers()[i].value;
     copy_bytes(const_cast<float*>(v.data()), graph_->device(), own[i].data(), Device::kCpu, v.bytes());
@@ -386,8 +405,13 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
           result.train_seconds / static_cast<double>(result.step_losses.size()) * static_cast<double>(steps_left);
       progress.step(s, loss.loss, lr, static_cast<double>((s + 1 - first_step) * global_batch) / epoch_train_seconds,
                     eta);
-      Json record{{"kind", "step"},    {"epoch", epoch + 1}, {"step", position_.step},
-                  {"loss", loss.loss}, {"lr", lr},           {"images_per_s", static_cast<double>(global_batch) / dt}};
+      Json record{{"kind", "step"},
+                  {"epoch", epoch + 1},
+                  {"step", position_.step},
+                  {"images_seen", position_.images_seen},
+                  {"loss", loss.loss},
+                  {"lr", lr},
+                  {"images_per_s", static_cast<double>(global_batch) / dt}};
       if (t.clip_grad_norm > 0) record["grad_norm"] = grad_norm_.total;
       write_metric(record);
       if (crash_after_steps > 0 && run_step + 1 == crash_after_steps) return result;
@@ -400,6 +424,7 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
         result.last_checkpoint = save(mine);
       }
       if (d.stop) {
+        StopSignals::saved();  // a second SIGTERM from here on has nothing left to cut short
         g_step = -1;
         progress.end_epoch();
         result.stopped_by_signal = d.signal;

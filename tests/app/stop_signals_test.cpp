@@ -43,6 +43,7 @@ TEST(StopSignals, ParsesNamesWithOrWithoutSigAndRefusesOthers) {
   EXPECT_EQ(parse_signal_list("SIGTERM,SIGUSR1"), (std::vector<int>{SIGTERM, SIGUSR1}));
   EXPECT_EQ(parse_signal_list("USR2, SIGINT"), (std::vector<int>{SIGUSR2, SIGINT}));
   EXPECT_TRUE(parse_signal_list("").empty());
+  EXPECT_EQ(parse_signal_list("SIGTERM,TERM"), (std::vector<int>{SIGTERM}));  // each once
   try {
     parse_signal_list("SIGTERM,SIGKILL");
     ADD_FAILURE() << "SIGKILL cannot be caught and must be refused";
@@ -69,6 +70,16 @@ TEST(StopSignals, SecondSigtermGivesUp) {
   const std::string m = g.wait(5);
   EXPECT_NE(m.find("second SIGTERM"), std::string::npos) << m;
   EXPECT_NE(m.find("exit status 143"), std::string::npos) << m;
+}
+
+// Once the save is done, nothing is cut short: a second SIGTERM no longer gives up.
+TEST(StopSignals, NothingGivesUpAfterTheSave) {
+  GiveUp g;
+  StopSignals s({SIGTERM}, 0, g.callback());
+  ASSERT_EQ(::raise(SIGTERM), 0);
+  StopSignals::saved();
+  ASSERT_EQ(::raise(SIGTERM), 0);
+  EXPECT_EQ(g.wait(0.3), "");
 }
 
 TEST(StopSignals, GracePeriodRunningOutGivesUp) {
