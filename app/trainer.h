@@ -64,7 +64,7 @@ class Trainer {
   // the resumed checkpoint by the run that stopped are removed first, so each step has one.
   TrainResult train(int64_t stop_after_epochs = 0, int64_t crash_after_steps = 0);
   // What every rank decides at the end of a step: whether to save now, and whether to stop after
-  // it. Sums the ranks' signal and clock flags in one allreduce of 3 doubles where signals are
+  // it. Sums the ranks' signal and clock flags in one allreduce of 5 doubles where signals are
   // watched or checkpoint.every_minutes is set (Note [Stopping on a signal]); `bench` calls it
   // too, so its figures include the cost. Every rank calls it after every step.
   struct SaveDecision {
