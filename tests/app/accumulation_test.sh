@@ -13,20 +13,7 @@ trap 'rm -rf "$work"' EXIT
 launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 
 # A subset: 1,024 training and 256 test images, as IDX files.
-python3 - "$data" "$work/data" << 'PY' || exit 1
-import gzip, os, struct, sys
-src, dst = sys.argv[1], sys.argv[2]
-os.makedirs(dst)
-for name, count in (("train", 1024), ("t10k", 256)):
-    for kind, dims in (("images-idx3", 3), ("labels-idx1", 1)):
-        raw = gzip.open(f"{src}/{name}-{kind}-ubyte.gz").read()
-        shape = list(struct.unpack(">" + "I" * dims, raw[4:4 + 4 * dims]))
-        item = 1
-        for d in shape[1:]: item *= d
-        shape[0] = count
-        open(f"{dst}/{name}-{kind}-ubyte", "wb").write(
-            raw[:4] + struct.pack(">" + "I" * dims, *shape) + raw[4 + 4 * dims: 4 + 4 * dims + count * item])
-PY
+python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 1024 256 || exit 1
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=1 --set train.threads=1
         --set log.progress=none --set data.dir="$work/data" --set data.train_images=train-images-idx3-ubyte
         --set data.train_labels=train-labels-idx1-ubyte --set data.test_images=t10k-images-idx3-ubyte

@@ -54,19 +54,7 @@ signal_one_rank() {
   wait "$job"
   stopped_rc=$?
 }
-same_tensors() {  # same_tensors A B: every tensor of two checkpoints bit for bit
-  python3 - "$1" "$2" << 'PY'
-import json, struct, sys
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    head = json.loads(b[8:8 + n])
-    return {k: b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]] for k, v in head.items() if k != "__metadata__"}
-a, b = read(sys.argv[1]), read(sys.argv[2])
-differ = [k for k in a if a[k] != b.get(k)]
-sys.exit(f"{len(differ)} of {len(a)} tensors differ, first {differ[:3]}" if differ or not a or a.keys() != b.keys() else 0)
-PY
-}
+same_tensors() { python3 "$src/tests/support/same_tensors.py" "$1" "$2"; }  # every tensor, bit for bit
 steps_once() {  # steps_once DIR N: the step records are 1..N, each once
   python3 - "$1/metrics.jsonl" "$2" << 'PY'
 import json, sys

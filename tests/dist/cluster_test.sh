@@ -18,20 +18,7 @@ launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 "$src/scripts/netns_hosts.sh" up || exit 1
 
 # A subset: 2,048 training and 512 test images, as IDX files.
-python3 - "$data" "$work/data" <<'PY' || exit 1
-import gzip, os, struct, sys
-src, dst = sys.argv[1], sys.argv[2]
-os.makedirs(dst)
-for name, count in (("train", 2048), ("t10k", 512)):
-    for kind, dims in (("images-idx3", 3), ("labels-idx1", 1)):
-        raw = gzip.open(f"{src}/{name}-{kind}-ubyte.gz").read()
-        shape = list(struct.unpack(">" + "I" * dims, raw[4:4 + 4 * dims]))
-        item = 1
-        for d in shape[1:]: item *= d
-        shape[0] = count
-        body = raw[4 + 4 * dims: 4 + 4 * dims + count * item]
-        open(f"{dst}/{name}-{kind}-ubyte", "wb").write(raw[:4] + struct.pack(">" + "I" * dims, *shape) + body)
-PY
+python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 2048 512 || exit 1
 
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=1 --set train.threads=1
         --set train.batch_per_rank=32 --set log.progress=none --set data.dir="$work/data"

@@ -117,18 +117,8 @@ while ((SECONDS < deadline)); do
   sleep 1
 done
 state=$(scontrol -o show job "$job" 2> /dev/null | grep -oE "\b(JobState|Restarts|ExitCode)=[^ ]+" | paste -sd " ")
-same=$(python3 - "$work/whole/checkpoint.safetensors" "$work/requeued/checkpoint.safetensors" << 'PY' 2>&1
-import json, struct, sys
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    head = json.loads(b[8:8 + n])
-    return {k: b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]] for k, v in head.items() if k != "__metadata__"}
-a, b = read(sys.argv[1]), read(sys.argv[2])
-differ = [k for k in a if a[k] != b.get(k)]
-print(f"{len(differ)} of {len(a)} tensors differ" if differ or not a or a.keys() != b.keys() else "same")
-PY
-)
+same=$(python3 "$src/tests/support/same_tensors.py" "$work/whole/checkpoint.safetensors" \
+  "$work/requeued/checkpoint.safetensors" 2>&1 && echo same)
 if [[ $state =~ JobState=COMPLETED\ Restarts=[1-9].*ExitCode=0:0 ]] && [[ $same == same ]] \
    && grep -q "reached .* rank(s); saved" "$work/requeue.out" && grep -q "exited with status 75" "$work/requeue.out" \
    && grep -q "^ringtrain: resumed from .* inside epoch" "$work/requeue.out"; then
