@@ -429,12 +429,11 @@ TrainResult Trainer::train(int64_t stop_after_epochs, int64_t crash_after_steps)
         progress.end_epoch();
         result.stopped_by_signal = d.signal;
         if (world_.rank() == 0)
-          out_ << "ringtrain: " << (d.signal ? signal_name(d.signal) : std::string("a signal")) << " reached "
-               << d.signalled_ranks << " rank(s); saved " << result.last_checkpoint << " after step " << position_.step
-               << " and stopped (exit status " << kExitSavedOnSignal << "; go on with --resume " << cc.dir << ")\n"
+          out_ << "ringtrain: " << signal_name(d.signal) << " reached " << d.signalled_ranks << " rank(s); saved "
+               << result.last_checkpoint << " after step " << position_.step << " and stopped (exit status "
+               << kExitSavedOnSignal << "; go on with --resume " << cc.dir << ")\n"
                << std::flush;
-        gather_optimizer_state();
-        return result;
+        return result;  // save() gathered the optimizer state
       }
     }
     g_step = -1;
