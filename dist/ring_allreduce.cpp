@@ -7,40 +7,57 @@
 
 namespace rt {
 
-RingAllreduce::RingAllreduce(Transport& transport, int64_t slice_floats, Wire wire)
-    : t_(transport), slice_(slice_floats), wire_(wire) {}
+RingAllreduce::RingAllreduce(Transport& transport, int64_t slice_floats, Wire wire, float result_scale)
+    : t_(transport),
+      slice_(slice_floats),
+      wire_(wire),
+      scale_(result_scale != 0 ? result_scale : 1.0f / static_cast<float>(transport.world())) {}
+
+void RingAllreduce::scale_alone(float* data, int64_t count) const {
+  if (scale_ != 1.0f)
+    for (int64_t i = 0; i < count; ++i) data[i] *= scale_;
+}
 
 void RingAllreduce::run(float* data, int64_t count, const WaitContext& context) {
   phase_switch_.reset();
-  if (t_.world() == 1 || count == 0) return;
-  run_steps(data, data, count, 0, context, nullptr);
+  if (count == 0) return;
+  if (t_.world() == 1) return scale_alone(data, count);
+  run_steps(data, data, count, 0, ring_step_count(t_.world()), context, nullptr);
+}
+
+void RingAllreduce::reduce_scatter(float* data, int64_t count, const WaitContext& context) {
+  phase_switch_.reset();
+  if (count == 0) return;
+  if (t_.world() == 1) return scale_alone(data, count);
+  run_steps(data, data, count, 0, t_.world() - 1, context, nullptr);
 }
 
 void RingAllreduce::run(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update) {
   phase_switch_.reset();
   if (count == 0) return;
   if (t_.world() == 1) {
+    scale_alone(data, count);
     update.apply(0, count);
     return;
   }
-  run_steps(data, update.gather, count, 0, context, &update);
+  run_steps(data, update.gather, count, 0, ring_step_count(t_.world()), context, &update);
 }
 
 void RingAllreduce::gather(float* data, int64_t count, const WaitContext& context) {
   phase_switch_.reset();
   if (t_.world() == 1 || count == 0) return;
-  run_steps(data, data, count, t_.world() - 1, context, nullptr);
+  run_steps(data, data, count, t_.world() - 1, ring_step_count(t_.world()), context, nullptr);
 }
 
-void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, int first_step,
+void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, int first_step, int end_step,
                               const WaitContext& context, const ShardUpdate* update) {
   const int world = t_.world(), rank = t_.rank();
   const int next = ring_next(rank, world), prev = ring_prev(rank, world);
-  const int steps = ring_step_count(world);
   // Which phases travel in the wire type: the reduce-scatter of gradients, and their all-gather
   // unless what is gathered is parameters (a sharded update) or optimizer state (gather()).
   const bool narrow_reduce = wire_ != Wire::kFp32;
-  const bool narrow_gather = narrow_reduce && update == nullptr && first_step == 0;
+  const bool narrow_gather =
+      narrow_reduce && update == nullptr && first_step == 0 && end_step == ring_step_count(world);
   const size_t elem_bytes = wire_bytes(wire_);
   if (narrow_reduce) {
     send_stage_.resize(std::max(send_stage_.size(), static_cast<size_t>(count)));
@@ -48,10 +65,8 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
   }
   // Note [Wire scaling]: a 16-bit wire carries each rank's share of the average; float32 carries
   // the sum, scaled to the average by the receiver of the last reduce-scatter step.
-  const float inv_world = 1.0f / static_cast<float>(world);
-  if (narrow_reduce && first_step == 0)
-    for (int64_t i = 0; i < count; ++i) reduced[i] *= inv_world;
-  const float final_scale = narrow_reduce ? 1.0f : inv_world;
+  if (narrow_reduce && first_step == 0) scale_alone(reduced, count);
+  const float final_scale = narrow_reduce ? 1.0f : scale_;
 
   auto slice_len = [&](const ChunkRange& c, int64_t at) { return std::min(slice_, c.count - at); };
   // Sends elements [at, at + n) of a float buffer: as they are, or narrowed into the send stage.
@@ -71,7 +86,7 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
     sends.push_back(opening.reduce ? send_floats(reduced, first.begin + at, slice_len(first, at), narrow_reduce)
                                    : send_floats(gathered, first.begin + at, slice_len(first, at), false));
   WaitContext ctx = context;
-  for (int step = first_step; step < steps; ++step) {
+  for (int step = first_step; step < end_step; ++step) {
     const RingStep s = ring_step(rank, world, step);
     const bool narrow = s.reduce ? narrow_reduce : narrow_gather;
     const ChunkRange in = chunk_range(count, world, s.recv_chunk);
@@ -100,7 +115,7 @@ void RingAllreduce::run_steps(float* reduced, float* gathered, int64_t count, in
       else if (narrow)
         widen_from_wire(recv_stage_.data() + at, dst + at, un, wire_);
       if (s.final_reduce && update) update->apply(at, n);
-      if (step + 1 == steps) continue;
+      if (step + 1 == end_step) continue;
       // Forward the slice: a partial sum onward, or the finished one into the all-gather (the
       // owner rounds its own copy to what it sends, so every rank ends with the same values).
       if (s.final_reduce && narrow_gather) {

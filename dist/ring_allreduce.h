@@ -26,10 +26,16 @@ struct ShardUpdate {
 
 class RingAllreduce {
  public:
-  explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17, Wire wire = Wire::kFp32);
+  // result_scale: what the sum is multiplied by; 0 = 1 / world, the average over this ring's ranks
+  // (a ring inside a larger allreduce scales to the whole world's average, Note [Two-level ring]).
+  explicit RingAllreduce(Transport& transport, int64_t slice_floats = int64_t{1} << 17, Wire wire = Wire::kFp32,
+                         float result_scale = 0);
   // data[0, count) becomes the average over all ranks, on every rank: bit-identical on every rank
   // whatever the wire type (the owner of each chunk rounds its own copy as it sends it).
   void run(float* data, int64_t count, const WaitContext& context);
+  // The reduce-scatter phase alone: each rank's owned chunk (owned_chunk) of data[0, count) ends
+  // holding the scaled sum, in float32; the other chunks are left partly reduced.
+  void reduce_scatter(float* data, int64_t count, const WaitContext& context);
   // data[0, count) is averaged; each rank applies `update` to the chunk it finishes, and every
   // rank receives update.gather's other chunks from their owners. data's other chunks are left
   // partly reduced. Only the gradients' reduce-scatter uses the wire type: parameters are
@@ -43,14 +49,17 @@ class RingAllreduce {
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return phase_switch_; }
 
  private:
-  // Ring steps [first_step, ring_step_count): reduce-scatter steps work on `reduced`, all-gather
-  // steps on `gathered`; update (may be null) is applied to each finished slice.
-  void run_steps(float* reduced, float* gathered, int64_t count, int first_step, const WaitContext& context,
-                 const ShardUpdate* update);
+  // Ring steps [first_step, end_step): reduce-scatter steps work on `reduced`, all-gather steps on
+  // `gathered`; update (may be null) is applied to each finished slice.
+  void run_steps(float* reduced, float* gathered, int64_t count, int first_step, int end_step,
+                 const WaitContext& context, const ShardUpdate* update);
+  // A ring of one: the sum is the rank's own data, scaled.
+  void scale_alone(float* data, int64_t count) const;
 
   Transport& t_;
   int64_t slice_;
   Wire wire_;
+  float scale_;  // of the sum: the average over the ring, or result_scale
   // With a 16-bit wire: what this rank sends and receives, at the same element offsets as the
   // buffer being reduced.
   std::vector<uint16_t> send_stage_, recv_stage_;
