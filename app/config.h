@@ -80,6 +80,7 @@ struct DistConfig {
   std::string allreduce = "ring";  // "ring" (ringtrain's own) | "mpi" (MPI_Allreduce) | "nccl" (ncclAllReduce, cuda)
   std::string transport = "auto";  // the ring's: "auto" (shm on one host, else tcp) | "shm" | "tcp" | "mpi"
   std::string tcp_interface;       // tcp transport: the network interface to use ("" = any that reaches)
+  std::string hierarchy = "auto";  // "auto" (two_level across hosts) | "flat" | "two_level" (Note [Two-level ring])
   std::string wire = "fp32";       // gradients on the ring's wire: "fp32" | "fp16" | "bf16" (sums stay float32)
   double bucket_mb = 25;           // >= 0: gradient bucket cap in MiB; 0 = one collective per tensor
   double first_bucket_mb = 1;      // > 0: cap of the first and last buckets (start early, finish soon after backward)

@@ -319,13 +319,21 @@ inline const SchemaOf<Config>& config_schema() {
        .key = "transport",
        .field = &member<&C::dist, &DistConfig::transport>,
        .doc = "how the ring moves bytes: shm (shared memory, all ranks on one host), tcp (its own sockets), "
-              "mpi (MPI point-to-point), auto (shm on one host, else tcp)",
+              "mpi (MPI point-to-point), auto (shm on one host, else tcp); under the two-level ring, between hosts",
        .choices = {"auto", "shm", "tcp", "mpi"}},
       {.table = "dist",
        .key = "tcp_interface",
        .field = &member<&C::dist, &DistConfig::tcp_interface>,
        .doc = "tcp transport: the network interface whose addresses ranks connect to (\"\" = any that reaches)",
        .also = {"interface", "iface", "if_include"}},
+      {.table = "dist",
+       .key = "hierarchy",
+       .field = &member<&C::dist, &DistConfig::hierarchy>,
+       .doc = "two_level: a ring inside each host (shared memory), rings across hosts among ranks of equal local "
+              "rank, a ring inside each host again; flat: one ring over all ranks; auto: two_level when ranks span "
+              "hosts with more than one on each",
+       .choices = {"auto", "flat", "two_level"},
+       .also = {"hierarchical", "hierarchical_allreduce", "topology"}},
       {.table = "dist",
        .key = "wire",
        .field = &member<&C::dist, &DistConfig::wire>,

@@ -71,6 +71,9 @@ void check_device_settings(const Config& config, Device device, const PlanContex
     return;
   }
   check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
+  RT_CHECK(dc.hierarchy != "two_level",
+           "dist.hierarchy = \"two_level\" runs on the CPU only for now; with device = \"cuda\" the ring is flat "
+           "(leave dist.hierarchy = \"auto\")");
   RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport,
            "\" moves host memory; with device = \"cuda\" "
            "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
@@ -175,7 +178,7 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire), stall);
   std::unique_ptr<Collective> collective =
       make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire),
-                      static_cast<size_t>(2 * graph_->arena_floats_to_plan()));
+                      static_cast<size_t>(2 * graph_->arena_floats_to_plan()), dc.hierarchy);
   // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
   graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
   return collective;

@@ -1,6 +1,7 @@
 #include "dist/collective.h"
 
 #include "base/check.h"
+#include "dist/two_level_collective.h"
 
 namespace rt {
 namespace {
@@ -81,8 +82,20 @@ std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_
 
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
                                             const std::string& transport, const std::string& tcp_interface, Wire wire,
-                                            size_t region_floats) {
+                                            size_t region_floats, const std::string& hierarchy) {
   if (algorithm == "ring") {
+    RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi",
+             "unknown transport '", transport, "': expected auto, shm, tcp or mpi");
+    if (hierarchy != "flat") {
+      const HostLayout layout = host_layout(comm);
+      std::string why;
+      const Hierarchy h = resolve_hierarchy(hierarchy, layout, &why);
+      int rank = 0;
+      MPI_Comm_rank(comm, &rank);
+      if (!why.empty() && rank == 0 && stall.warn) stall.warn(why);
+      if (h == Hierarchy::kTwoLevel)
+        return make_two_level_collective(comm, layout, stall, transport, tcp_interface, wire, region_floats);
+    }
     const std::string how = resolve_transport(transport, comm, region_floats, &stall);
     if (how == "shm")
       return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory", wire);
@@ -91,6 +104,9 @@ std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Co
     return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point", wire);
   }
   if (algorithm == "mpi") {
+    RT_CHECK(hierarchy != "two_level",
+             "dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") "
+             "runs the MPI library's own algorithm");
     RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire),
              "\" applies to ringtrain's ring; MPI_Allreduce "
              "(dist.allreduce = \"mpi\") sums in float32 on the wire");

@@ -59,11 +59,14 @@ class Collective {
 };
 
 // Collective over comm. region_floats: what allocate() will be asked for (0: nothing), so that
-// the shared-memory transport is chosen only where /dev/shm has room for it.
+// the shared-memory transport is chosen only where /dev/shm has room for it. hierarchy
+// (dist.hierarchy, resolve_hierarchy in host_layout.h): "flat", or the two-level ring of Note
+// [Two-level ring] with "two_level" or, where ranks span hosts, "auto"; transport then names the
+// level between hosts.
 std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
                                             const std::string& transport = "auto",
                                             const std::string& tcp_interface = "", Wire wire = Wire::kFp32,
-                                            size_t region_floats = 0);
+                                            size_t region_floats = 0, const std::string& hierarchy = "flat");
 // The transport make_collective picks for the ring: "shm", "tcp" or "mpi". With "auto", shared
 // memory where every rank is on one host and /dev/shm has room (ShmTransport::check_space), else
 // TCP, saying why on rank 0 through stall.warn where it was for want of room; with "shm", too

@@ -385,7 +385,7 @@ Config every_key_changed() {
   c.data.max_image_pixels = 1000;
   c.train = {7, 128, 4, 0.1 + 0.2, 0.95, true, 1e-5, true, 0.1, 0.75, 42, 3, "cuda", "winograd", "tf32"};
   c.schedule = {"step", 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
-  c.dist = {"mpi", "tcp", "eth1", "bf16", 0.0, 0.5, false, false, 5.5, 30.0};
+  c.dist = {"mpi", "tcp", "eth1", "two_level", "bf16", 0.0, 0.5, false, false, 5.5, 30.0};
   c.bench = {3, 4, 5};
   c.eval = {250, 2};
   c.log = {10, "", "lines", "trace.json", 2, 7, 1.5};

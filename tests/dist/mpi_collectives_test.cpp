@@ -14,6 +14,7 @@
 #include "dist/collective.h"
 #include "dist/grad_reducer.h"
 #include "dist/world.h"
+#include "tests/dist/fake_hosts.h"
 #include "tests/dist/test_stall.h"
 
 namespace rt {
@@ -34,15 +35,31 @@ void expect_average(const std::vector<float>& v, int world, const std::string& w
                      << (v.empty() ? 0.0f : v[first]);
 }
 
-// (algorithm, transport): the ring over every transport, and MPI_Allreduce.
-const std::vector<std::pair<std::string, std::string>> kCollectives = {
-    {"ring", "shm"}, {"ring", "tcp"}, {"ring", "mpi"}, {"mpi", "auto"}};
+// The ring over every transport, the two-level ring over fake host splits (fake_hosts.h) with
+// TCP and with MPI point-to-point across hosts, and MPI_Allreduce.
+struct Variant {
+  std::string algorithm, transport;
+  int fake_host_ranks = 0;  // > 0: the two-level ring over hosts of this many ranks
+};
+
+std::vector<Variant> collectives() {
+  std::vector<Variant> v = {{"ring", "shm"}, {"ring", "tcp"}, {"ring", "mpi"}};
+  for (int k : fake_host_sizes(World::get().size()))
+    for (const char* across : {"tcp", "mpi"}) v.push_back({"ring", across, k});
+  v.push_back({"mpi", "auto"});
+  return v;
+}
+
+std::unique_ptr<Collective> make(const Variant& v) {
+  if (v.fake_host_ranks > 0) return make_fake_two_level(v.fake_host_ranks, v.transport);
+  return make_collective(v.algorithm, World::get().comm(), test_stall(), v.transport);
+}
 
 TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {
   const World& w = World::get();
   ASSERT_TRUE(ShmTransport::available(w.comm())) << "the tests run every rank on one host";
-  for (const auto& [algorithm, transport] : kCollectives) {
-    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
+  for (const Variant& variant : collectives()) {
+    auto c = make(variant);
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{w.size() - 1}, int64_t{1000}, int64_t{131071 * 3 + 5},
                           int64_t{(1 << 22) + 7}}) {
       std::vector<float> v(static_cast<size_t>(count));
@@ -58,8 +75,8 @@ TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {
 // run shows no rank overwrote bytes a neighbour was still reading.
 TEST(Collectives, RingAveragesBuffersInTheCollectivesOwnMemory) {
   const World& w = World::get();
-  for (const auto& [algorithm, transport] : kCollectives) {
-    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
+  for (const Variant& variant : collectives()) {
+    auto c = make(variant);
     const int64_t most = (1 << 21) + 7;
     std::shared_ptr<float> memory = c->allocate(static_cast<size_t>(most));
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{131071 * 3 + 5}, most})
@@ -80,9 +97,9 @@ TEST(Collectives, RingAveragesBuffersInTheCollectivesOwnMemory) {
 // live in the collective's own memory, as the trainer's arenas do (zero-copy over shared memory).
 TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult) {
   const World& w = World::get();
-  for (const auto& [algorithm, transport] : kCollectives) {
-    auto c = make_collective(algorithm, w.comm(), test_stall(), transport);
-    const bool sharded = algorithm == "ring";
+  for (const Variant& variant : collectives()) {
+    auto c = make(variant);
+    const bool sharded = variant.algorithm == "ring";
     const int64_t most = 131071 * 3 + 5;
     std::shared_ptr<float> memory = c->allocate(static_cast<size_t>(2 * most));
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{w.size() - 1}, int64_t{w.size() + 1}, int64_t{1000}, most}) {
@@ -210,13 +227,12 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
     params.push_back({at, n});
     at += (n + 15) / 16 * 16;
   }
-  for (const auto& [algorithm, transport] : kCollectives)
+  for (const Variant& variant : collectives())
     for (int64_t cap : {int64_t{0}, int64_t{1000}, int64_t{50000}, int64_t{1} << 30})
       for (bool overlap : {true, false}) {
         std::vector<float> arena(static_cast<size_t>(at), 0.0f);
         auto buckets = plan_buckets(params, 4000, cap);
-        GradReducer reducer(arena.data(), params, buckets,
-                            make_collective(algorithm, w.comm(), test_stall(), transport), overlap, nullptr);
+        GradReducer reducer(arena.data(), params, buckets, make(variant), overlap, nullptr);
         for (int step = 0; step < 2; ++step) {
           reducer.begin_step(step);
           for (size_t p = 0; p < params.size(); ++p) {
@@ -231,8 +247,9 @@ TEST(GradReducer, BucketsOfEverySizeAverageTheWholeArenaWithAndWithoutOverlap) {
             for (int64_t i = 0; i < params[p].count; ++i)
               bad += std::abs(arena[static_cast<size_t>(params[p].offset + i)] -
                               static_cast<float>((w.size() - 1) * 5.0 + static_cast<double>(p) + step)) > 1e-4f;
-          EXPECT_EQ(bad, 0u) << algorithm << "/" << transport << " cap " << cap << " overlap " << overlap << " step "
-                             << step << " (" << buckets.size() << " buckets)";
+          EXPECT_EQ(bad, 0u) << variant.algorithm << "/" << variant.transport << "/" << variant.fake_host_ranks
+                             << " cap " << cap << " overlap " << overlap << " step " << step << " (" << buckets.size()
+                             << " buckets)";
         }
       }
 }

@@ -4,14 +4,18 @@
 // and a sharded update gathers parameters in float32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/collective.h"
+#include "dist/host_layout.h"
 #include "dist/world.h"
+#include "tests/dist/fake_hosts.h"
 #include "tests/dist/test_stall.h"
 
 namespace rt {
@@ -58,11 +62,20 @@ void expect_near_average(const std::vector<float>& v, int world, float base, Wir
 
 const char* const kTransports[] = {"shm", "tcp", "mpi"};
 
+// The flat ring over every transport, then the two-level ring over every fake host split
+// (fake_hosts.h) with TCP across hosts: the wire type applies between hosts.
+std::vector<std::unique_ptr<Collective>> rings(Wire wire) {
+  std::vector<std::unique_ptr<Collective>> v;
+  for (const char* transport : kTransports)
+    v.push_back(make_collective("ring", World::get().comm(), test_stall(), transport, "", wire));
+  for (int k : fake_host_sizes(World::get().size())) v.push_back(make_fake_two_level(k, "tcp", wire));
+  return v;
+}
+
 TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
   const World& w = World::get();
   for (Wire wire : {Wire::kFp16, Wire::kBf16})
-    for (const char* transport : kTransports) {
-      auto c = make_collective("ring", w.comm(), test_stall(), transport, "", wire);
+    for (const auto& c : rings(wire)) {
       for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{131071 * 3 + 5}}) {
         std::vector<float> v = contribution(count, w.rank(), 100.0f);
         c->average(v.data(), count, {});
@@ -86,8 +99,7 @@ TEST(WireRing, Fp16DividesBeforeSendingSoLargeGradientsDoNotOverflow) {
 // ends with exactly the owner's parameters, 2 x average + 1, to the wire's rounding.
 TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
   const World& w = World::get();
-  for (const char* transport : kTransports) {
-    auto c = make_collective("ring", w.comm(), test_stall(), transport, "", Wire::kBf16);
+  for (const auto& c : rings(Wire::kBf16)) {
     const int64_t count = 131071 + 13;
     std::vector<float> g = contribution(count, w.rank(), 3.0f), params(static_cast<size_t>(count), 0.0f);
     const ShardUpdate update{[&](int64_t begin, int64_t n) {
@@ -99,6 +111,34 @@ TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
     const std::string what = c->describe() + ", sharded update";
     expect_near_average(params, w.size(), 3.0f, Wire::kBf16, what);
     EXPECT_TRUE(same_bits_on_every_rank(params)) << what << ": ranks ended with different parameters";
+  }
+}
+
+// Sums of values with every mantissa bit in use, formed in different orders on different ranks
+// would differ in the last bits: the two-level ring must still end with one answer everywhere.
+TEST(TwoLevelRing, EveryRankEndsBitIdenticalInFloat32) {
+  const World& w = World::get();
+  for (const auto& c : rings(Wire::kFp32)) {
+    const int64_t count = 3 * 131071 + 17;
+    std::vector<float> v(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) v[i] = std::sin(0.001f * static_cast<float>(i) + w.rank()) / 3.0f;
+    c->average(v.data(), count, {});
+    EXPECT_TRUE(same_bits_on_every_rank(v)) << c->describe() << ": ranks ended with different averages";
+    double worst = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      double want = 0;
+      for (int r = 0; r < w.size(); ++r) want += std::sin(0.001f * static_cast<float>(i) + r) / 3.0f;
+      worst = std::max(worst, std::abs(v[i] - want / w.size()));
+    }
+    EXPECT_LT(worst, 1e-6) << c->describe();
+  }
+}
+
+TEST(TwoLevelRing, NamesTheHostsItRunsOver) {
+  const int world = World::get().size();
+  for (int k : fake_host_sizes(world)) {
+    const std::string d = make_fake_two_level(k, "tcp")->describe();
+    EXPECT_NE(d.find(block_layout(world, k).describe()), std::string::npos) << d;
   }
 }
 

@@ -1,0 +1,139 @@
+#include "dist/two_level_collective.h"
+
+#include <cstdlib>
+
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+// A communicator over `members` (world ranks of comm, in ring order); the caller is one of them.
+// Collective over comm: every rank passes its own group's members, and the groups partition comm.
+MPI_Comm group_comm(MPI_Comm comm, const std::vector<int>& members, int key_of_caller) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  RT_CHECK(MPI_Comm_split(comm, members.front() + 1, key_of_caller, &sub) == MPI_SUCCESS,
+           "MPI_Comm_split for the two-level ring failed");
+  return sub;
+}
+
+std::unique_ptr<Transport> make_transport(const std::string& how, MPI_Comm comm, const StallPolicy& stall,
+                                          const std::string& tcp_interface) {
+  if (how == "shm") return std::make_unique<ShmTransport>(comm, stall);
+  if (how == "tcp") return std::make_unique<TcpTransport>(comm, stall, tcp_interface);
+  return std::make_unique<MpiTransport>(comm, stall);
+}
+
+class TwoLevelCollective final : public Collective {
+ public:
+  TwoLevelCollective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall, const std::string& transport,
+                     const std::string& tcp_interface, Wire wire, size_t region_floats)
+      : wire_(wire), layout_words_(layout.describe()) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    place_ = two_level_place(layout, rank);
+    // Split by the first member of each group: a host's lowest rank, or the ring across hosts'
+    // first rank, which is the same for all its members.
+    local_comm_ = group_comm(comm, place_.local_ring, place_.local);
+    cross_comm_ = group_comm(comm, place_.cross_ring, place_.cross);
+    local_name_ = resolve_transport("auto", local_comm_, region_floats, &stall);
+    cross_name_ = transport == "auto" ? "tcp" : transport;
+    RT_CHECK(cross_name_ != "shm" || ShmTransport::available(cross_comm_),
+             "dist.transport = \"shm\" with the two-level ring: shared memory cannot join ranks on different "
+             "hosts (leave dist.transport = \"auto\" for TCP across hosts)");
+    local_t_ = make_transport(local_name_, local_comm_, stall, tcp_interface);
+    cross_t_ = make_transport(cross_name_, cross_comm_, stall, tcp_interface);
+    const float inv_world = 1.0f / static_cast<float>(layout.world());
+    // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
+    local_ = std::make_unique<RingAllreduce>(*local_t_, kSlice, Wire::kFp32, 1.0f);
+    cross_ = std::make_unique<RingAllreduce>(*cross_t_, kSlice, wire, inv_world);
+  }
+  ~TwoLevelCollective() override {
+    local_.reset();
+    cross_.reset();
+    local_t_.reset();
+    cross_t_.reset();
+    MPI_Comm_free(&local_comm_);
+    MPI_Comm_free(&cross_comm_);
+  }
+
+  std::string describe() const override {
+    return str_cat("ringtrain's two-level ring (", layout_words_, ": ", transport_words(local_name_),
+                   " inside a host, ", transport_words(cross_name_), " between hosts",
+                   wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire between them"), ")");
+  }
+  std::shared_ptr<float> allocate(size_t floats) override { return local_t_->allocate(floats); }
+  std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
+    return cross_->last_phase_switch();
+  }
+
+  void average(float* data, int64_t count, const WaitContext& context) override {
+    const ChunkRange share = host_share(count, place_);
+    local_->reduce_scatter(data, count, context);
+    cross_->run(data + share.begin, share.count, context);
+    local_->gather(data, count, context);
+  }
+  void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) override {
+    const ChunkRange share = host_share(count, place_);
+    local_->reduce_scatter(data, count, context);
+    const ShardUpdate within{[&](int64_t begin, int64_t n) { update.apply(share.begin + begin, n); },
+                             update.gather + share.begin};
+    cross_->run(data + share.begin, share.count, context, within);
+    local_->gather(update.gather, count, context);
+  }
+  void gather_updated(float* data, int64_t count, const WaitContext& context) override {
+    const ChunkRange share = host_share(count, place_);
+    cross_->gather(data + share.begin, share.count, context);
+    local_->gather(data, count, context);
+  }
+
+ private:
+  static constexpr int64_t kSlice = int64_t{1} << 17;
+  static std::string transport_words(const std::string& name) {
+    return name == "shm" ? "shared memory" : name == "tcp" ? "TCP" : "MPI point-to-point";
+  }
+
+  Wire wire_;
+  std::string layout_words_;  // "2 hosts x 4 ranks"
+  TwoLevelPlace place_;
+  MPI_Comm local_comm_ = MPI_COMM_NULL, cross_comm_ = MPI_COMM_NULL;
+  std::string local_name_, cross_name_;
+  std::unique_ptr<Transport> local_t_, cross_t_;
+  std::unique_ptr<RingAllreduce> local_, cross_;
+};
+
+}  // namespace
+
+HostLayout host_layout(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  RT_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS,
+           "MPI_Comm_split_type failed");
+  int node_rank = 0, node_size = 1;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_size(node, &node_size);
+  std::vector<int> node_ranks(static_cast<size_t>(node_size));
+  MPI_Allgather(&rank, 1, MPI_INT, node_ranks.data(), 1, MPI_INT, node);
+  MPI_Comm_free(&node);
+  int fake = 0;
+  if (const char* v = std::getenv("RINGTRAIN_FAKE_HOST_RANKS")) {
+    fake = std::atoi(v);
+    RT_CHECK(fake >= 1, "RINGTRAIN_FAKE_HOST_RANKS = '", v, "': expected the number of ranks per fake host (>= 1)");
+  }
+  // Split by rank order within the host, so node_rank order is rank order (the key above).
+  int leader = node_ranks.front();
+  if (fake > 0) leader = node_ranks[static_cast<size_t>(node_rank - node_rank % fake)];
+  int world = 1;
+  MPI_Comm_size(comm, &world);
+  std::vector<int> leaders(static_cast<size_t>(world));
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+  return layout_from_leaders(leaders);
+}
+
+std::unique_ptr<Collective> make_two_level_collective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall,
+                                                      const std::string& transport, const std::string& tcp_interface,
+                                                      Wire wire, size_t region_floats) {
+  return std::make_unique<TwoLevelCollective>(comm, layout, stall, transport, tcp_interface, wire, region_floats);
+}
+
+}  // namespace rt
