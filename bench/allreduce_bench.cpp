@@ -5,8 +5,14 @@
 // in the nccl-tests convention: busbw = bytes / time x 2 (p - 1) / p; ratios are against
 // MPI_Allreduce's time.
 // With --wire fp16|bf16, ring_tcp_<wire> joins them: the TCP ring with gradients on a 16-bit wire
-// (dist.wire); its bytes are the float32 buffer's, as for the others.
+// (dist.wire); its bytes are the float32 buffer's, as for the others. Where ranks span hosts with
+// more than one on each (or RINGTRAIN_FAKE_HOST_RANKS splits this one), ring_2lvl joins them: the
+// two-level ring (Note [Two-level ring]), shared memory inside hosts and TCP between.
+// --link IFACE[,IFACE]: also what crossed those network interfaces (every host's lowest rank reads
+// the transmit counters of those it has around each contender's runs), as bytes per reduced byte: the cost of a
+// collective in the currency of the links between hosts. --only a,b runs those contenders alone.
 // usage: mpirun -np P allreduce_bench [--min-bytes 4096] [--max-bytes 268435456] [--reps 9] [--wire fp16]
+//                                     [--link rt-veth-a,rt-veth-b] [--only ring_tcp,ring_2lvl]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,9 +20,11 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dist/collective.h"
+#include "dist/two_level_collective.h"
 #include "dist/world.h"
 
 namespace {
@@ -24,6 +32,23 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Bytes this host has sent so far on those of `ifaces` (comma-separated) it has.
+double transmitted_bytes(const std::string& ifaces) {
+  double total = 0;
+  size_t at = 0;
+  while (at <= ifaces.size()) {
+    const size_t end = std::min(ifaces.find(',', at), ifaces.size());
+    const std::string path = rt::str_cat("/sys/class/net/", ifaces.substr(at, end - at), "/statistics/tx_bytes");
+    at = end + 1;
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    if (!f) continue;
+    unsigned long long n = 0;
+    if (std::fscanf(f, "%llu", &n) == 1) total += static_cast<double>(n);
+    std::fclose(f);
+  }
+  return total;
 }
 
 // Not an allreduce: what the ring's links carry, for the same sizes. Each rank streams as many
@@ -60,8 +85,10 @@ int main(int argc, char** argv) {
   rt::World& w = rt::World::init(&argc, &argv);
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20;
   int reps = 9;
-  std::string wire = "fp32";
+  std::string wire = "fp32", link, only;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--link")) link = argv[i + 1];
+    if (!std::strcmp(argv[i], "--only")) only = rt::str_cat(",", argv[i + 1], ",");
     if (!std::strcmp(argv[i], "--min-bytes")) min_bytes = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--max-bytes")) max_bytes = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
@@ -83,22 +110,41 @@ int main(int argc, char** argv) {
     bool own_memory = true;
     std::vector<double> times;
     std::shared_ptr<float> memory;
+    double crossed = 0;  // bytes sent on --link by every host, over the timed runs
   };
   std::vector<Contender> contenders;
-  auto add = [&](const std::string& name, const char* algorithm, const char* transport, bool own_memory,
-                 rt::Wire on_wire = rt::Wire::kFp32) {
-    contenders.push_back(
-        {name, rt::make_collective(algorithm, w.comm(), stall, transport, "", on_wire), own_memory, {}, nullptr});
+  const auto wanted = [&](const std::string& name) {
+    return only.empty() || only.find(rt::str_cat(",", name, ",")) != only.npos;
   };
+  auto add = [&](const std::string& name, const char* algorithm, const char* transport, bool own_memory,
+                 rt::Wire on_wire = rt::Wire::kFp32, const char* hierarchy = "flat") {
+    if (!wanted(name)) return;
+    contenders.push_back({name,
+                          rt::make_collective(algorithm, w.comm(), stall, transport, "", on_wire, 0, hierarchy),
+                          own_memory,
+                          {},
+                          nullptr});
+  };
+  const rt::HostLayout layout = rt::host_layout(w.comm());
+  const bool host_reads_link = !link.empty() && layout.ranks_of_host[layout.host_of_rank[w.rank()]][0] == w.rank();
   if (rt::ShmTransport::available(w.comm())) {
     add("ring_shm", "ring", "shm", true);
     add("ring_shm_copy", "ring", "shm", false);
   }
   add("ring_tcp", "ring", "tcp", true);
   if (wire != "fp32") add("ring_tcp_" + wire, "ring", "tcp", true, rt::parse_wire(wire));
+  if (rt::resolve_hierarchy("auto", layout) == rt::Hierarchy::kTwoLevel) {
+    add("ring_2lvl", "ring", "tcp", true, rt::Wire::kFp32, "two_level");
+    if (wire != "fp32") add("ring_2lvl_" + wire, "ring", "tcp", true, rt::parse_wire(wire), "two_level");
+  }
   add("ring_mpi", "ring", "mpi", true);
-  contenders.push_back({"link_tcp", std::make_unique<TcpLinkProbe>(w.comm(), stall), false, {}, nullptr});
+  if (wanted("link_tcp"))
+    contenders.push_back({"link_tcp", std::make_unique<TcpLinkProbe>(w.comm(), stall), false, {}, nullptr});
   add("mpi", "mpi", "auto", true);
+  if (contenders.empty()) {
+    if (w.rank() == 0) std::cerr << "allreduce_bench: --only " << only << " names no contender of this run\n";
+    return 1;
+  }
   std::vector<float> plain(static_cast<size_t>(max_bytes / 4), 1.0f + static_cast<float>(w.rank()));
   for (Contender& c : contenders) {
     const size_t n = static_cast<size_t>(max_bytes / 4);
@@ -138,24 +184,40 @@ int main(int argc, char** argv) {
   }
   if (w.rank() == 0) {
     std::printf(
-        "# ranks=%d host=%s reps=%d (median); busbw in GB/s; ratio = MPI_Allreduce time / ours; "
-        "ring_tcp_of_link = link_tcp time / ring_tcp time\n# %12s",
-        w.size(), w.host().c_str(), reps, "bytes");
+        "# ranks=%d (%s) host=%s reps=%d (median); busbw in GB/s; ratio = last contender's time / ours; "
+        "ring_tcp_of_link = link_tcp time / ring_tcp time%s\n# %12s",
+        w.size(), layout.describe().c_str(), w.host().c_str(), reps,
+        link.empty() ? "" : rt::str_cat("; _x = bytes sent on ", link, " by all hosts per reduced byte").c_str(),
+        "bytes");
     for (const Contender& c : contenders) std::printf(" %10s_ms %10s_bw", c.name.c_str(), c.name.c_str());
     for (size_t i = 0; i + 1 < contenders.size(); ++i)
       if (contenders[i].name != "link_tcp") std::printf(" %14s", (contenders[i].name + "_ratio").c_str());
-    std::printf(" %16s\n", "ring_tcp_of_link");
+    std::printf(" %16s", "ring_tcp_of_link");
+    if (!link.empty())
+      for (const Contender& c : contenders) std::printf(" %12s", (c.name + "_x").c_str());
+    std::printf("\n");
   }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const int64_t n = bytes / 4;
     const int r = bytes >= (int64_t{64} << 20) ? std::max(3, reps / 2) : reps;
-    for (Contender& c : contenders) c.times.clear();
+    for (Contender& c : contenders) c.times.clear(), c.crossed = 0;
     for (int k = 0; k < r + 1; ++k)  // the first of each is a warm-up
       for (Contender& c : contenders) {
+        // Read before the barrier: after it, a neighbour may already be sending this run's bytes.
+        const double sent_before = host_reads_link ? transmitted_bytes(link) : 0;
         w.barrier();
         const auto t0 = std::chrono::steady_clock::now();
         c.collective->average(c.memory.get(), n, {});
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!link.empty()) {
+          // Every rank done, and a moment for the kernel's counters (veth counts a packet when its
+          // peer has taken it in) to catch up: outside the timed window.
+          w.barrier();
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        double crossed = host_reads_link ? transmitted_bytes(link) - sent_before : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &crossed, 1, MPI_DOUBLE, MPI_SUM, w.comm());
+        if (k > 0) c.crossed += crossed;
         // The slowest rank's time is the collective's time.
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, w.comm());
         if (k > 0) c.times.push_back(dt);
@@ -177,7 +239,10 @@ int main(int argc, char** argv) {
         if (contenders[i].name == "ring_tcp") t_tcp = t;
         std::printf(" %13.2fx", t_mpi / t);
       }
-      std::printf(" %15.0f%%\n", 100 * t_link / t_tcp);
+      std::printf(" %15.0f%%", t_tcp > 0 ? 100 * t_link / t_tcp : 0.0);
+      if (!link.empty())
+        for (const Contender& c : contenders) std::printf(" %12.3f", c.crossed / r / static_cast<double>(bytes));
+      std::printf("\n");
     }
   }
   contenders.clear();
