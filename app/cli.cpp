@@ -17,7 +17,8 @@ std::string usage() {
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
          "       ringtrain ring-demo --ranks P --elements N\n"
-         "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P]\n"
+         "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P] "
+         "[--suggest]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -33,7 +34,8 @@ std::string usage() {
          "  simulate the predicted step time and scaling efficiency of the config's model and [dist]\n"
          "           settings at each rank count on the cluster CLUSTER describes (configs/clusters/);\n"
          "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did; --profile P\n"
-         "           takes the compute from a bench --profile file instead of the cluster's images/s\n"
+         "           takes the compute from a bench --profile file instead of the cluster's images/s;\n"
+         "           --suggest searches dist.hierarchy and the bucket caps for the fastest predicted step\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -108,6 +110,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.rank_list = value(arg);
     } else if (arg == "--profile") {
       a.profile = value(arg);
+    } else if (arg == "--suggest" && a.command == "simulate") {
+      a.suggest = true;
     } else if (arg == "--network") {
       a.network = value(arg);
     } else if (arg == "--cycle-ms") {

@@ -26,6 +26,7 @@ struct CliArgs {
   std::string rank_list;            // simulate --ranks 8,16,...
   std::string network;              // simulate --network FILE
   double cycle_ms = 0;              // simulate --cycle-ms C
+  bool suggest = false;             // simulate --suggest
   std::string profile;              // bench --profile FILE (writes), simulate --profile FILE (reads)
 };
 

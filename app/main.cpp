@@ -44,8 +44,9 @@ int run(const CliArgs& args) {
   }
 
   if (args.command == "simulate") {
-    std::cout << simulate_report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list),
-                                 args.network, args.cycle_ms / 1e3, args.profile)
+    const auto report = args.suggest ? suggest_report : simulate_report;
+    std::cout << report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list), args.network,
+                        args.cycle_ms / 1e3, args.profile)
               << std::flush;
     return 0;
   }

@@ -17,6 +17,18 @@ double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& clust
   return ring_step_count(ranks) * per_step;
 }
 
+double two_level_allreduce_seconds(double bytes, double bytes_across, int ranks, const ClusterModel& cluster) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const int L = std::min(cluster.ranks_per_host, ranks), H = (ranks + L - 1) / L;
+  const LinkModel &in = cluster.intra_host, &across = cluster.inter_host;
+  return ring_step_count(L) * (in.latency_s + bytes / L / in.bytes_per_s) +
+         ring_step_count(H) * (across.latency_s + bytes_across / H / across.bytes_per_s);
+}
+
+Hierarchy simulated_hierarchy(const std::string& setting, int ranks, const ClusterModel& cluster) {
+  return resolve_hierarchy(setting, block_layout(ranks, std::max(1, cluster.ranks_per_host)));
+}
+
 namespace {
 
 // When backward has done `work` seconds of its own compute, if it runs 1 + slowdown times slower
@@ -41,7 +53,7 @@ double time_for_work(double work, const std::vector<std::pair<double, double>>& 
 
 StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
-                             double bytes_per_element) {
+                             double bytes_per_element, Hierarchy hierarchy) {
   RT_CHECK(profile.ready_s.size() == params.size(), "the compute profile has ", profile.ready_s.size(),
            " gradients, the model ", params.size());
   StepPrediction p;
@@ -59,7 +71,10 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
       double start = std::max(launched, comm_free);
       // The next cycle boundary; a start on a boundary (up to rounding) stays.
       if (cluster.cycle_s > 0) start = std::ceil(start / cluster.cycle_s - 1e-9) * cluster.cycle_s;
-      const double t = ring_allreduce_seconds(static_cast<double>(b.count) * bytes_per_element, ranks, cluster);
+      const double bytes = static_cast<double>(b.count) * bytes_per_element;
+      const double t = hierarchy == Hierarchy::kTwoLevel
+                           ? two_level_allreduce_seconds(static_cast<double>(b.count) * 4, bytes, ranks, cluster)
+                           : ring_allreduce_seconds(bytes, ranks, cluster);
       p.comm_busy_s += t;
       comm_free = start + t;
       busy.emplace_back(start, comm_free);

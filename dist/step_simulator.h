@@ -9,12 +9,21 @@
 // placed host by host, so the ring crosses each host boundary once and every step is as slow as
 // its slowest link: the inter-host link when there is more than one host, else the intra-host
 // one. Time = 2(p - 1) (latency + B / (p bandwidth)).
+//
+// Note [Two-level cost]: the two-level ring (Note [Two-level ring]) over H hosts of L ranks is
+// 2(L - 1) steps inside the hosts, each rank sending B / L over the intra-host link, then 2(H - 1)
+// steps across them, in which a host's L ranks each send B / (L H) at once through the host's
+// inter-host bandwidth (all its NICs, as the flat ring's one crossing gets them all). Time =
+// 2(L - 1) (latency_intra + B / (L bw_intra)) + 2(H - 1) (latency_inter + B / (H bw_inter)): the
+// same bytes across hosts as the flat ring, in 2(H - 1) latency steps instead of 2(HL - 1).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "dist/bucket_plan.h"
+#include "dist/host_layout.h"
 
 namespace rt {
 
@@ -37,6 +46,11 @@ struct ClusterModel {
 
 // Note [Ring cost], for one allreduce.
 double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& cluster);
+// Note [Two-level cost], for one allreduce over hosts of cluster.ranks_per_host ranks, of a buffer
+// of `bytes` in float32 that crosses hosts as bytes_across (half of it on a 16-bit wire).
+double two_level_allreduce_seconds(double bytes, double bytes_across, int ranks, const ClusterModel& cluster);
+// The hierarchy dist.hierarchy = `setting` resolves to at `ranks` ranks placed host by host.
+Hierarchy simulated_hierarchy(const std::string& setting, int ranks, const ClusterModel& cluster);
 
 // When backward finishes each gradient, in arena order (the order they become final).
 struct ComputeProfile {
@@ -59,7 +73,7 @@ struct StepPrediction {
 // 2 with a 16-bit wire. overlap = false: every bucket waits for backward's end.
 StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
-                             double bytes_per_element = 4);
+                             double bytes_per_element = 4, Hierarchy hierarchy = Hierarchy::kFlat);
 
 // The step of train.accumulate_steps = K micro-batches (Note [Gradient accumulation]) from the
 // prediction for one: the K - 1 before the last compute with no collective, so the step grows by

@@ -93,62 +93,145 @@ SimulatedModel plan_model_for_simulation(const Config& config) {
   return m;
 }
 
-std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
-                            double cycle_s, const std::string& profile_path) {
-  ClusterFile f = load_cluster_file(network_path, config.model.name, profile_path.empty());
-  f.cluster.cycle_s = cycle_s;
-  const SimulatedModel m = plan_model_for_simulation(config);
-  const GradientBuckets& g = m.gradients;
+namespace {
+
+// What every report works from: the cluster, the model and its compute profile.
+struct Simulation {
+  ClusterFile f;
+  SimulatedModel m;
   ComputeProfile profile;
+};
+
+Simulation prepare_simulation(const Config& config, const std::string& network_path, double cycle_s,
+                              const std::string& profile_path) {
+  Simulation s{
+      load_cluster_file(network_path, config.model.name, profile_path.empty()), plan_model_for_simulation(config), {}};
+  s.f.cluster.cycle_s = cycle_s;
   if (profile_path.empty()) {
-    profile = profile_from_multiply_adds(*m.graph, static_cast<double>(f.batch_per_rank) / f.images_per_s);
+    s.profile = profile_from_multiply_adds(*s.m.graph, static_cast<double>(s.f.batch_per_rank) / s.f.images_per_s);
   } else {
     const StepProfile measured = read_step_profile(profile_path);
     RT_CHECK(measured.model == config.model.name, profile_path, " profiles ", measured.model,
              ", the config's model is ", config.model.name);
-    profile = profile_from_measurement(*m.graph, measured, profile_path);
-    f.batch_per_rank = measured.batch_per_rank;
-    f.images_per_s = static_cast<double>(measured.batch_per_rank) / measured.step_s();
+    s.profile = profile_from_measurement(*s.m.graph, measured, profile_path);
+    s.f.batch_per_rank = measured.batch_per_rank;
+    s.f.images_per_s = static_cast<double>(measured.batch_per_rank) / measured.step_s();
   }
-  const double element_bytes = static_cast<double>(wire_bytes(parse_wire(config.dist.wire)));
-  const ClusterModel& c = f.cluster;
+  return s;
+}
 
+// The step under `dist` at p ranks; buckets re-planned where dist's caps differ from the config's.
+StepPrediction predict(const Simulation& s, const Config& config, const DistConfig& dist, int p) {
+  const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
+  const double element_bytes = static_cast<double>(wire_bytes(parse_wire(dist.wire)));
+  const Hierarchy h = simulated_hierarchy(dist.hierarchy, p, s.f.cluster);
+  return with_accumulation(
+      simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap, s.f.cluster, element_bytes, h),
+      s.profile, config.train.accumulate_steps);
+}
+
+std::string header(const Config& config, const Simulation& s, const std::string& network_path, double cycle_s,
+                   const std::string& profile_path) {
   std::ostringstream out;
   char line[256];
   const int64_t K = config.train.accumulate_steps;
-  out << "# ringtrain simulate: " << config.model.name << ", " << f.batch_per_rank << " images per rank"
+  const ClusterModel& c = s.f.cluster;
+  out << "# ringtrain simulate: " << config.model.name << ", " << s.f.batch_per_rank << " images per rank"
       << (K > 1 ? str_cat(" x ", K, " micro-batches a step (train.accumulate_steps)") : std::string()) << ", one rank "
-      << f.images_per_s << " img/s"
+      << s.f.images_per_s << " img/s"
       << (!profile_path.empty() ? str_cat(" (measured per layer: ", profile_path, ")")
-          : f.estimate          ? std::string(" (an estimate, not a measurement)")
+          : s.f.estimate        ? std::string(" (an estimate, not a measurement)")
                                 : std::string(""))
       << "\n";
   std::snprintf(line, sizeof line,
                 "# cluster %s: %d ranks per host; inside a host %.0f Gbit/s, %.1f us; between hosts %.0f Gbit/s, "
                 "%.1f us (%.0f%% of each link's bandwidth); %s\n",
-                network_path.c_str(), c.ranks_per_host, c.intra_host.bytes_per_s * 8 / 1e9 / f.bandwidth_efficiency,
-                c.intra_host.latency_s * 1e6, c.inter_host.bytes_per_s * 8 / 1e9 / f.bandwidth_efficiency,
-                c.inter_host.latency_s * 1e6, 100 * f.bandwidth_efficiency,
+                network_path.c_str(), c.ranks_per_host, c.intra_host.bytes_per_s * 8 / 1e9 / s.f.bandwidth_efficiency,
+                c.intra_host.latency_s * 1e6, c.inter_host.bytes_per_s * 8 / 1e9 / s.f.bandwidth_efficiency,
+                c.inter_host.latency_s * 1e6, 100 * s.f.bandwidth_efficiency,
                 cycle_s > 0 ? str_cat("collectives start every ", cycle_s * 1e3, " ms (Horovod's cycle)").c_str()
                             : "each bucket starts when ready (ringtrain)");
   out << line;
+  return out.str();
+}
+
+}  // namespace
+
+std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
+                            double cycle_s, const std::string& profile_path) {
+  const Simulation s = prepare_simulation(config, network_path, cycle_s, profile_path);
+  const GradientBuckets& g = s.m.gradients;
+  const ClusterModel& c = s.f.cluster;
+  std::ostringstream out;
+  out << header(config, s, network_path, cycle_s, profile_path);
+  char line[256];
   std::snprintf(line, sizeof line,
                 "# %zu buckets (dist.first_bucket_mb = %g, dist.bucket_mb = %g), %s backward, %s on the wire, "
-                "%.1f MB of gradients\n",
+                "%.1f MB of gradients, dist.hierarchy = %s\n",
                 g.buckets.size(), config.dist.first_bucket_mb, config.dist.bucket_mb,
                 config.dist.overlap ? "overlapped with" : "after", config.dist.wire.c_str(),
-                static_cast<double>(g.params.empty() ? 0 : g.params.back().offset + g.params.back().count) * 4 / 1e6);
+                static_cast<double>(g.params.empty() ? 0 : g.params.back().offset + g.params.back().count) * 4 / 1e6,
+                config.dist.hierarchy.c_str());
   out << line;
-  out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency\n";
+  out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency ring\n";
+  const int64_t K = config.train.accumulate_steps;
   for (int p : ranks) {
-    const StepPrediction s = with_accumulation(
-        simulate_step(profile, g.params, g.buckets, p, config.dist.overlap, c, element_bytes), profile, K);
-    const double images = static_cast<double>(p * f.batch_per_rank * K) / s.step_s;
-    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f\n", p,
-                  (p + c.ranks_per_host - 1) / c.ranks_per_host, s.step_s * 1e3, s.compute_s * 1e3, s.comm_busy_s * 1e3,
-                  s.exposed_comm_s * 1e3, images, images / f.images_per_s, s.efficiency);
+    const StepPrediction st = predict(s, config, config.dist, p);
+    const double images = static_cast<double>(p * s.f.batch_per_rank * K) / st.step_s;
+    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f %s\n", p,
+                  (p + c.ranks_per_host - 1) / c.ranks_per_host, st.step_s * 1e3, st.compute_s * 1e3,
+                  st.comm_busy_s * 1e3, st.exposed_comm_s * 1e3, images, images / s.f.images_per_s, st.efficiency,
+                  hierarchy_name(simulated_hierarchy(config.dist.hierarchy, p, c)));
     out << line;
   }
+  return out.str();
+}
+
+namespace {
+constexpr double kWorthChanging = 0.005;
+}  // namespace
+
+std::string suggest_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
+                           double cycle_s, const std::string& profile_path) {
+  const Simulation s = prepare_simulation(config, network_path, cycle_s, profile_path);
+  std::ostringstream out;
+  out << header(config, s, network_path, cycle_s, profile_path);
+  out << "# the settings predicted fastest, searched over dist.hierarchy, dist.bucket_mb (0 = one collective per "
+         "tensor) and dist.first_bucket_mb, against the config's ("
+      << config.dist.hierarchy << ", " << config.dist.bucket_mb << ", " << config.dist.first_bucket_mb
+      << "), kept where nothing is predicted " << 100 * kWorthChanging << "% faster\n";
+  out << "# ranks hierarchy bucket_mb first_bucket_mb step_ms efficiency config_step_ms config_efficiency gain\n";
+  char line[256];
+  std::string advice;
+  for (int p : ranks) {
+    const StepPrediction mine = predict(s, config, config.dist, p);
+    DistConfig best = config.dist;
+    StepPrediction fastest = mine;
+    for (const char* h : {"flat", "two_level"}) {
+      if (std::string(h) == "two_level" && simulated_hierarchy("auto", p, s.f.cluster) != Hierarchy::kTwoLevel)
+        continue;  // one host, one rank per host, or uneven hosts: the two-level ring is the flat one or refused
+      for (double cap : {0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 32.0, 64.0, 128.0, 256.0, 512.0})
+        for (double first : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0}) {
+          if (cap > 0 && first > cap) continue;
+          DistConfig d = config.dist;
+          d.hierarchy = h;
+          d.bucket_mb = cap;
+          d.first_bucket_mb = first;
+          const StepPrediction st = predict(s, config, d, p);
+          if (st.step_s < fastest.step_s * (1 - 1e-9)) fastest = st, best = d;
+        }
+    }
+    // A prediction within half a percent of the config's is no reason to change it.
+    if (fastest.step_s > mine.step_s * (1 - kWorthChanging)) fastest = mine, best = config.dist;
+    std::snprintf(line, sizeof line, "%7d %9s %9g %15g %7.1f %10.3f %14.1f %17.3f %+5.1f%%\n", p,
+                  best.hierarchy.c_str(), best.bucket_mb, best.first_bucket_mb, fastest.step_s * 1e3,
+                  fastest.efficiency, mine.step_s * 1e3, mine.efficiency, 100 * (mine.step_s / fastest.step_s - 1));
+    out << line;
+    advice =
+        str_cat("# to run ", p, " ranks so: --set dist.hierarchy=", best.hierarchy,
+                " --set dist.bucket_mb=", best.bucket_mb, " --set dist.first_bucket_mb=", best.first_bucket_mb, "\n");
+  }
+  out << advice;
   return out.str();
 }
 
