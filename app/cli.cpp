@@ -16,7 +16,7 @@ std::string usage() {
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
-         "       ringtrain ring-demo --ranks P --elements N\n"
+         "       ringtrain ring-demo --ranks P [--hosts H] --elements N\n"
          "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P] "
          "[--suggest]\n"
          "  train    train the configured model (the default command)\n"
@@ -30,7 +30,7 @@ std::string usage() {
          "  predict  the top-5 classes of each image, with probabilities, through the config's evaluation\n"
          "           transform (shorter side resized, centre crop); W: a checkpoint or state dict\n"
          "  ring-demo  the ring-allreduce of N numbers on P simulated ranks, step by step, from the\n"
-         "           trainer's own schedule (P 2..8, N 1..32)\n"
+         "           trainer's own schedule (P 2..8, N 1..32); --hosts H: the two-level ring over H hosts\n"
          "  simulate the predicted step time and scaling efficiency of the config's model and [dist]\n"
          "           settings at each rank count on the cluster CLUSTER describes (configs/clusters/);\n"
          "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did; --profile P\n"
@@ -119,12 +119,14 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       const std::optional<double> ms = number(v);
       RT_CHECK(ms && *ms >= 0, "--cycle-ms expects a duration in milliseconds (0 or more), got '", v, "'");
       a.cycle_ms = *ms;
-    } else if (arg == "--ranks" || arg == "--elements") {
+    } else if (arg == "--ranks" || arg == "--elements" || arg == "--hosts") {
       const std::string v = value(arg);
       const std::optional<double> n = number(v);
       RT_CHECK(n && *n >= 1 && *n == std::floor(*n), arg, " expects a positive integer, got '", v, "'");
       if (arg == "--ranks")
         a.ranks = static_cast<int>(std::min(*n, double{1 << 20}));
+      else if (arg == "--hosts")
+        a.hosts = static_cast<int>(std::min(*n, double{1 << 20}));
       else
         a.elements = static_cast<int64_t>(std::min(*n, 1e15));
     } else if (arg == "--input") {

@@ -22,6 +22,7 @@ struct CliArgs {
   bool backward = false;            // forward --backward
   bool eval_mode = false;           // forward --eval
   int ranks = 0;                    // ring-demo --ranks P
+  int hosts = 0;                    // ring-demo --hosts H (0: the flat ring)
   int64_t elements = 0;             // ring-demo --elements N
   std::string rank_list;            // simulate --ranks 8,16,...
   std::string network;              // simulate --network FILE

@@ -18,6 +18,7 @@
 #include "base/whole_lines.h"
 #include "dist/world.h"
 #include "tools/ring_demo.h"
+#include "tools/ring_demo_hosts.h"
 #include "tools/simulate.h"
 
 namespace rt {
@@ -34,7 +35,8 @@ int run(const CliArgs& args) {
   }
   if (args.command == "info") return info_command(args);
   if (args.command == "ring-demo") {
-    std::cout << ring_demo(args.ranks, args.elements);
+    std::cout << (args.hosts > 0 ? ring_demo_hosts(args.ranks, args.hosts, args.elements)
+                                 : ring_demo(args.ranks, args.elements));
     return 0;
   }
   if (args.command == "forward") {

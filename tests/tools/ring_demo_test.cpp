@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tools/ring_demo.h"
+#include "tools/ring_demo_hosts.h"
 #include "base/check.h"
 
 namespace rt::testing {
@@ -81,6 +82,55 @@ TEST(RingDemo, EveryRankEndsWithTheAverageAndTheWireCarries2PMinus1TimesN) {
       }
       EXPECT_EQ(sent, 2 * (P - 1) * N) << "P " << P << " N " << N;
     }
+}
+
+// The two-level ring, 2 hosts x 2 ranks, 6 elements, by hand from Note [Two-level ring]: inside
+// each host chunks c0 = [0, 3), c1 = [3, 6); local rank 0 ends phase 1 with its host's c1, local
+// rank 1 with c0. Host 0's c1 = (3 4 5) + (13 14 15) = 16 18 20, host 1's = 56 58 60; across hosts
+// c1 is cut into c1.0 = [3, 5) and c1.1 = [5, 6), and the average is (16 + 56) / 4 = 18, 19, 20.
+TEST(RingDemo, TwoHostsOfTwoRanksAsWorkedByHand) {
+  const std::string text = ring_demo_hosts(4, 2, 6);
+  for (const char* line : {
+           "    rank 1 sends c1 to rank 0, which adds it: c1 = 16 18 20\n",
+           "    rank 3 sends c1 to rank 2, which adds it: c1 = 56 58 60\n",
+           "    rank 0 sends c1.0 to rank 2, which adds it and divides by 4: c1.0 = 18 19\n",
+           "    rank 2 sends c1.1 to rank 0, which adds it and divides by 4: c1.1 = 20\n",
+           "    rank 3 sends c0 to rank 2, which copies it: c0 = 15 16 17\n",
+           "  host 1 rank 3 | 15 16 17 18 19 20\n",
+           "sent across hosts: rank 0 3, rank 1 3, rank 2 3, rank 3 3\n",
+           "across hosts in all: 12 elements in 2 steps; the flat ring over the same ranks: 18 in 6 steps (1.5x",
+       })
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in\n" << text;
+}
+
+// Every layout the demo accepts: every rank ends with the average, and the P ranks send 2(H - 1)/H
+// of N / L each across hosts: 2(H - 1) N in all.
+TEST(RingDemo, TwoLevelEveryRankEndsWithTheAverageAndSendsItsShareAcross) {
+  for (int P = 2; P <= 8; ++P)
+    for (int H = 1; H <= P; ++H) {
+      if (P % H != 0) {
+        EXPECT_THROW(ring_demo_hosts(P, H, 8), Error) << P << " ranks on " << H << " hosts";
+        continue;
+      }
+      for (int64_t N : {int64_t{1}, int64_t{7}, int64_t{24}, int64_t{32}}) {
+        const std::string text = ring_demo_hosts(P, H, N);
+        const std::string end = text.substr(text.find("\nend\n") + 5);
+        std::ostringstream average;
+        for (int64_t i = 0; i < N; ++i) average << (i ? " " : "") << 5 * (P - 1) + i;
+        for (int r = 0; r < P; ++r) {
+          const std::string line = str_cat("host ", r / (P / H), " rank ", r, " | ", average.str(), "\n");
+          ASSERT_NE(end.find(line), std::string::npos) << P << " ranks, " << H << " hosts, N " << N << ":\n" << text;
+        }
+        const size_t at = end.find("across hosts in all: ");
+        ASSERT_NE(at, std::string::npos);
+        const int64_t across = std::stoll(end.substr(at + 21));
+        if (N % P == 0) {
+          EXPECT_EQ(across, 2 * (H - 1) * N) << P << " ranks, " << H << " hosts, N " << N;
+        }
+      }
+    }
+  EXPECT_THROW(ring_demo_hosts(4, 2, 0), Error);
+  EXPECT_THROW(ring_demo_hosts(9, 3, 8), Error);
 }
 
 TEST(RingDemo, SizesOutsideWhatAnEyeCanFollowAreRefused) {
