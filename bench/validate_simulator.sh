@@ -6,22 +6,26 @@
 # measured and simulated images/s and their ratio (the simulator models ringtrain's ring, not
 # MPI_Allreduce: that row has no prediction). Needs root (network namespaces, tc).
 #   bench/validate_simulator.sh [--models "resnet101 vgg16 inception_v3"] [--rates "1gbit 500mbit"]
-#                               [--variants yes|no] [--four yes|no] [--repeats N] [--out DIR]
+#                               [--variants yes|no] [--four yes|no] [--per-host "1 2"] [--repeats N] [--out DIR]
 # --variants yes adds, for each model at the first rate: MPI_Allreduce, overlap off, and one
 # collective per tensor (bucket_mb = 0). --four yes adds 4 ranks, two per namespace host, at each
 # rate (with the variants where the 2-rank job has them): four ranks share the two cores, so their
-# compute profile is measured with four processes running at once, as in the job. --repeats N
+# compute profile is measured with four processes running at once, as in the job. At 4 ranks the
+# defaults run the two-level ring (dist.hierarchy = auto), and a "flat ring" row runs the flat one.
+# --per-host "2" runs only the 4-rank layout (--per-host "1 2" is --four yes). A rate of "none"
+# leaves the link unshaped: measured only, as no cluster file describes it. --repeats N
 # (default 3) runs each measured job N times: the row shows the median and the range, and the
 # ratio is the simulated figure over the median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes four=no repeats=3 out=runs/validate
+models="resnet101 vgg16 inception_v3" rates="1gbit 500mbit" variants=yes layouts="1" repeats=3 out=runs/validate
 while [ $# -gt 0 ]; do
   case "$1" in
     --models) models=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
-    --four) four=$2; shift 2 ;;
+    --four) [[ $2 == yes ]] && layouts="1 2"; shift 2 ;;
+    --per-host) layouts=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "validate_simulator.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -78,7 +82,7 @@ for model in $models; do
   # Profiles average twice the job's steps: their noise goes straight into the prediction.
   "$bin" bench --config configs/cpu/resnet101.toml "${set[@]}" --set bench.windows=6 --profile "$out/$model.profile" \
     > "$out/$model.profile.log"
-  if [[ $four == yes ]]; then
+  if [[ " $layouts " == *" 2 "* ]]; then
     # Four processes at once on the two cores, as four ranks will be; three keep running (more
     # windows) while the fourth takes its profile.
     for k in 1 2 3; do
@@ -89,7 +93,7 @@ for model in $models; do
     wait
   fi
   for rate in $rates; do
-    bash scripts/netns_hosts.sh up "$rate" > /dev/null
+    if [[ $rate == none ]]; then bash scripts/netns_hosts.sh up > /dev/null; else bash scripts/netns_hosts.sh up "$rate" > /dev/null; fi
     gbit=$(echo "$rate" | awk '/mbit$/ {print $0 / 1000; next} {print $0 + 0}')
     sed "/\[inter_host\]/,/gbit_per_s/ s/^gbit_per_s = .*/gbit_per_s = $gbit/" configs/clusters/this_machine_netns.toml \
       > "$out/cluster_2_$rate.toml"
@@ -99,19 +103,19 @@ for model in $models; do
       runs+=("MPI_Allreduce:--set dist.allreduce=mpi" "overlap off:--set dist.overlap=false"
              "bucket_mb 0:--set dist.bucket_mb=0")
     fi
-    layouts=(1)
-    [[ $four == yes ]] && layouts+=(2)
-    for per in "${layouts[@]}"; do
+    for per in $layouts; do
       ranks=$((2 * per))
       profile=$out/$model.profile
       ((ranks == 4)) && profile=$out/$model.profile4
-      for run in "${runs[@]}"; do
+      per_runs=("${runs[@]}")
+      ((per > 1)) && per_runs+=("flat ring:--set dist.hierarchy=flat")
+      for run in "${per_runs[@]}"; do
         name="$ranks ranks, ${run%%:*}"
         read -r -a extra <<< "${run#*:}"
         measured=$(measure "$per" --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}")
         # The simulator models ringtrain's ring; MPI_Allreduce's own algorithm it does not.
         sim=-
-        if [[ $name != *MPI_Allreduce ]]; then
+        if [[ $name != *MPI_Allreduce && $rate != none ]]; then
           sim=$("$bin" simulate --config configs/cpu/resnet101.toml "${set[@]}" "${extra[@]}" --ranks "1,$ranks" \
                   --network "$out/cluster_${ranks}_$rate.toml" --profile "$profile" | simulated "$ranks")
         fi
