@@ -302,8 +302,9 @@ bool ShmTransport::receive_pieces() {
     // A piece from the sender's region is the rest of the transfer in one; a copied one fills
     // at most a slot.
     const size_t n = sent.in_region ? t.bytes - t.done : std::min(slot_bytes_, t.bytes - t.done);
-    RT_CHECK(sent.bytes == n, "shared-memory transport: rank ", rank_, " expected a piece of ", n, " bytes from rank ",
-             prev_, " but got ", sent.bytes, " (the ranks run different schedules)");
+    RT_CHECK(sent.bytes == n, "shared-memory transport: rank ", policy_.world_rank(rank_), " expected a piece of ", n,
+             " bytes from rank ", policy_.world_rank(prev_), policy_.ring, " but got ", sent.bytes,
+             " (the ranks run different schedules)");
     const char* piece = sent.in_region ? region_->base[static_cast<size_t>(prev_)] + sent.offset
                                        : slot(mine_, received_pieces_) + sent.offset;
     if (t.reduce) {
@@ -346,7 +347,8 @@ void ShmTransport::wait(Handle h, const WaitContext& ctx) {
         if ((++polls & 63) == 0) mine_->heartbeat_ns.store(steady_ns(), std::memory_order_relaxed);
         return done_[i] ? PollResult::kDone : moved ? PollResult::kMoved : PollResult::kIdle;
       },
-      policy_, [&](double waited) { return stall_report(ctx, is_send_[i], peer, waited); },
+      policy_,
+      [&](double waited) { return stall_report(ctx, is_send_[i], policy_.world_rank(peer), waited) + policy_.ring; },
       [&] { return blame_chain(peer); });
   mine_->waiting_for.store(-1, std::memory_order_relaxed);
 }
@@ -361,15 +363,15 @@ std::string ShmTransport::blame_chain(int peer) const {
     const Inbox* box = inboxes_[static_cast<size_t>(at)];
     const int next = box->waiting_for.load(std::memory_order_relaxed);
     const bool frozen = steady_ns() - box->heartbeat_ns.load(std::memory_order_relaxed) > kStaleHeartbeatNs;
-    if (next < 0 || frozen) return chain + blame_rank(at);
+    if (next < 0 || frozen) return chain + blame_rank(policy_.world_rank(at));
     if (next == rank_)
-      return chain + str_cat("; rank ", at,
+      return chain + str_cat("; rank ", policy_.world_rank(at),
                              " waits for this rank: every rank in the ring is waiting "
                              "on another, so the ranks run different schedules");
-    chain += str_cat("; rank ", at, " is itself waiting for rank ", next);
+    chain += str_cat("; rank ", policy_.world_rank(at), " is itself waiting for rank ", policy_.world_rank(next));
     at = next;
   }
-  return chain + blame_rank(at);
+  return chain + blame_rank(policy_.world_rank(at));
 }
 
 void ShmTransport::reset() {

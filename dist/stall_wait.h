@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace rt {
 
@@ -21,6 +22,12 @@ struct StallPolicy {
   //           training): a yielding poller still takes its fair share of the core from backward.
   enum class Idle { kSpin, kYield, kSleep };
   Idle idle = Idle::kSpin;
+  // A transport on a sub-communicator (the two-level ring's) names ranks in its messages by their
+  // world rank, world_ranks[r] for its rank r, and says which ring it is (" in the ring across
+  // hosts"). Empty: ranks are the world's.
+  std::vector<int> world_ranks = {};
+  std::string ring = "";
+  int world_rank(int r) const { return world_ranks.empty() ? r : world_ranks[static_cast<size_t>(r)]; }
 };
 
 enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes moved meanwhile

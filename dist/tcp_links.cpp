@@ -132,12 +132,15 @@ int connect_any(const std::vector<uint32_t>& addresses, uint16_t port, double ti
 
 }  // namespace
 
-RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double timeout_s) {
+RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double timeout_s,
+                          const std::vector<int>& world_ranks) {
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
   RT_CHECK(world >= 2, "a TCP ring needs at least 2 ranks");
   const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  // Messages name the world's ranks; the handshake uses comm's.
+  const auto named = [&](int r) { return world_ranks.empty() ? r : world_ranks[static_cast<size_t>(r)]; };
   uint32_t job = 0;
   if (rank == 0) job = std::random_device{}();
   MPI_Bcast(&job, 1, MPI_UINT32_T, 0, comm);
@@ -148,7 +151,7 @@ RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double ti
   any.sin_family = AF_INET;
   any.sin_addr.s_addr = htonl(INADDR_ANY);
   RT_CHECK(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 && ::listen(listener, 4) == 0, "rank ",
-           rank, ": cannot listen on a TCP port: ", errno_text());
+           named(rank), ": cannot listen on a TCP port: ", errno_text());
   const Offer mine = make_offer(listener, interface);
   Offer theirs;  // the successor's
   MPI_Sendrecv(&mine, sizeof mine, MPI_BYTE, prev, 0, &theirs, sizeof theirs, MPI_BYTE, next, 0, comm,
@@ -162,15 +165,16 @@ RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double ti
   candidates.insert(candidates.end(), theirs.addresses, theirs.addresses + theirs.count);
   std::string tried;
   links.to_next = connect_any(candidates, theirs.port, timeout_s, &links.next_address, &tried);
-  RT_CHECK(links.to_next >= 0, "rank ", rank, " cannot reach rank ", next, " (host ", theirs.host, ") over TCP at ",
-           tried.empty() ? "no address" : tried, " (set dist.tcp_interface, or use dist.transport = \"mpi\")");
+  RT_CHECK(links.to_next >= 0, "rank ", named(rank), " cannot reach rank ", named(next), " (host ", theirs.host,
+           ") over TCP at ", tried.empty() ? "no address" : tried,
+           " (set dist.tcp_interface, or use dist.transport = \"mpi\")");
   Hello hello{kMagic, job, rank, next};
-  RT_CHECK(exchange_all(links.to_next, &hello, sizeof hello, true, timeout_s), "rank ", rank,
-           ": sending the TCP handshake to rank ", next, " at ", links.next_address, " failed");
+  RT_CHECK(exchange_all(links.to_next, &hello, sizeof hello, true, timeout_s), "rank ", named(rank),
+           ": sending the TCP handshake to rank ", named(next), " at ", links.next_address, " failed");
 
   const auto start = std::chrono::steady_clock::now();
   while (links.from_prev < 0) {
-    RT_CHECK(wait_for(listener, POLLIN, timeout_s - seconds_since(start)), "rank ", rank, ": rank ", prev,
+    RT_CHECK(wait_for(listener, POLLIN, timeout_s - seconds_since(start)), "rank ", named(rank), ": rank ", named(prev),
              " did not connect over TCP within ", timeout_s, " s");
     sockaddr_in from{};
     socklen_t len = sizeof from;
@@ -193,7 +197,7 @@ RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double ti
   Hello answer;
   RT_CHECK(exchange_all(links.to_next, &answer, sizeof answer, false, timeout_s) && answer.magic == kMagic &&
                answer.job == job && answer.from == next && answer.to == rank,
-           "rank ", rank, ": ", links.next_address, " did not answer as rank ", next, " of this job");
+           "rank ", named(rank), ": ", links.next_address, " did not answer as rank ", named(next), " of this job");
   for (int fd : {links.to_next, links.from_prev}) {
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

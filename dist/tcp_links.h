@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace rt {
 
@@ -20,7 +21,9 @@ struct RingLinks {
 
 // Collective over comm (world >= 2). interface: only that network interface's addresses are
 // offered ("" = every interface that is up; loopback only between ranks of one host). Throws
-// with the ranks and addresses tried when a connection cannot be made within timeout_s.
-RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double timeout_s = 30);
+// with the ranks and addresses tried when a connection cannot be made within timeout_s; ranks
+// are named world_ranks[r] where comm is a sub-communicator (empty: comm's own).
+RingLinks open_ring_links(MPI_Comm comm, const std::string& interface, double timeout_s = 30,
+                          const std::vector<int>& world_ranks = {});
 
 }  // namespace rt

@@ -23,7 +23,7 @@ TcpTransport::TcpTransport(MPI_Comm comm, StallPolicy policy, const std::string&
   MPI_Comm_size(comm, &world_);
   next_ = (rank_ + 1) % world_;
   prev_ = (rank_ + world_ - 1) % world_;
-  if (world_ > 1) links_ = open_ring_links(comm, interface);
+  if (world_ > 1) links_ = open_ring_links(comm, interface, 30, policy_.world_ranks);
 }
 
 TcpTransport::~TcpTransport() {
@@ -59,7 +59,8 @@ Transport::Handle TcpTransport::post_recv_reduce(float* dst, size_t count, int p
 
 void TcpTransport::fail(bool sending, const std::string& why) const {
   const int peer = sending ? next_ : prev_;
-  RT_CHECK(false, "TCP transport: rank ", rank_, sending ? " sending to" : " receiving from", " rank ", peer, " at ",
+  RT_CHECK(false, "TCP transport: rank ", policy_.world_rank(rank_), sending ? " sending to" : " receiving from",
+           " rank ", policy_.world_rank(peer), policy_.ring, " at ",
            sending ? links_.next_address : links_.prev_address, ": ", why);
   __builtin_unreachable();
 }
@@ -177,8 +178,9 @@ void TcpTransport::wait(Handle h, const WaitContext& ctx) {
         return progress() ? (done_[i] ? PollResult::kDone : PollResult::kMoved)
                           : (done_[i] ? PollResult::kDone : PollResult::kIdle);
       },
-      policy_, [&](double waited) { return stall_report(ctx, is_send_[i], peer, waited); },
-      [&] { return blame_rank(peer); });
+      policy_,
+      [&](double waited) { return stall_report(ctx, is_send_[i], policy_.world_rank(peer), waited) + policy_.ring; },
+      [&] { return blame_rank(policy_.world_rank(peer)); });
 }
 
 void TcpTransport::reset() {

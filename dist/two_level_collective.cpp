@@ -28,20 +28,24 @@ class TwoLevelCollective final : public Collective {
   TwoLevelCollective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall, const std::string& transport,
                      const std::string& tcp_interface, Wire wire, size_t region_floats)
       : wire_(wire), layout_words_(layout.describe()) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    place_ = two_level_place(layout, rank);
-    // Split by the first member of each group: a host's lowest rank, or the ring across hosts'
-    // first rank, which is the same for all its members.
-    local_comm_ = group_comm(comm, place_.local_ring, place_.local);
-    cross_comm_ = group_comm(comm, place_.cross_ring, place_.cross);
+    const TwoLevelComms comms = split_two_level(comm, layout);
+    place_ = comms.place;
+    local_comm_ = comms.local;
+    cross_comm_ = comms.cross;
     local_name_ = resolve_transport("auto", local_comm_, region_floats, &stall);
     cross_name_ = transport == "auto" ? "tcp" : transport;
     RT_CHECK(cross_name_ != "shm" || ShmTransport::available(cross_comm_),
              "dist.transport = \"shm\" with the two-level ring: shared memory cannot join ranks on different "
              "hosts (leave dist.transport = \"auto\" for TCP across hosts)");
-    local_t_ = make_transport(local_name_, local_comm_, stall, tcp_interface);
-    cross_t_ = make_transport(cross_name_, cross_comm_, stall, tcp_interface);
+    // Messages name world ranks and the ring they come from.
+    StallPolicy inside = stall, across = stall;
+    inside.world_ranks = place_.local_ring;
+    inside.ring = str_cat(" in the ring inside host ", place_.cross, " (ranks ", place_.local_ring.front(), " to ",
+                          place_.local_ring.back(), ")");
+    across.world_ranks = place_.cross_ring;
+    across.ring = " in the ring across hosts";
+    local_t_ = make_transport(local_name_, local_comm_, inside, tcp_interface);
+    cross_t_ = make_transport(cross_name_, cross_comm_, across, tcp_interface);
     const float inv_world = 1.0f / static_cast<float>(layout.world());
     // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
     local_ = std::make_unique<RingAllreduce>(*local_t_, kSlice, Wire::kFp32, 1.0f);
@@ -75,8 +79,14 @@ class TwoLevelCollective final : public Collective {
   void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) override {
     const ChunkRange share = host_share(count, place_);
     local_->reduce_scatter(data, count, context);
-    const ShardUpdate within{[&](int64_t begin, int64_t n) { update.apply(share.begin + begin, n); },
-                             update.gather + share.begin};
+    const ChunkRange mine = finished_share(count, place_);
+    const ShardUpdate within{
+        [&](int64_t begin, int64_t n) {
+          // Only the part this rank finishes (the schedule's own account of it).
+          RT_ASSERT(share.begin + begin >= mine.begin && share.begin + begin + n <= mine.begin + mine.count);
+          update.apply(share.begin + begin, n);
+        },
+        update.gather + share.begin};
     cross_->run(data + share.begin, share.count, context, within);
     local_->gather(update.gather, count, context);
   }
@@ -128,6 +138,18 @@ HostLayout host_layout(MPI_Comm comm) {
   std::vector<int> leaders(static_cast<size_t>(world));
   MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
   return layout_from_leaders(leaders);
+}
+
+TwoLevelComms split_two_level(MPI_Comm comm, const HostLayout& layout) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  TwoLevelComms c;
+  c.place = two_level_place(layout, rank);
+  // Split by the first member of each group: a host's lowest rank, or the ring across hosts'
+  // first rank, which is the same for all its members.
+  c.local = group_comm(comm, c.place.local_ring, c.place.local);
+  c.cross = group_comm(comm, c.place.cross_ring, c.place.cross);
+  return c;
 }
 
 std::unique_ptr<Collective> make_two_level_collective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall,

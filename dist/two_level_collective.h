@@ -18,6 +18,14 @@ namespace rt {
 // hosts of K: a test's stand-in for several hosts on one machine.
 HostLayout host_layout(MPI_Comm comm);
 
+// This rank's two rings as communicators: its host's ranks in ring order, and the ranks of equal
+// local position across hosts in host order (two_level_place). Collective over comm; free both.
+struct TwoLevelComms {
+  TwoLevelPlace place;
+  MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+};
+TwoLevelComms split_two_level(MPI_Comm comm, const HostLayout& layout);
+
 // Collective over comm. transport names the rings across hosts ("auto" and "tcp": TCP; "mpi";
 // "shm", possible only where the "hosts" share memory); inside a host the ring uses shared
 // memory where /dev/shm has room for region_floats, else TCP. The wire type applies across hosts.

@@ -4,16 +4,21 @@
 #          the job's output must name rank 1 (Open MPI) or a process killed by signal 9 (Hydra).
 #   stall: rank 1 is frozen (SIGSTOP); the others' stall watch must warn, then abort the job
 #          within dist.stall_abort_s, naming the step, the bucket and rank 1.
-# usage: rank_failure_test.sh RINGTRAIN CONFIG kill|stall      (exit 77 = skipped)
+#   stall_two_level: as stall, at -np 4 as 2 fake hosts x 2 ranks (the two-level ring, whose
+#          rings run on sub-communicators), freezing rank 3: the messages must name world rank 3
+#          and the ring it sits in, not its position in that ring.
+# usage: rank_failure_test.sh RINGTRAIN CONFIG kill|stall|stall_two_level      (exit 77 = skipped)
 set -u
 ringtrain=$1 config=$2 mode=$3
+np=3 victim_rank=1
+if [[ $mode == stall_two_level ]]; then np=4 victim_rank=3; export RINGTRAIN_FAKE_HOST_RANKS=2; fi
 data=/usr/share/datasets/fashion-mnist
 [[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
 work=$(mktemp -d /tmp/ringtrain_failure_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
 launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 
-"$launch" --testing -np 3 "$ringtrain" --config "$config" \
+"$launch" --testing -np $np "$ringtrain" --config "$config" \
   --set train.epochs=50 --set train.threads=1 --set checkpoint.dir="$work/run" \
   --set log.progress=lines --set log.every_steps=5 \
   --set dist.stall_warn_s=2 --set dist.stall_abort_s=6 > "$work/out" 2>&1 &
@@ -26,15 +31,15 @@ grep -q "step 5/" "$work/out" || { echo "FAIL: training did not start"; cat "$wo
 victim=""
 for p in $(pgrep -f "$work/run"); do
   # Open MPI and Hydra each tell a rank its number in their own variable.
-  if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=1"; then victim=$p; fi
+  if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$victim_rank"; then victim=$p; fi
 done
-[[ -n $victim ]] || { echo "FAIL: could not find rank 1"; exit 1; }
+[[ -n $victim ]] || { echo "FAIL: could not find rank $victim_rank"; exit 1; }
 
 if [[ $mode == kill ]]; then kill -KILL "$victim"; limit=30; else kill -STOP "$victim"; limit=40; fi
 start=$(date +%s)
 while kill -0 "$launcher" 2>/dev/null; do
   if (( $(date +%s) - start > limit )); then
-    echo "FAIL: the job was still running ${limit} s after rank 1 was ${mode}ed"; cat "$work/out"; exit 1
+    echo "FAIL: the job was still running ${limit} s after rank $victim_rank was ${mode}ed"; cat "$work/out"; exit 1
   fi
   sleep 0.5
 done
@@ -50,11 +55,16 @@ if [[ $mode == kill ]]; then
   grep -Eq "rank 1 .*(exited on signal 9|Killed)" "$work/out" ||
     { grep -q "BAD TERMINATION" "$work/out" && grep -q "EXIT CODE: 9" "$work/out"; } ||
     { echo "FAIL: the output names neither rank 1 nor a process killed by signal 9"; cat "$work/out"; exit 1; }
+elif [[ $mode == stall_two_level ]]; then
+  grep -q "warning: step [0-9]*, bucket [0-9]*: .* rank 3 has waited [0-9]* s in the ring" "$work/out" ||
+    { echo "FAIL: no stall warning naming rank 3 and its ring"; cat "$work/out"; exit 1; }
+  grep -Eq "rank [0-2] of 4 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s in the ring .*: rank 3 is stuck, dead" "$work/out" \
+    || { echo "FAIL: the abort message does not name step, bucket, the ring and rank 3"; cat "$work/out"; exit 1; }
 else
   grep -q "warning: step [0-9]*, bucket [0-9]*: .* rank 1 has waited" "$work/out" || { echo "FAIL: no stall warning naming rank 1"; cat "$work/out"; exit 1; }
   # The rank that aborts may wait on rank 1 directly, or on a rank that waits on rank 1.
   grep -Eq "rank [02] of 3 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s \(dist.stall_abort_s.*: rank 1 is stuck, dead" "$work/out" \
     || { echo "FAIL: the abort message does not name step, bucket and rank 1"; cat "$work/out"; exit 1; }
 fi
-echo "PASS: $mode of rank 1 ended the job in ${elapsed} s"
-grep -E "rank 1|stall|waited" "$work/out" | head -5
+echo "PASS: $mode of rank $victim_rank ended the job in ${elapsed} s"
+grep -E "rank $victim_rank|stall|waited" "$work/out" | head -5
