@@ -28,7 +28,7 @@ expect_line() {  # expect_line NAME TEXT
   grep -qF "$2" "$work/$1.out" || { echo "FAIL: $1 does not say '$2'"; cat "$work/$1.out"; exit 1; }
 }
 
-RINGTRAIN_FAKE_HOST_RANKS= run flat 4 --set dist.hierarchy=flat || { echo "FAIL: flat run"; cat "$work/flat.out"; exit 1; }
+run flat 4 --set dist.hierarchy=flat || { echo "FAIL: flat run"; cat "$work/flat.out"; exit 1; }
 expect_line flat "ring over shared memory"
 run two_by_two 2 || { echo "FAIL: 2 x 2 run"; cat "$work/two_by_two.out"; exit 1; }
 expect_line two_by_two "two-level ring (2 hosts x 2 ranks: shared memory inside a host, TCP between hosts)"
