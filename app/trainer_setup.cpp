@@ -71,9 +71,6 @@ void check_device_settings(const Config& config, Device device, const PlanContex
     return;
   }
   check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
-  RT_CHECK(dc.hierarchy != "two_level",
-           "dist.hierarchy = \"two_level\" runs on the CPU only for now; with device = \"cuda\" the ring is flat "
-           "(leave dist.hierarchy = \"auto\")");
   RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport,
            "\" moves host memory; with device = \"cuda\" "
            "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
@@ -175,7 +172,8 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
                     // thread would take its core from them during backward.
                     StallPolicy::Idle::kSleep};
   // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
-  if (device == Device::kCuda) return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire), stall);
+  if (device == Device::kCuda)
+    return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire), stall, dc.hierarchy);
   std::unique_ptr<Collective> collective =
       make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire),
                       static_cast<size_t>(2 * graph_->arena_floats_to_plan()), dc.hierarchy);

@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "dist/ring_schedule.h"
 #include "dist/stall_watch.h"
+#include "dist/two_level_collective.h"
 #include "nn/cuda/runtime.h"
 
 namespace rt {
@@ -194,6 +195,71 @@ class DeviceCollective : public Collective {
 // without any host synchronisation. Unlike the CPU ring, the transfer of a step is not sliced to
 // overlap the previous reduction: the kernel reads and writes GPU memory at several hundred GB/s,
 // a small fraction of each step's time next to the link's.
+class RingSteps {
+ public:
+  // Steps [first, end) of the ring over x on data[0, count), enqueued on s; final reduce-scatter
+  // steps scale the sum by `scale` (with a 16-bit wire every rank scales its own data first, Note
+  // [Wire scaling]: then only whole rings, first = 0 and end = all steps, may use it). A ring of
+  // one only scales, on the call with first = 0: pass scale 1 for an all-gather alone.
+  void enqueue(DeviceExchange& x, float* data, int64_t count, int first, int end, float scale, Wire wire,
+               cudaStream_t s) {
+    const int world = x.world(), rank = x.rank();
+    if (count == 0) return;
+    auto grid = [](int64_t n) { return cuda::blocks_for(n); };
+    if (world == 1) {
+      if (first == 0 && scale != 1.0f) scale_kernel<<<grid(count), 256, 0, s>>>(data, count, scale);
+      RT_CU_LAUNCHED();
+      return;
+    }
+    const bool narrow = wire != Wire::kFp32;
+    RT_ASSERT(!narrow || (first == 0 && end == ring_step_count(world)));
+    reserve(count, world, wire);
+    const int next = ring_next(rank, world), prev = ring_prev(rank, world);
+    const size_t eb = wire_bytes(wire);
+    float* const incoming = recv_.as<float>();
+    uint16_t* const ws = send_stage_.as<uint16_t>();  // with a narrow wire: what this rank sends
+    uint16_t* const wr = recv_stage_.as<uint16_t>();  // ... and receives, at the data's offsets
+    if (narrow) scale_kernel<<<grid(count), 256, 0, s>>>(data, count, scale);
+    for (int step = first; step < end; ++step) {
+      const RingStep st = ring_step(rank, world, step);
+      const ChunkRange out = chunk_range(count, world, st.send_chunk), in = chunk_range(count, world, st.recv_chunk);
+      const auto out_n = static_cast<size_t>(out.count), in_n = static_cast<size_t>(in.count);
+      if (st.reduce && !narrow) {
+        x.exchange(data + out.begin, 4 * out_n, next, incoming, 4 * in_n, prev, s);
+        add_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, incoming, in.count, st.final_reduce ? scale : 1.0f);
+      } else if (st.reduce) {
+        if (step == 0) narrow_kernel<<<grid(out.count), 256, 0, s>>>(data + out.begin, ws + out.begin, out.count, wire);
+        x.exchange(ws + out.begin, eb * out_n, next, wr + in.begin, eb * in_n, prev, s);
+        add_wire_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, wr + in.begin, in.count, wire);
+        // What the next step sends; after the last addition the owner keeps exactly what it sends,
+        // so every rank ends with the same values.
+        narrow_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, ws + in.begin, in.count, wire);
+        if (st.final_reduce)
+          widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire);
+      } else if (!narrow) {
+        x.exchange(data + out.begin, 4 * out_n, next, data + in.begin, 4 * in_n, prev, s);
+      } else {
+        // All-gather on the wire: received chunks are forwarded as they came, from the send stage.
+        x.exchange(ws + out.begin, eb * out_n, next, ws + in.begin, eb * in_n, prev, s);
+        widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire);
+      }
+      RT_CU_LAUNCHED();
+    }
+  }
+  // Buffers for rings of `world` ranks over up to `floats`, allocated before the step loop.
+  void reserve(int64_t floats, int world, Wire wire) {
+    const auto n = static_cast<size_t>(std::max<int64_t>(floats, 1));
+    recv_.grow_to(sizeof(float) * (n / static_cast<size_t>(world) + 1));  // one chunk
+    if (wire != Wire::kFp32) {
+      send_stage_.grow_to(wire_bytes(wire) * n);
+      recv_stage_.grow_to(wire_bytes(wire) * n);
+    }
+  }
+
+ private:
+  DeviceBuffer recv_, send_stage_, recv_stage_;
+};
+
 class DeviceRing final : public DeviceCollective {
  public:
   DeviceRing(std::unique_ptr<DeviceExchange> exchange, Wire wire, StallPolicy stall)
@@ -210,45 +276,8 @@ class DeviceRing final : public DeviceCollective {
     wait_for_gradients(context);
     const int world = x_->world(), rank = x_->rank();
     if (world == 1 || count == 0) return;
-    reserve(count);
+    steps_.enqueue(*x_, data, count, 0, ring_step_count(world), 1.0f / static_cast<float>(world), wire_, stream_);
     const int next = ring_next(rank, world), prev = ring_prev(rank, world);
-    const bool narrow = wire_ != Wire::kFp32;
-    const size_t eb = wire_bytes(wire_);
-    const float inv_world = 1.0f / static_cast<float>(world);
-    float* const incoming = recv_.as<float>();
-    uint16_t* const ws = send_stage_.as<uint16_t>();  // with a narrow wire: what this rank sends
-    uint16_t* const wr = recv_stage_.as<uint16_t>();  // ... and receives, at the data's offsets
-    auto grid = [](int64_t n) { return cuda::blocks_for(n); };
-    const cudaStream_t s = stream_;
-    // Note [Wire scaling]: a 16-bit wire carries each rank's share of the average.
-    if (narrow) scale_kernel<<<grid(count), 256, 0, s>>>(data, count, inv_world);
-    for (int step = 0; step < ring_step_count(world); ++step) {
-      const RingStep st = ring_step(rank, world, step);
-      const ChunkRange out = chunk_range(count, world, st.send_chunk), in = chunk_range(count, world, st.recv_chunk);
-      const auto out_n = static_cast<size_t>(out.count), in_n = static_cast<size_t>(in.count);
-      if (st.reduce && !narrow) {
-        x_->exchange(data + out.begin, 4 * out_n, next, incoming, 4 * in_n, prev, s);
-        add_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, incoming, in.count,
-                                                  st.final_reduce ? inv_world : 1.0f);
-      } else if (st.reduce) {
-        if (step == 0)
-          narrow_kernel<<<grid(out.count), 256, 0, s>>>(data + out.begin, ws + out.begin, out.count, wire_);
-        x_->exchange(ws + out.begin, eb * out_n, next, wr + in.begin, eb * in_n, prev, s);
-        add_wire_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, wr + in.begin, in.count, wire_);
-        // What the next step sends; after the last addition the owner keeps exactly what it sends,
-        // so every rank ends with the same values.
-        narrow_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, ws + in.begin, in.count, wire_);
-        if (st.final_reduce)
-          widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire_);
-      } else if (!narrow) {
-        x_->exchange(data + out.begin, 4 * out_n, next, data + in.begin, 4 * in_n, prev, s);
-      } else {
-        // All-gather on the wire: received chunks are forwarded as they came, from the send stage.
-        x_->exchange(ws + out.begin, eb * out_n, next, ws + in.begin, eb * in_n, prev, s);
-        widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire_);
-      }
-      RT_CU_LAUNCHED();
-    }
     watch_bucket(context,
                  str_cat("the ring's exchange over ", x_->describe(), ", receiving from rank ", prev,
                          " and sending to rank ", next),
@@ -256,20 +285,67 @@ class DeviceRing final : public DeviceCollective {
   }
 
  protected:
-  void reserve(int64_t floats) override {
-    const int world = x_->world();
-    const auto n = static_cast<size_t>(std::max<int64_t>(floats, 1));
-    recv_.grow_to(sizeof(float) * (n / static_cast<size_t>(world) + 1));  // one chunk
-    if (wire_ != Wire::kFp32) {
-      send_stage_.grow_to(wire_bytes(wire_) * n);
-      recv_stage_.grow_to(wire_bytes(wire_) * n);
-    }
-  }
+  void reserve(int64_t floats) override { steps_.reserve(floats, x_->world(), wire_); }
 
  private:
   std::unique_ptr<DeviceExchange> x_;
   Wire wire_;
-  DeviceBuffer recv_, send_stage_, recv_stage_;
+  RingSteps steps_;
+};
+
+// Note [Two-level ring] on the GPU: the flat ring's steps over two exchanges, NCCL inside a host
+// (NVLink) and NCCL across hosts (the network), all on the communication stream.
+class DeviceTwoLevelRing final : public DeviceCollective {
+ public:
+  DeviceTwoLevelRing(std::unique_ptr<DeviceExchange> local, std::unique_ptr<DeviceExchange> cross, TwoLevelPlace place,
+                     Wire wire, StallPolicy stall)
+      : DeviceCollective(std::move(stall)),
+        local_(std::move(local)),
+        cross_(std::move(cross)),
+        place_(std::move(place)),
+        wire_(wire) {
+    RT_CHECK(local_->world() == static_cast<int>(place_.local_ring.size()) &&
+                 cross_->world() == static_cast<int>(place_.cross_ring.size()),
+             "the two-level ring's exchanges do not match its place in the host layout");
+    start_watching([l = local_.get(), c = cross_.get()] {
+      l->abort();
+      c->abort();
+    });
+  }
+  ~DeviceTwoLevelRing() override { stop_watching(); }
+  std::string describe() const override {
+    return str_cat("ringtrain's two-level ring (", place_.cross_ring.size(), " hosts of ", place_.local_ring.size(),
+                   ": ", local_->describe(), " inside a host, ", cross_->describe(), " between hosts",
+                   wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire between them"), ")");
+  }
+
+  void average(float* data, int64_t count, const WaitContext& context) override {
+    wait_for_gradients(context);
+    if (count == 0) return;
+    const int L = local_->world(), H = cross_->world();
+    const float inv_world = 1.0f / static_cast<float>(L * H);
+    const ChunkRange share = host_share(count, place_);
+    inside_.enqueue(*local_, data, count, 0, L - 1, 1.0f, Wire::kFp32, stream_);
+    across_.enqueue(*cross_, data + share.begin, share.count, 0, ring_step_count(H), inv_world, wire_, stream_);
+    inside_.enqueue(*local_, data, count, L - 1, ring_step_count(L), 1.0f, Wire::kFp32, stream_);
+    watch_bucket(context,
+                 str_cat("the two-level ring's exchanges over ", local_->describe(), " inside the host and ",
+                         cross_->describe(), " between hosts"),
+                 str_cat(": a rank of this host (ranks ", place_.local_ring.front(), " to ", place_.local_ring.back(),
+                         ") or of the ring across hosts is stuck, dead or running a different schedule"));
+  }
+
+ protected:
+  void reserve(int64_t floats) override {
+    inside_.reserve(floats, local_->world(), Wire::kFp32);
+    across_.reserve(floats / local_->world() + 1, cross_->world(), wire_);
+  }
+
+ private:
+  std::unique_ptr<DeviceExchange> local_, cross_;
+  TwoLevelPlace place_;
+  Wire wire_;
+  RingSteps inside_, across_;
 };
 
 // NCCL's own allreduce, averaging in one call: the baseline the ring is measured against.
@@ -311,11 +387,38 @@ std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exc
   return std::make_unique<DeviceRing>(std::move(exchange), wire, stall);
 }
 
+std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExchange> local,
+                                                       std::unique_ptr<DeviceExchange> cross,
+                                                       const TwoLevelPlace& place, Wire wire,
+                                                       const StallPolicy& stall) {
+  return std::make_unique<DeviceTwoLevelRing>(std::move(local), std::move(cross), place, wire, stall);
+}
+
 std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
-                                                   const StallPolicy& stall) {
+                                                   const StallPolicy& stall, const std::string& hierarchy) {
   check_device_allreduce(algorithm, wire);
-  if (algorithm == "ring") return make_device_ring(make_nccl_exchange(comm), wire, stall);
-  return std::make_unique<NcclAllreduce>(comm, stall);
+  if (algorithm == "nccl") {
+    RT_CHECK(hierarchy != "two_level",
+             "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") "
+             "chooses its own rings and trees");
+    return std::make_unique<NcclAllreduce>(comm, stall);
+  }
+  if (hierarchy != "flat") {
+    const HostLayout layout = host_layout(comm);
+    std::string why;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (resolve_hierarchy(hierarchy, layout, &why) == Hierarchy::kTwoLevel) {
+      TwoLevelComms comms = split_two_level(comm, layout);
+      auto local = make_nccl_exchange(comms.local);
+      auto cross = make_nccl_exchange(comms.cross);
+      MPI_Comm_free(&comms.local);  // NCCL keeps communicators of its own
+      MPI_Comm_free(&comms.cross);
+      return make_device_two_level_ring(std::move(local), std::move(cross), comms.place, wire, stall);
+    }
+    if (!why.empty() && rank == 0 && stall.warn) stall.warn(why);
+  }
+  return make_device_ring(make_nccl_exchange(comm), wire, stall);
 }
 
 }  // namespace rt

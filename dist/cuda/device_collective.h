@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dist/collective.h"
+#include "dist/host_layout.h"
 #include "dist/stall_wait.h"
 #include "dist/wire_format.h"
 
@@ -41,9 +42,11 @@ void check_device_allreduce(const std::string& algorithm, Wire wire);
 
 // "ring" (ours over NCCL point-to-point) or "nccl" (ncclAllReduce) over comm's ranks, one GPU
 // each, on the GPU select_cuda_device chose; each bucket's work is watched with `stall` (Note
-// [GPU watchdog] in dist/stall_watch.h). Collective over comm. rt::Error in a build without CUDA.
+// [GPU watchdog] in dist/stall_watch.h). hierarchy as for make_collective (dist.hierarchy): the
+// ring is then two-level, NCCL inside each host and NCCL across. Collective over comm. rt::Error
+// in a build without CUDA.
 std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
-                                                   const StallPolicy& stall);
+                                                   const StallPolicy& stall, const std::string& hierarchy = "flat");
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
 // NCCL's version, "2.27.3"; "" in a build without CUDA.
@@ -51,5 +54,10 @@ std::string nccl_version();
 // ringtrain's ring on GPU memory over any exchange, watched with `stall`.
 std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
                                              const StallPolicy& stall);
+// The two-level ring (Note [Two-level ring]) on GPU memory: `local` joins this rank's host's ranks
+// in place.local_ring's order, `cross` the ranks of place.cross_ring.
+std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExchange> local,
+                                                       std::unique_ptr<DeviceExchange> cross,
+                                                       const TwoLevelPlace& place, Wire wire, const StallPolicy& stall);
 
 }  // namespace rt

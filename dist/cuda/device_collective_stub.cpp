@@ -8,7 +8,8 @@ constexpr const char* kNotBuilt =
     "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
 }
 
-std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire, const StallPolicy&) {
+std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire, const StallPolicy&,
+                                                   const std::string&) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }
@@ -19,6 +20,11 @@ std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm) {
   return nullptr;
 }
 std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange>, Wire, const StallPolicy&) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
+std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExchange>, std::unique_ptr<DeviceExchange>,
+                                                       const TwoLevelPlace&, Wire, const StallPolicy&) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }

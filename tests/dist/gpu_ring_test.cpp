@@ -1,6 +1,7 @@
 // The collectives on GPU memory (CTest labels gpu and mpi), under mpirun -np 1 and -np 3:
 // - ringtrain's device ring at every wire type against the CPU ring (a second implementation of
-//   the same schedule and arithmetic) on the same inputs: bit for bit, at awkward sizes. The ring
+//   the same schedule and arithmetic) on the same inputs: bit for bit, at awkward sizes; and the
+//   two-level ring on the GPU against the CPU's over the same fake host splits. The ring
 //   runs over a host-staged exchange here, because NCCL refuses two ranks on one GPU and a test
 //   machine has one; its steps and kernels are what this checks.
 // - the ring over NCCL point-to-point and ncclAllReduce against the closed form, where each rank
@@ -22,9 +23,11 @@
 #include "dist/cuda/device_collective.h"
 #include "dist/grad_reducer.h"
 #include "dist/mpi_transport.h"
+#include "dist/two_level_collective.h"
 #include "dist/world.h"
 #include "nn/cuda/runtime.h"
 #include "nn/device.h"
+#include "tests/dist/fake_hosts.h"
 #include "tests/dist/test_stall.h"
 
 namespace rt {
@@ -48,12 +51,16 @@ class DeviceRingTest : public ::testing::Test {
   int gpus_ = 0;
 };
 
-// Moves each step's bytes through host memory with MPI: synchronous, slow, and independent of
-// NCCL, so several ranks can share one GPU.
+// Moves each step's bytes through host memory with MPI on comm (the world's by default):
+// synchronous, slow, and independent of NCCL, so several ranks can share one GPU.
 class StagedExchange final : public DeviceExchange {
  public:
-  int rank() const override { return World::get().rank(); }
-  int world() const override { return World::get().size(); }
+  explicit StagedExchange(MPI_Comm comm = World::get().comm()) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &world_);
+  }
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
   std::string describe() const override { return "a host-staged MPI exchange"; }
   void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
                 void* stream) override {
@@ -62,10 +69,14 @@ class StagedExchange final : public DeviceExchange {
     RT_CHECK(cudaMemcpyAsync(out.data(), send, send_bytes, cudaMemcpyDeviceToHost, s) == cudaSuccess, "copy out");
     RT_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync");
     MPI_Sendrecv(out.data(), static_cast<int>(send_bytes), MPI_BYTE, next, 11, in.data(), static_cast<int>(recv_bytes),
-                 MPI_BYTE, prev, 11, World::get().comm(), MPI_STATUS_IGNORE);
+                 MPI_BYTE, prev, 11, comm_, MPI_STATUS_IGNORE);
     RT_CHECK(cudaMemcpyAsync(recv, in.data(), recv_bytes, cudaMemcpyHostToDevice, s) == cudaSuccess, "copy in");
     RT_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync");
   }
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0, world_ = 1;
 };
 
 std::vector<float> contribution(int64_t count, int rank) {
@@ -110,13 +121,48 @@ TEST_F(DeviceRingTest, MatchesTheCpuRingBitForBitAtEveryWireType) {
   }
 }
 
+// Note [Two-level ring] on the GPU against the CPU's two-level ring over the same fake host splits
+// (fake_hosts.h): bit for bit at every wire type. Both exchanges are host-staged, over the
+// communicators the trainer's would join.
+TEST_F(DeviceRingTest, TwoLevelMatchesTheCpuTwoLevelRingBitForBit) {
+  const World& w = World::get();
+  for (int k : fake_host_sizes(w.size()))
+    for (Wire wire : {Wire::kFp32, Wire::kFp16, Wire::kBf16}) {
+      auto cpu_ring = make_fake_two_level(k, "mpi", wire);
+      const TwoLevelComms comms = split_two_level(w.comm(), block_layout(w.size(), k));
+      auto gpu_ring =
+          make_device_two_level_ring(std::make_unique<StagedExchange>(comms.local),
+                                     std::make_unique<StagedExchange>(comms.cross), comms.place, wire, test_stall());
+      for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{(1 << 18) + 3}}) {
+        std::vector<float> on_cpu = contribution(count, w.rank());
+        const std::vector<float> on_gpu = average_on_gpu(*gpu_ring, on_cpu);
+        cpu_ring->average(on_cpu.data(), count, {});
+        const size_t at = first_difference(on_gpu, on_cpu);
+        EXPECT_EQ(at, on_cpu.size()) << gpu_ring->describe() << ", count " << count << ": element " << at << " is "
+                                     << on_gpu[at] << " on the GPU, " << on_cpu[at] << " on the CPU";
+      }
+      gpu_ring.reset();
+      MPI_Comm local = comms.local, cross = comms.cross;
+      MPI_Comm_free(&local);
+      MPI_Comm_free(&cross);
+    }
+}
+
 TEST_F(DeviceRingTest, RingOverNcclAndNcclAllReduceGiveTheAverage) {
   if (!one_gpu_per_rank())
     GTEST_SKIP() << "NCCL takes one GPU per rank; " << World::get().local_size() << " ranks share " << gpus_
                  << " GPU(s) on this host";
   const World& w = World::get();
-  for (const char* algorithm : {"ring", "nccl"}) {
-    auto c = make_device_collective(algorithm, w.comm(), Wire::kFp32, test_stall());
+  // The two-level ring over NCCL on each rank's own fake host (RINGTRAIN_FAKE_HOST_RANKS=1): NCCL
+  // communicators inside each host and across, as the trainer makes them.
+  setenv("RINGTRAIN_FAKE_HOST_RANKS", "1", 1);
+  auto two_level = make_device_collective("ring", w.comm(), Wire::kFp32, test_stall(), "two_level");
+  unsetenv("RINGTRAIN_FAKE_HOST_RANKS");
+  std::vector<std::unique_ptr<Collective>> collectives;
+  for (const char* algorithm : {"ring", "nccl"})
+    collectives.push_back(make_device_collective(algorithm, w.comm(), Wire::kFp32, test_stall()));
+  collectives.push_back(std::move(two_level));
+  for (const auto& c : collectives) {
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{(1 << 20) + 5}}) {
       const std::vector<float> out = average_on_gpu(*c, contribution(count, w.rank()));
       // Rank r adds 0.37 (r + 1) to a pattern shared by all: the average adds 0.37 (world + 1) / 2.
