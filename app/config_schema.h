@@ -329,9 +329,9 @@ inline const SchemaOf<Config>& config_schema() {
       {.table = "dist",
        .key = "hierarchy",
        .field = &member<&C::dist, &DistConfig::hierarchy>,
-       .doc = "two_level: a ring inside each host (shared memory), rings across hosts among ranks of equal local "
-              "rank, a ring inside each host again; flat: one ring over all ranks; auto: two_level when ranks span "
-              "hosts with more than one on each",
+       .doc = "two_level: a ring inside each host (shared memory; NCCL on GPUs), rings across hosts among ranks of "
+              "equal local rank, a ring inside each host again; flat: one ring over all ranks; auto: two_level when "
+              "ranks span hosts with more than one on each",
        .choices = {"auto", "flat", "two_level"},
        .also = {"hierarchical", "hierarchical_allreduce", "topology"}},
       {.table = "dist",
