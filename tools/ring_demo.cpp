@@ -1,32 +1,18 @@
 #include "tools/ring_demo.h"
 
-#include <cmath>
 #include <sstream>
 #include <vector>
 
 #include "base/check.h"
 #include "dist/ring_schedule.h"
+#include "tools/demo_text.h"
 
 namespace rt {
 namespace {
 
 using Buffer = std::vector<double>;
 
-std::string number(double v) {
-  std::ostringstream os;
-  if (v == std::floor(v))
-    os << static_cast<int64_t>(v);
-  else
-    os << v;
-  return os.str();
-}
-
-std::string values(const Buffer& b, ChunkRange c) {
-  if (c.count == 0) return "(empty)";
-  std::ostringstream os;
-  for (int64_t i = c.begin; i < c.begin + c.count; ++i) os << (i > c.begin ? " " : "") << number(b[i]);
-  return os.str();
-}
+std::string values(const Buffer& b, ChunkRange c) { return demo_values(b, c.begin, c.count); }
 
 void print_ranks(std::ostream& os, const std::vector<Buffer>& ranks, int64_t elements) {
   const int P = static_cast<int>(ranks.size());

@@ -1,11 +1,11 @@
 #include "tools/ring_demo_hosts.h"
 
-#include <cmath>
 #include <sstream>
 #include <vector>
 
 #include "base/check.h"
 #include "dist/host_layout.h"
+#include "tools/demo_text.h"
 
 namespace rt {
 namespace {
@@ -14,26 +14,10 @@ using Buffer = std::vector<double>;
 
 std::string steps(int n) { return str_cat(n, n == 1 ? " step" : " steps"); }
 
-std::string number(double v) {
-  std::ostringstream os;
-  if (v == std::floor(v))
-    os << static_cast<int64_t>(v);
-  else
-    os << v;
-  return os.str();
-}
-
-std::string values(const Buffer& b, int64_t begin, int64_t count) {
-  if (count == 0) return "(empty)";
-  std::ostringstream os;
-  for (int64_t i = begin; i < begin + count; ++i) os << (i > begin ? " " : "") << number(b[i]);
-  return os.str();
-}
-
 void print_ranks(std::ostream& os, const std::vector<Buffer>& ranks, const HostLayout& layout) {
   for (int r = 0; r < layout.world(); ++r)
     os << "  host " << layout.host_of_rank[r] << " rank " << r << " | "
-       << values(ranks[r], 0, static_cast<int64_t>(ranks[r].size())) << "\n";
+       << demo_values(ranks[r], 0, static_cast<int64_t>(ranks[r].size())) << "\n";
 }
 
 // One phase: steps [first, end) of the flat ring over each of `rings` (world ranks in ring order)
@@ -68,7 +52,7 @@ void play(std::ostream& os, std::vector<Buffer>& ranks, const std::vector<std::v
            << (!theirs.reduce                      ? "copies it"
                : theirs.final_reduce && divide > 1 ? str_cat("adds it and divides by ", divide)
                                                    : std::string("adds it"))
-           << ": " << name << " = " << values(dst, at, c.count) << "\n";
+           << ": " << name << " = " << demo_values(dst, at, c.count) << "\n";
       }
     }
   }
