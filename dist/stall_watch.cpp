@@ -12,7 +12,7 @@ namespace rt {
 StallWatch::StallWatch(StallPolicy policy, std::function<void()> before_abort) : policy_(std::move(policy)) {
   // The watcher only polls: sleeping between polls leaves the cores to the host's own threads.
   policy_.idle = StallPolicy::Idle::kSleep;
-  // The message first: ncclCommAbort can itself hang (NCCL issues 992 and 1013), and the user
+  // The message first: ncclCommAbort can itself hang (NVIDIA/nccl#992 and NVIDIA/nccl#1013), and the user
   // must learn why the job ends even then. It gets kBeforeAbortS, then the job ends regardless.
   policy_.abort = [warn = policy_.warn, abort = policy_.abort,
                    before_abort = std::move(before_abort)](const std::string& m) {

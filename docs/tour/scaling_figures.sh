@@ -23,7 +23,7 @@ for model in inception_v3 resnet101 vgg16; do
     rm "$out/cluster_$gbit.toml"
   done > "$out/bandwidth_$model.dat"
 done
-# The paper's figures (REFERENCE.md): 16 GPUs over RDMA, 128 and 512 GPUs.
+# The Horovod paper's figures (Sergeev & Del Balso, 2018): 16 GPUs over RDMA, 128 and 512 GPUs.
 printf '16 0.9375\n128 0.90\n512 0.90\n' > "$out/paper_inception_v3.dat"
 printf '16 0.9125\n128 0.90\n512 0.90\n' > "$out/paper_resnet101.dat"
 printf '16 0.85625\n128 0.79\n512 0.68\n' > "$out/paper_vgg16.dat"

@@ -220,10 +220,10 @@ TEST(RingtrainBinary, InfoModelPrintsTheLayerTableWithReferenceTotals) {
   const ProcessResult r = ringtrain("info --model resnet101");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("layer4.2.conv3  conv2d  (1, 2048, 7, 7)"), std::string::npos) << r.output;
-  const size_t at = r.output.find("total  params 44549160  macs per image ");  // REFERENCE.md: 44,549,160
+  const size_t at = r.output.find("total  params 44549160  macs per image ");  // torchvision's count: 44,549,160
   ASSERT_NE(at, std::string::npos) << r.output;
   const double macs = std::stod(r.output.substr(at + std::string("total  params 44549160  macs per image ").size()));
-  EXPECT_NEAR(macs / 7.80e9, 1.0, 0.01);  // REFERENCE.md: 7.80 GMACs at 224x224
+  EXPECT_NEAR(macs / 7.80e9, 1.0, 0.01);  // torchvision's table: 7.80 GFLOPS (multiply-adds) at 224x224
 }
 
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {

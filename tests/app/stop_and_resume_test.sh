@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long runs under a scheduler (issue 26), end to end on 2 ranks of LeNet on Fashion-MNIST, one
+# Long runs under a scheduler (docs/long_runs.md), end to end on 2 ranks of LeNet on Fashion-MNIST, one
 # epoch of 937 steps: a signal to ONE rank mid-epoch makes both save the same step and exit 75;
 # resumed at 2 ranks the run ends with every tensor bit-identical to an uninterrupted one, and
 # metrics.jsonl holds steps 1..937 once each; resumed at 1 rank it finishes the epoch's remaining

@@ -108,7 +108,7 @@ std::vector<int64_t> metric_steps(const fs::path& dir) {
   return steps;
 }
 
-// Issue 26's check at one rank: saves every 7 steps, a crash after step 17 (inside epoch 1, so
+// The long-run check at one rank: saves every 7 steps, a crash after step 17 (inside epoch 1, so
 // the newest checkpoint is inside the epoch, at step 14), a resume: the weights, momentum and
 // dropout draws end bit-identical to a run that neither saved nor stopped, and metrics.jsonl
 // holds each step once although the crashed run had logged steps 15 to 17.

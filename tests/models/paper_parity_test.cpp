@@ -116,7 +116,7 @@ TEST_P(PaperParity, LogitsLossGradientsAndRunningStatsAreWithinFiveTimesTorchFlo
     ++compared;
   }
   EXPECT_GT(compared, 3);
-  // The figures the issue asks for: how close the worst tensor came to its tolerance, and the
+  // The two figures printed per model: how close the worst tensor came to its tolerance, and the
   // largest error relative to the tensor's own scale.
   std::printf("%s: %lld tensors compared; worst error / tolerance %.3f (%s); worst error / max|ref| %.2e (%s)\n",
               c.model, static_cast<long long>(compared), worst_ratio, worst_name.c_str(), worst_rel,

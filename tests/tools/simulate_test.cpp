@@ -242,9 +242,10 @@ std::vector<std::string> report_row(const std::string& report, int ranks) {
   return std::vector<std::string>(10, "0");
 }
 
-// The targets at 512 H100, with ringtrain's defaults (dist.hierarchy = auto) on the
-// shipped cluster files, TF32 and bf16 compute: 90% for ResNet-101 and Inception-v3, above the
-// paper's 68% for VGG-16; the flat ring falls short where the two-level ring gets there.
+// The targets the two-level ring was built for at 512 H100, with ringtrain's defaults
+// (dist.hierarchy = auto) on the shipped cluster files, TF32 and bf16 compute: 90% for ResNet-101
+// and Inception-v3, above the paper's 68% for VGG-16; the flat ring falls short where the
+// two-level ring gets there (docs/results/2026-11-25-two-level-ring.md).
 TEST(Simulate, TwoLevelRingKeepsTheShippedH100ClusterEfficientAt512) {
   for (const char* cluster : {"h100_nvlink.toml", "h100_nvlink_bf16.toml"})
     for (const auto& [model, target] : {std::pair{"resnet101", 0.90}, {"inception_v3", 0.90}, {"vgg16", 0.68}}) {
@@ -276,7 +277,8 @@ TEST(Simulate, SuggestionBeatsTheDefaultsAndSimulatesAsPrinted) {
   EXPECT_NEAR(std::stod(mine[2]), config_step_ms, 0.051);
 }
 
-// The paper's scaling efficiencies (REFERENCE.md): 16 GPUs over RDMA, and 128 and 512 GPUs.
+// The Horovod paper's scaling efficiencies (Sergeev & Del Balso, 2018): 16 GPUs over RDMA, and 128
+// and 512 GPUs.
 struct PaperModel {
   const char* name;
   double efficiency[3];  // at 16, 128, 512
