@@ -136,8 +136,9 @@ TEST_P(GpuMixedPrecision, Conv2dThroughTheGraphApi) {
 }
 
 // train.cudnn_graph = "where_faster": the legacy algorithm or the graph API's plan, whichever timed faster
-// on the same ConvTimer; the results hold either way.
-TEST_P(GpuMixedPrecision, Conv2dWhereTheGraphApiIsFaster) {
+// on the same ConvTimer. Either may win, and the test asserts only that the results agree with the CPU
+// either way; how often the graph API won is printed.
+TEST_P(GpuMixedPrecision, Conv2dAgreesWhicheverCudnnApiTimesFaster) {
   const int used = expect_conv2d_parity(half(), conv_cases(), CudnnGraphUse::kWhereFaster);
   std::cout << half().name << ": the graph API was faster on " << used << " of 30 convolution directions\n";
 }

@@ -78,8 +78,9 @@ TEST_F(GpuParity, Conv2dFp32ThroughTheGraphApi) { conv_parity_through_the_graph_
 TEST_F(GpuParity, Conv2dTf32ThroughTheGraphApi) { conv_parity_through_the_graph_api(Precision::kTf32, kTf32); }
 
 // train.cudnn_graph = "where_faster": each direction runs whichever of the legacy algorithm and the graph
-// API's plan timed faster on the same ConvTimer (either may win); the results hold either way.
-TEST_F(GpuParity, Conv2dWhereTheGraphApiIsFaster) {
+// API's plan timed faster on the same ConvTimer. Either may win, and the test asserts only that the
+// results agree with the CPU at TF32's tolerance either way; how often the graph API won is printed.
+TEST_F(GpuParity, Conv2dTf32AgreesWhicheverCudnnApiTimesFaster) {
   const PlanContext plan{.precision = Precision::kTf32, .cudnn_graph = CudnnGraphUse::kWhereFaster};
   int used = 0;
   for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, kTf32, plan);
