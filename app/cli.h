@@ -1,6 +1,6 @@
 // Command-line parsing: `ringtrain [train|eval|bench|forward|predict|info|ring-demo|simulate] --config FILE
-// [--set table.key=value ...] [--resume DIR]`. `train` when the subcommand is left out, so `mpirun ringtrain --config X`
-// trains. Bad arguments are rt::Error with the usage hint.
+// [--set table.key=value ...] [--resume DIR | --auto-resume]`. `train` when the subcommand is left out, so
+// `mpirun ringtrain --config X` trains. Bad arguments are rt::Error with the usage hint.
 #pragma once
 
 #include <string>
