@@ -24,7 +24,9 @@
 // the whole update, having done 1/world of the optimizer's work (the update of ZeRO stage 1,
 // Rajbhandari et al. 2019, without its memory saving). The optimizer's own state (momentum) is
 // then current only in a rank's own chunks; it is shared by an all-gather alone before anyone
-// reads it (a checkpoint).
+// reads it (a checkpoint). An update that needs every gradient before any parameter moves
+// (train.clip_grad_norm's global norm) cannot run there: Trainer::attach_reducer then leaves the
+// update to after the allreduce.
 #pragma once
 
 #include <cstdint>
