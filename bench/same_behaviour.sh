@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Behaviour unchanged by a change that should change none: the same three runs with two ringtrain
+# binaries (before and after), every checkpoint tensor compared bit for bit and every metric record
+# compared with its timings removed. The runs, on a Fashion-MNIST subset:
+#   lenet_signal   LeNet at 2 ranks, SIGUSR1 to rank 1 mid-run (save, exit 75), then --auto-resume
+#   mini_accum     resnet_mini at 2 ranks, 2 micro-batches a step, gradients clipped to norm 1
+#   two_level      LeNet at 4 ranks as 2 fake hosts x 2 ranks (the two-level ring)
+# usage: same_behaviour.sh BEFORE AFTER [WORK]      (prints one line per run; exit 1 on a difference)
+set -u
+before=$1 after=$2
+src=$(cd "$(dirname "$0")/.." && pwd)
+work=${3:-$(mktemp -d /tmp/ringtrain_same_XXXXXX)}
+data=/usr/share/datasets/fashion-mnist
+[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "Fashion-MNIST is not installed in $data" >&2; exit 2; }
+launch=$src/scripts/mpi_launch.sh
+[[ -d $work/data ]] || python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 8192 1024 || exit 2
+common=(--config "$src/configs/fashion_mnist.toml" --set train.threads=1 --set log.progress=none
+        --set log.every_steps=1 --set data.dir="$work/data" --set data.train_images=train-images-idx3-ubyte
+        --set data.train_labels=train-labels-idx1-ubyte --set data.test_images=t10k-images-idx3-ubyte
+        --set data.test_labels=t10k-labels-idx1-ubyte)
+fail() { echo "FAIL: $*"; exit 1; }
+
+# run WHICH NAME NP [args...]: one job of binary WHICH (before|after) into $work/WHICH/NAME
+run() {
+  local which=$1 name=$2 np=$3 bin
+  shift 3
+  bin=$before && [[ $which == after ]] && bin=$after
+  timeout 600 "$launch" --testing -np "$np" "$bin" "${common[@]}" --set checkpoint.dir="$work/$which/$name" "$@" \
+    >> "$work/$which/$name.out" 2>&1
+}
+# The pid of rank 1 of the job writing into DIR.
+rank1_pid() {
+  local p
+  for p in $(pgrep -f "checkpoint.dir=$1"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=1" && { echo "$p"; return; }
+  done
+}
+lenet_signal() {  # SIGUSR1 to rank 1 once 40 steps are logged, then the resume
+  local which=$1 dir=$work/$1/lenet_signal
+  run "$which" lenet_signal 2 --set model.name=lenet --set train.epochs=2 --set train.batch_per_rank=32 &
+  local job=$! pid
+  until [[ -f $dir/metrics.jsonl ]] && (($(grep -c '"kind":"step"' "$dir/metrics.jsonl") >= 40)); do sleep 0.01; done
+  pid=$(rank1_pid "$dir")
+  kill -USR1 "$pid"
+  wait "$job"
+  [[ $? -eq 75 ]] || fail "$which lenet_signal: expected exit 75 after SIGUSR1"
+  run "$which" lenet_signal 2 --set model.name=lenet --set train.epochs=2 --set train.batch_per_rank=32 \
+    --auto-resume || fail "$which lenet_signal: the resume"
+}
+mini_accum() {
+  run "$1" mini_accum 2 --set model.name=resnet_mini --set train.epochs=1 --set train.batch_per_rank=16 \
+    --set train.accumulate_steps=2 --set train.clip_grad_norm=1.0 || fail "$1 mini_accum"
+}
+two_level() {
+  RINGTRAIN_FAKE_HOST_RANKS=2 run "$1" two_level 4 --set model.name=lenet --set train.epochs=1 \
+    --set train.batch_per_rank=32 --set dist.hierarchy=two_level || fail "$1 two_level"
+}
+
+for which in before after; do
+  rm -rf "${work:?}/$which" && mkdir -p "$work/$which"
+  lenet_signal "$which"
+  mini_accum "$which"
+  two_level "$which"
+done
+for name in lenet_signal mini_accum two_level; do
+  a=$work/before/$name b=$work/after/$name
+  python3 "$src/tests/support/same_tensors.py" "$a/checkpoint.safetensors" "$b/checkpoint.safetensors" ||
+    fail "$name: the checkpoints differ"
+  # Metric records without their timings: every loss, rate, norm and test figure.
+  strip() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    for k in ("images_per_s", "epoch_seconds", "data_wait"): r.pop(k, None)
+    print(json.dumps(r, sort_keys=True))' "$1/metrics.jsonl"; }
+  cmp -s <(strip "$a") <(strip "$b") || fail "$name: the metric records differ"
+  echo "same: $name ($(python3 -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(len(json.loads(b[8:8+n]))-1)' "$a/checkpoint.safetensors") tensors bit for bit, $(wc -l < "$a/metrics.jsonl") metric records)"
+done
