@@ -138,7 +138,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
     // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
     // every_minutes); bench itself never saves.
-    (void)trainer.decide_save();
+    (void)trainer.save_policy().after_step(trainer.position().step);
     if (tl) tl->flush(run_step);
     ++run_step;
   };

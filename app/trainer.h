@@ -3,9 +3,6 @@
 // per-step and per-epoch metrics to JSONL and checkpoints after epochs, written by rank 0.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
-#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -17,6 +14,7 @@
 #include "app/config.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
+#include "app/save_policy.h"
 #include "app/step_clock.h"
 #include "data/batch_source.h"
 #include "data/sampler.h"
@@ -46,6 +44,12 @@ struct TrainResult {
   double images_per_s = 0;          // global training images / train_seconds
 };
 
+// Where tests stop a run early, as a job that ends there would (none by default).
+struct TrainLimits {
+  int64_t epochs = 0;  // > 0: train() returns after this many epochs of this run
+  int64_t steps = 0;   // > 0: train() returns after this many steps of this run, without saving (a crash)
+};
+
 class Trainer {
  public:
   // `out` receives the human-readable log (rank 0 prints progress; other ranks only warnings).
@@ -57,22 +61,14 @@ class Trainer {
   // Continues from DIR's newest checkpoint (app/checkpoint_files.h), at the step it was saved
   // after, possibly inside an epoch and at another world size (Note [Resuming inside an epoch]).
   void resume(const std::string& dir);
-  // Trains to config.train.epochs, saving as [checkpoint] says and stopping early after a save on
-  // a signal that the caller's StopSignals watches (train_command holds one). Tests simulate a crash: `stop_after_epochs` > 0 returns after that many epochs,
-  // `crash_after_steps` > 0 after that many steps of this run, without saving. Fails before the
-  // first step if checkpoint.dir cannot be created or written. Metric records written after
-  // the resumed checkpoint by the run that stopped are removed first, so each step has one.
-  TrainResult train(int64_t stop_after_epochs = 0, int64_t crash_after_steps = 0);
-  // What every rank decides at the end of a step: whether to save now, and whether to stop after
-  // it. Sums the ranks' signal and clock flags in one allreduce of 5 doubles where signals are
-  // watched or checkpoint.every_minutes is set (Note [Stopping on a signal]); `bench` calls it
-  // too, so its figures include the cost. Every rank calls it after every step.
-  struct SaveDecision {
-    bool save = false, stop = false;
-    int signal = 0;           // the signal that stops the run, where one rank received it
-    int signalled_ranks = 0;  // ranks that received one
-  };
-  SaveDecision decide_save();
+  // Trains to config.train.epochs, saving as [checkpoint] says (the SavePolicy) and stopping early
+  // after a save on a signal that the caller's StopSignals watches (train_command holds one).
+  // Fails before the first step if checkpoint.dir cannot be created or written (the RunFolder).
+  TrainResult train();
+  // Tests end a run early with these (TrainLimits).
+  void set_limits(const TrainLimits& limits) { limits_ = limits; }
+  // When to save and stop; `bench` asks it after every step, as train() does.
+  const SavePolicy& save_policy() const { return save_policy_; }
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
@@ -135,12 +131,15 @@ class Trainer {
   void accumulate_gradients();          // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
   void print_start(int threads) const;  // rank 0's summary of the run
 
-  void prepare_run_folder();
-  void remove_metrics_after_resumed_checkpoint();
+  // The pieces of train(), in its order (trainer.cpp); a Run is what one call carries.
+  struct Run;
+  int64_t begin_epoch(Run& run, int64_t epoch);  // returns the epoch's first step
+  void train_logged_step(Run& run, int64_t epoch, int64_t step);
+  TrainResult stop_on_signal(Run& run, const SaveDecision& decision);
+  void end_epoch(Run& run, int64_t epoch);  // evaluation, report, save
   // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
   // so far; the ranks' live state is as before (Note [Checkpoint files]). Every rank calls it.
   std::string save(const EpochSums& sums);
-  void write_metric(const nlohmann::ordered_json& record);  // one line of metrics.jsonl
   void average_buffers();
   // The pieces of train_step, in its order.
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
@@ -177,12 +176,14 @@ class Trainer {
   bool last_micro_batch_ = true;
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
-  std::optional<TrainingPosition> resumed_;          // as the checkpoint that resume() loaded said
-  std::chrono::steady_clock::time_point last_save_;  // for checkpoint.every_minutes (rank 0's clock)
-  std::string metrics_path_;
+  std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
+  SavePolicy save_policy_;
+  TrainLimits limits_;
 };
 
-// The step the training loop is in (for fatal-error reports), or -1 outside training.
+// The step the training loop is in (for fatal-error reports), or -1 outside training; the
+// Trainer keeps it.
 int64_t current_training_step();
+void set_current_training_step(int64_t step);
 
 }  // namespace rt

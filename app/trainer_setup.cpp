@@ -84,7 +84,11 @@ std::function<void(const std::string&)> rank_warning(const World& world) {
 }  // namespace
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
-    : config_(config), resolved_(to_toml(config)), out_(out), world_(world) {
+    : config_(config),
+      resolved_(to_toml(config)),
+      out_(out),
+      world_(world),
+      save_policy_(config_.checkpoint, config_.train.epochs, world) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const int cpus = world.cpu_share().cpus;

@@ -46,4 +46,22 @@ class Timeline {
   bool any_event_ = false;
 };
 
+// A span on the compute row of `timeline`, from construction to destruction; nothing where the
+// timeline is null (not written).
+class ComputeSpan {
+ public:
+  ComputeSpan(Timeline* timeline, const char* name)
+      : timeline_(timeline), name_(name), start_(timeline ? timeline->now_us() : 0) {}
+  ~ComputeSpan() {
+    if (timeline_) timeline_->span(name_, "step", start_, timeline_->now_us(), 0);
+  }
+  ComputeSpan(const ComputeSpan&) = delete;
+  ComputeSpan& operator=(const ComputeSpan&) = delete;
+
+ private:
+  Timeline* timeline_;
+  const char* name_;
+  double start_;
+};
+
 }  // namespace rt

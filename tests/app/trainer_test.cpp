@@ -43,6 +43,13 @@ class TrainerTest : public ::testing::Test {
     return "(no error)";
   }
 
+  // A run of `config` that ends early, as a job that stops there would.
+  TrainResult train_within(const Config& config, const TrainLimits& limits) {
+    Trainer trainer(config, log_, World::get());
+    trainer.set_limits(limits);
+    return trainer.train();
+  }
+
   fs::path root_;
   Config config_;
   std::ostringstream log_;
@@ -56,7 +63,7 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
 
   Config split = config_;
   split.checkpoint.dir = (root_ / "split").string();
-  const TrainResult first = Trainer(split, log_, World::get()).train(/*stop_after_epochs=*/1);
+  const TrainResult first = train_within(split, {.epochs = 1});
   ASSERT_EQ(first.step_losses.size(), 20u);
   // The crash: the next checkpoint's temporary file is left half-written.
   const fs::path ckpt = newest_checkpoint(split.checkpoint.dir);
@@ -122,7 +129,7 @@ TEST_F(TrainerTest, ResumeInsideAnEpochEndsBitIdenticalToTheUninterruptedRun) {
   split.checkpoint.dir = (root_ / "split").string();
   split.checkpoint.every_steps = 7;
   split.checkpoint.keep = 2;
-  Trainer(split, log_, World::get()).train(0, /*crash_after_steps=*/17);
+  train_within(split, {.steps = 17});                                // a crash: no save after step 14
   ASSERT_EQ(numbered_checkpoints(split.checkpoint.dir).size(), 2u);  // steps 7 and 14
   const TrainingPosition saved = read_training_position(newest_checkpoint(split.checkpoint.dir));
   EXPECT_EQ(saved.step, 14);
@@ -266,7 +273,7 @@ TEST_F(TrainerTest, SyntheticTaskIsLearned) {
 }
 
 TEST_F(TrainerTest, ResumeWithOtherShapesNamesTheTensorAndBothShapes) {
-  Trainer(config_, log_, World::get()).train(1);
+  train_within(config_, {.epochs = 1});
   Config other = config_;
   other.model.num_classes = 5;
   const std::string e = error_of([&] { Trainer(other, log_, World::get()).resume(config_.checkpoint.dir); });
@@ -276,7 +283,7 @@ TEST_F(TrainerTest, ResumeWithOtherShapesNamesTheTensorAndBothShapes) {
 }
 
 TEST_F(TrainerTest, ResumeWithAnotherModelNamesBoth) {
-  Trainer(config_, log_, World::get()).train(1);
+  train_within(config_, {.epochs = 1});
   Config other = config_;
   other.model.name = "resnet_mini";
   const std::string e = error_of([&] { Trainer(other, log_, World::get()).resume(config_.checkpoint.dir); });
@@ -285,7 +292,7 @@ TEST_F(TrainerTest, ResumeWithAnotherModelNamesBoth) {
 }
 
 TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
-  Trainer(config_, log_, World::get()).train(1);
+  train_within(config_, {.epochs = 1});
   const fs::path ckpt = newest_checkpoint(config_.checkpoint.dir);
   fs::resize_file(ckpt, fs::file_size(ckpt) / 2);
   const std::string e = error_of([&] { Trainer(config_, log_, World::get()).resume(config_.checkpoint.dir); });

@@ -139,7 +139,8 @@ TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
   Config c = rank_config("resume", 8);
   c.train.epochs = 2;
   Trainer first(c, log, w);
-  first.train(1);  // rank 0 writes the checkpoint; train() returns on all ranks after it
+  first.set_limits({.epochs = 1});
+  first.train();  // rank 0 writes the checkpoint; train() returns on all ranks after it
   w.barrier();
   // Every rank continues alone: world size 1 instead of w.size().
   World one = World::single();

@@ -1,0 +1,42 @@
+// When a run saves and when it stops (Note [Checkpoint files] in app/checkpoint_files.h, Note
+// [Stopping on a signal] in app/stop_signals.h): after every checkpoint.every_epochs epochs and
+// the last, every checkpoint.every_steps steps, at the first step checkpoint.every_minutes after
+// the last save by rank 0's clock, and at once, then stopping, when any rank receives one of
+// checkpoint.signals. Every rank decides alike, from one allreduce.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "app/config.h"
+#include "dist/world.h"
+
+namespace rt {
+
+struct SaveDecision {
+  bool save = false, stop = false;
+  int signal = 0;           // the signal that stops the run, where one rank received it
+  int signalled_ranks = 0;  // ranks that received one
+};
+
+class SavePolicy {
+ public:
+  SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world);
+
+  // At the end of step `step` (counted from 1): sums the ranks' signal and clock flags in one
+  // allreduce of 5 doubles where signals are watched or checkpoint.every_minutes is set. Every rank
+  // calls it after every step; `bench` too, so that its figures include the cost.
+  SaveDecision after_step(int64_t step) const;
+  // Whether epoch `epoch` (counted from 1) ends with a save: every_epochs, and the last.
+  bool saves_after_epoch(int64_t epoch) const;
+  // checkpoint.every_minutes counts from now: at the run's start, and after each save.
+  void reset_clock() { last_save_ = std::chrono::steady_clock::now(); }
+
+ private:
+  const CheckpointConfig& checkpoint_;
+  int64_t epochs_;
+  const World& world_;
+  std::chrono::steady_clock::time_point last_save_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace rt

@@ -1,0 +1,135 @@
+// One training step of the Trainer: forward, loss and backward of each micro-batch, the gradients
+// summed and averaged across ranks, and the optimizer's update.
+#include <cmath>
+
+#include "app/trainer.h"
+#include "base/check.h"
+#include "base/test_fault.h"
+#include "nn/ops/add.h"
+
+namespace rt {
+
+void Trainer::profile_steps(StepTimes* times) {
+  profile_ = times;
+  graph_->time_backward_layers(times ? &times->backward_s : nullptr, times ? &times->backward_host_s : nullptr);
+}
+
+LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
+  return train_step([&](int64_t) { return MicroBatch{images, labels, images_on}; });
+}
+
+// Note [Gradient accumulation]
+// train.accumulate_steps = K makes one optimizer step of K micro-batches, as PyTorch's recipe of K
+// backward passes (DDP's no_sync on all but the last) and one optimizer.step(). Each micro-batch's
+// loss gradient is scaled by 1/K, so the summed gradients are the mean over the K x B images. The
+// backward passes before the last tell the reducer nothing; their sum goes to grad_sum_. In the
+// last, each parameter's sum is added into its gradient the moment backward finishes it, just
+// before the reducer takes it, so the allreduce still overlaps backward, once per step. Dropout
+// draws from micro-step step x K + k. Batch-norm layers see each micro-batch alone: their batch
+// statistics, and their running averages, are per micro-batch, as in PyTorch.
+LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
+  StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
+  const RunContext step = begin_step();
+  const double loss_scale = loss_scaling_->scale();
+  const int64_t K = config_.train.accumulate_steps;
+  LossResult loss;
+  for (int64_t k = 0; k < K; ++k) {
+    const MicroBatch batch = next(k);
+    const RunContext ctx{step.training, step.seed, step.step * static_cast<uint64_t>(K) + static_cast<uint64_t>(k)};
+    last_micro_batch_ = k + 1 == K;
+    const bool replay = replay_.replays(profile_ != nullptr);  // never with K > 1 (checked at set-up)
+    const LossResult micro =
+        forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
+    if (!replay || !replay_.covers_backward()) {
+      ComputeSpan span(timeline_.get(), "backward");
+      graph_->backward(dy_->views(), ctx);
+    }
+    if (!last_micro_batch_) add_to_grad_sum(k == 0);
+    loss.loss += micro.loss / static_cast<double>(K);
+    loss.correct1 += micro.correct1;
+    loss.correct5 += micro.correct5;
+  }
+  inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
+  if (reducer_) {
+    ComputeSpan span(timeline_.get(), "wait for allreduce");
+    reducer_->finish();
+  }
+  if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
+    double grad_scale = 1.0 / loss_scale;
+    if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike
+      grad_norm_ = clip_grad_norm(*graph_, config_.train.clip_grad_norm, grad_scale);
+      grad_scale *= grad_norm_.coef;
+    }
+    update(grad_scale, clock);
+  }
+  end_step(clock);
+  return loss;
+}
+
+void Trainer::add_to_grad_sum(bool first) {
+  ComputeSpan span(timeline_.get(), "sum micro-batch gradients");
+  const int64_t n = graph_->arena_floats();
+  if (first) {
+    copy_bytes(grad_sum_.data(), graph_->device(), graph_->grad_arena(), graph_->device(),
+               static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  Tensor sum(plain_spec({n}, graph_->device()), grad_sum_.data(), nullptr);
+  accumulate(sum, Tensor(plain_spec({n}, graph_->device()), graph_->grad_arena(), nullptr));
+}
+
+RunContext Trainer::begin_step() {
+  set_current_training_step(position_.step);
+  inject_fault("step", world_.rank(), position_.step);
+  lr_ = schedule_.at(position_.step);  // before the reducer's begin_step: a sharded update reads it
+  if (reducer_) reducer_->begin_step(position_.step);
+  return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.step)};
+}
+
+LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels, Device images_on,
+                                     const RunContext& ctx, double loss_scale, bool replay, StepClock& clock) {
+  const double smoothing = config_.train.label_smoothing;
+  LossResult loss;
+  {
+    ComputeSpan span(timeline_.get(), !replay                     ? "forward"
+                                      : replay_.covers_backward() ? "forward and backward, replayed"
+                                                                  : "forward, replayed");
+    graph_->set_input(images, images_on);
+    graph_->begin_forward(ctx);
+    step_loss_->set_targets(labels);
+    if (replay) {
+      // Runs once, while recording; it takes its values by copy all the same, as the recording does.
+      replay_.replay(loss_scale, [this, ctx, loss_scale, smoothing] {
+        graph_->forward_work(ctx);
+        step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
+        if (replay_.covers_backward()) graph_->backward(dy_->views(), ctx);
+      });
+    } else {
+      graph_->forward_work(ctx);
+      clock.issued(&StepTimes::forward_host_s);
+      step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
+    }
+    loss = step_loss_->result();
+    clock.done(&StepTimes::forward_s);
+  }
+  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
+           lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
+  return loss;
+}
+
+void Trainer::update(double grad_scale, StepClock& clock) {
+  ComputeSpan span(timeline_.get(), "optimizer");
+  clock.start();
+  sgd_->step(lr_, grad_scale);
+  clock.issued(&StepTimes::optimizer_host_s);
+  clock.done(&StepTimes::optimizer_s);
+}
+
+void Trainer::end_step(StepClock& clock) {
+  clock.step_done();
+  replay_.step_done();
+  ++position_.step;
+  position_.images_seen += config_.train.batch_per_rank * config_.train.accumulate_steps * world_.size();
+}
+
+}  // namespace rt
