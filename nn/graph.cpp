@@ -14,6 +14,36 @@
 namespace rt {
 namespace {
 
+// Profiling's clock for backward (Graph::time_backward_layers): waits for the device around
+// every layer and adds its time to its row; does nothing where `seconds` is null.
+class LayerTimes {
+ public:
+  using Clock = std::chrono::steady_clock;
+  LayerTimes(std::vector<double>* seconds, std::vector<double>* host_seconds, Device device, size_t layers)
+      : seconds_(seconds), host_seconds_(host_seconds), device_(device) {
+    if (!seconds_) return;
+    seconds_->resize(layers, 0.0);
+    if (host_seconds_) host_seconds_->resize(layers, 0.0);
+    synchronize(device_);
+    start_ = Clock::now();
+  }
+  // Layer `row` has issued its backward: the host's time to here, then the device's.
+  void layer_done(size_t row) {
+    if (!seconds_) return;
+    if (host_seconds_) (*host_seconds_)[row] += std::chrono::duration<double>(Clock::now() - start_).count();
+    synchronize(device_);
+    const Clock::time_point now = Clock::now();
+    (*seconds_)[row] += std::chrono::duration<double>(now - start_).count();
+    start_ = now;
+  }
+
+ private:
+  std::vector<double>* seconds_;
+  std::vector<double>* host_seconds_;
+  Device device_;
+  Clock::time_point start_;
+};
+
 constexpr int64_t kAlignFloats = 16;  // 64 bytes: each parameter starts on a cache line
 
 int64_t aligned_floats(const Shape& shape) { return (numel(shape) + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
@@ -142,7 +172,39 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
     }
   }
   allocate_activations(y_specs);
+  plan_calls();
   planned_ = true;
+}
+
+// Which tensors each layer reads and writes is a function of the graph alone, so forward and
+// backward look them up instead of gathering them at every step. In backward (last node first)
+// an input's first consumer writes its dy and later ones its dy_extra, added in after.
+void Graph::plan_calls() {
+  std::vector<bool> dy_written(nodes_.size(), false);
+  for (size_t k = 0; k < output_count(); ++k) nodes_[output_node(k)].output = static_cast<int>(k);
+  for (size_t i = nodes_.size(); i-- > 1;) {
+    Node& n = nodes_[i];
+    n.x.clear();
+    n.dx.clear();
+    n.add_extra.clear();
+    n.zero_dy = training_ && n.output < 0 && !dy_written[i];
+    for (int j : n.inputs) {
+      Node& in = nodes_[j];
+      n.x.push_back(&in.y);
+      if (!training_) continue;
+      if (j == input()) {
+        n.dx.push_back(nullptr);
+      } else if (in.dy_shared) {
+        n.dx.push_back(nullptr);  // its dy is n's own: the gradient is already there
+      } else if (!dy_written[j]) {
+        n.dx.push_back(&in.dy);
+      } else {
+        n.dx.push_back(&in.dy_extra);
+        n.add_extra.push_back(j);
+      }
+      dy_written[j] = true;
+    }
+  }
 }
 
 // Note [Activation memory]: every output, gradient and second gradient lives in one arena, placed
@@ -305,9 +367,7 @@ const Tensor& Graph::forward_work(const RunContext& ctx) {
   RT_CHECK(training_ || !ctx.training, "a graph planned for inference runs in eval mode only");
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    std::vector<const Tensor*> x;
-    for (int j : n.inputs) x.push_back(&nodes_[j].y);
-    n.layer->forward_work(x, n.y, ctx);
+    n.layer->forward_work(n.x, n.y, ctx);
   }
   return nodes_.back().y;
 }
@@ -323,61 +383,17 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
   RT_CHECK(training_, "backward on a graph planned for inference");
   RT_CHECK(douts.size() == output_count(), "backward got ", douts.size(), " output gradients for ", output_count(),
            " outputs");
-  // Which gradient, if any, an output node starts from (outputs have no consumers).
-  std::vector<const Tensor*> given(nodes_.size(), nullptr);
-  for (size_t k = 0; k < douts.size(); ++k) {
+  for (size_t k = 0; k < douts.size(); ++k)
     RT_CHECK(douts[k]->spec().same_as(output_spec(k)), "gradient of output ", k, " ", douts[k]->spec().describe(),
              " does not match the output ", output_spec(k).describe());
-    given[output_node(k)] = douts[k];
-  }
-  for (Node& n : nodes_) n.dy_written = false;
+  LayerTimes times(layer_seconds_, layer_host_seconds_, device_, nodes_.size() - 1);
   size_t param_index = 0;
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point layer_start;
-  if (layer_seconds_) {
-    layer_seconds_->resize(nodes_.size() - 1, 0.0);
-    if (layer_host_seconds_) layer_host_seconds_->resize(nodes_.size() - 1, 0.0);
-    synchronize(device_);
-    layer_start = Clock::now();
-  }
   for (size_t i = nodes_.size(); i-- > 1;) {
     Node& n = nodes_[i];
-    const Tensor* dy = &n.dy;
-    if (given[i]) {
-      dy = given[i];
-    } else if (!n.dy_written) {
-      // An output nobody consumed: its parameters get zero gradients.
-      n.dy.zero();
-    }
-    std::vector<const Tensor*> x;
-    std::vector<Tensor*> dx;
-    std::vector<int> accumulate_into;
-    for (int j : n.inputs) {
-      Node& in = nodes_[j];
-      x.push_back(&in.y);
-      if (j == input()) {
-        dx.push_back(nullptr);
-      } else if (in.dy_shared) {
-        dx.push_back(nullptr);  // its dy is n's own: the gradient is already there
-        in.dy_written = true;
-      } else if (!in.dy_written) {
-        dx.push_back(&in.dy);  // first consumer (in backward order) writes
-        in.dy_written = true;
-      } else {
-        dx.push_back(&in.dy_extra);  // later consumers add theirs in
-        accumulate_into.push_back(j);
-      }
-    }
-    n.layer->backward(x, n.y, *dy, dx, ctx);
-    for (int j : accumulate_into) accumulate(nodes_[j].dy, nodes_[j].dy_extra);
-    if (layer_seconds_) {
-      if (layer_host_seconds_)
-        (*layer_host_seconds_)[i - 1] += std::chrono::duration<double>(Clock::now() - layer_start).count();
-      synchronize(device_);
-      const Clock::time_point now = Clock::now();
-      (*layer_seconds_)[i - 1] += std::chrono::duration<double>(now - layer_start).count();
-      layer_start = now;
-    }
+    if (n.zero_dy) n.dy.zero();
+    n.layer->backward(n.x, n.y, n.output >= 0 ? *douts[static_cast<size_t>(n.output)] : n.dy, n.dx, ctx);
+    for (int j : n.add_extra) accumulate(nodes_[j].dy, nodes_[j].dy_extra);
+    times.layer_done(i - 1);
     const size_t count = n.layer->param_specs().size();
     for (size_t k = 0; k < count; ++k, ++param_index)
       if (grad_ready_) grad_ready_(param_index);

@@ -139,7 +139,12 @@ class Graph {
     int consumers = 0;
     Tensor y, dy, dy_extra;  // output, its gradient, and a second buffer when consumers > 1
     bool dy_shared = false;  // dy is its only consumer's own dy, which passes it through (add)
-    bool dy_written = false;
+    // What forward and backward hand the layer, fixed by the graph's shape (plan_calls).
+    std::vector<const Tensor*> x;  // its inputs' outputs
+    std::vector<Tensor*> dx;       // where its backward writes each input's gradient; null: none wanted
+    std::vector<int> add_extra;    // inputs whose dy_extra its backward wrote, to add into their dy
+    int output = -1;               // >= 0: backward starts from the gradient of graph output k
+    bool zero_dy = false;          // consumed by nothing and no output: zero gradients flow back
   };
 
   struct ExtraOutput {
@@ -151,6 +156,7 @@ class Graph {
   }
 
   void allocate_activations(const std::vector<TensorSpec>& y_specs);
+  void plan_calls();
 
   std::vector<Node> nodes_;
   std::vector<ExtraOutput> outputs_;  // beyond the main output
