@@ -10,14 +10,13 @@ set -u
 before=$1 after=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=${3:-$(mktemp -d /tmp/ringtrain_same_XXXXXX)}
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "Fashion-MNIST is not installed in $data" >&2; exit 2; }
+source "$src/tests/support/fashion_mnist.sh"
+have_fashion_mnist || { echo "Fashion-MNIST is not installed in $fashion_mnist" >&2; exit 2; }
 launch=$src/scripts/mpi_launch.sh
-[[ -d $work/data ]] || python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 8192 1024 || exit 2
+[[ -d $work/data ]] || fashion_mnist_subset "$work/data" 8192 1024 || exit 2
+subset_data_args "$work/data"
 common=(--config "$src/configs/fashion_mnist.toml" --set train.threads=1 --set log.progress=none
-        --set log.every_steps=1 --set data.dir="$work/data" --set data.train_images=train-images-idx3-ubyte
-        --set data.train_labels=train-labels-idx1-ubyte --set data.test_images=t10k-images-idx3-ubyte
-        --set data.test_labels=t10k-labels-idx1-ubyte)
+        --set log.every_steps=1 "${subset_data[@]}")
 fail() { echo "FAIL: $*"; exit 1; }
 
 # run WHICH NAME NP [args...]: one job of binary WHICH (before|after) into $work/WHICH/NAME

@@ -6,18 +6,16 @@
 # usage: accumulation_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_accumulate_XXXXXX)
 trap 'rm -rf "$work"' EXIT
 launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 
 # A subset: 1,024 training and 256 test images, as IDX files.
-python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 1024 256 || exit 1
+fashion_mnist_subset "$work/data" 1024 256 || exit 1
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=1 --set train.threads=1
-        --set log.progress=none --set data.dir="$work/data" --set data.train_images=train-images-idx3-ubyte
-        --set data.train_labels=train-labels-idx1-ubyte --set data.test_images=t10k-images-idx3-ubyte
-        --set data.test_labels=t10k-labels-idx1-ubyte --set schedule.warmup_epochs=0)
+        --set log.progress=none "${subset_data[@]}" --set schedule.warmup_epochs=0)
 run() {  # run NAME NP [args...]
   local name=$1 np=$2
   shift 2

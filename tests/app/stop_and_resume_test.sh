@@ -8,8 +8,8 @@
 # usage: stop_and_resume_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_stop_XXXXXX)
 trap 'pkill -9 -f "$work/" 2>/dev/null; rm -rf "$work"' EXIT
 launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured

@@ -9,8 +9,8 @@
 # usage: cluster_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 command -v ip > /dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
 if ! ip netns add rt-probe 2> /dev/null; then echo "SKIP: cannot create network namespaces (needs root / CAP_NET_ADMIN)"; exit 77; fi
 ip netns del rt-probe
@@ -20,12 +20,10 @@ launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured
 "$src/scripts/netns_hosts.sh" up || exit 1
 
 # A subset: 512 training and 256 test images, as IDX files.
-python3 "$src/tests/support/idx_subset.py" "$data" "$work/data" 512 256 || exit 1
+fashion_mnist_subset "$work/data" 512 256 || exit 1
 
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=1 --set train.threads=1
-        --set train.batch_per_rank=32 --set log.progress=none --set data.dir="$work/data"
-        --set data.train_images=train-images-idx3-ubyte --set data.train_labels=train-labels-idx1-ubyte
-        --set data.test_images=t10k-images-idx3-ubyte --set data.test_labels=t10k-labels-idx1-ubyte)
+        --set train.batch_per_rank=32 --set log.progress=none "${subset_data[@]}")
 "$launch" --testing -np 4 "$ringtrain" "${common[@]}" \
   --set checkpoint.dir="$work/one_host" > "$work/one.out" 2>&1 || { echo "FAIL: single-host run"; cat "$work/one.out"; exit 1; }
 # name:settings

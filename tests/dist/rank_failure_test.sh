@@ -12,8 +12,9 @@ set -u
 ringtrain=$1 config=$2 mode=$3
 np=3 victim_rank=1
 if [[ $mode == stall_two_level ]]; then np=4 victim_rank=3; export RINGTRAIN_FAKE_HOST_RANKS=2; fi
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+# shellcheck source=tests/support/fashion_mnist.sh
+source "$(dirname "$0")/../support/fashion_mnist.sh"
+require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_failure_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
 launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as configured

@@ -7,8 +7,9 @@
 # usage: timeline_test.sh RINGTRAIN CONFIG      (exit 77 = skipped)
 set -u
 ringtrain=$1 config=$2
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+# shellcheck source=tests/support/fashion_mnist.sh
+source "$(dirname "$0")/../support/fashion_mnist.sh"
+require_fashion_mnist
 command -v python3 > /dev/null || { echo "SKIP: no python3 to parse the JSON"; exit 77; }
 work=$(mktemp -d /tmp/ringtrain_timeline_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT

@@ -14,8 +14,8 @@
 # usage: slurm_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-data=/usr/share/datasets/fashion-mnist
-[[ -f $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST not installed in $data"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 cluster=$src/tests/slurm/local_slurm.sh
 work=$(mktemp -d /tmp/ringtrain_slurm_XXXXXX)
 trap '"$cluster" down "$work/slurm"; rm -rf "$work"' EXIT
