@@ -42,7 +42,7 @@ std::optional<double> write_profile(Trainer& trainer, Step& step, int64_t steps,
   const std::vector<LayerRow> rows = trainer.graph().layer_table();
   for (size_t i = 0; i < rows.size(); ++i) p.layers.emplace_back(rows[i].name, times.backward_s.at(i) / n);
   write_step_profile(path, p,
-                     str_cat("ringtrain bench --profile: ", c.model.name, ", ", c.train.device, ", ",
+                     str_cat("ringtrain bench --profile: ", c.model.name, ", ", name_of(c.train.device), ", ",
                              omp_get_max_threads(), " thread(s), mean of ", times.steps, " steps, seconds per step"));
   double backward = 0;
   for (const auto& [name, seconds] : p.layers) backward += seconds;

@@ -23,35 +23,81 @@ using schema_detail::describe;
 using schema_detail::format_value;
 using suggest::join;
 
-// The rules that tie keys together, on the final values (after every override).
-void check_config_rules(SchemaLoader<Config>& loader) {
-  try {
-    parse_signal_list(loader.value().checkpoint.signals);
-  } catch (const Error& e) {
-    loader.fail(loader.origin_of("checkpoint", "signals"), str_cat("'checkpoint.signals': ", e.what()));
-  }
-  const DataConfig& d = loader.value().data;
-  if (d.mean.size() != d.std.size() && !d.mean.empty() && !d.std.empty()) {
-    const auto& mean_at = loader.origin_of("data", "mean");
-    const auto& std_at = loader.origin_of("data", "std");
-    loader.fail(mean_at.rank > std_at.rank ? mean_at : std_at,
-                str_cat("'data.mean' has ", d.mean.size(), " values but 'data.std' has ", d.std.size(),
-                        ": give one of each per channel"));
-  }
+// A rule that ties keys together, broken: the key to blame (where its value came from is where
+// the problem is reported; with a second key of the table, whichever came later) and what is wrong.
+struct Broken {
+  std::string_view table, key;
+  std::string message;
+  std::string_view later_of = "";
+};
+
+// The rules that need no world, on the final values (after every override): every command that
+// reads a config refuses the same settings, with the same words, before any work.
+std::vector<Broken> broken_rules(const Config& c) {
+  std::vector<Broken> broken;
+  const auto rule = [&](bool holds, std::string_view table, std::string_view key, auto&&... message) {
+    if (!holds) broken.push_back({table, key, str_cat(message...)});
+  };
+  const DataConfig& d = c.data;
+  const TrainConfig& t = c.train;
+  const DistConfig& dist = c.dist;
+  const std::string_view wire = name_of(dist.wire);
+  if (d.mean.size() != d.std.size() && !d.mean.empty() && !d.std.empty())
+    broken.push_back({"data", "mean",
+                      str_cat("'data.mean' has ", d.mean.size(), " values but 'data.std' has ", d.std.size(),
+                              ": give one of each per channel"),
+                      "std"});
   for (const char* key : {"crop_scale", "crop_ratio"}) {
     const std::vector<double>& range = std::string_view(key) == "crop_scale" ? d.crop_scale : d.crop_ratio;
-    if (range.size() != 2 || range[0] > range[1])
-      loader.fail(loader.origin_of("data", key),
-                  str_cat("'data.", key, "' must be [lowest, highest], got ", range.size(), " value(s)",
-                          range.size() == 2 ? " in decreasing order" : ""));
+    rule(range.size() == 2 && range[0] <= range[1], "data", key, "'data.", key, "' must be [lowest, highest], got ",
+         range.size(), " value(s)", range.size() == 2 ? " in decreasing order" : "");
   }
-  if (d.source == "imagefolder" && d.channels != 1 && d.channels != 3)
-    loader.fail(loader.origin_of("data", "channels"), str_cat("'data.channels' must be 1 or 3, got ", d.channels));
-  if (d.source == "imagefolder" && static_cast<int64_t>(d.mean.size()) != d.channels)
-    loader.fail(
-        loader.origin_of("data", "mean"),
-        str_cat("'data.mean' has ", d.mean.size(), " value(s) but data.channels = ", d.channels,
-                d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : ""));
+  if (d.source == DataSource::kImageFolder) {
+    rule(d.channels == 1 || d.channels == 3, "data", "channels", "'data.channels' must be 1 or 3, got ", d.channels);
+    rule(static_cast<int64_t>(d.mean.size()) == d.channels, "data", "mean", "'data.mean' has ", d.mean.size(),
+         " value(s) but data.channels = ", d.channels,
+         d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : "");
+  }
+  if (t.device == Device::kCpu) {
+    rule(t.precision == Precision::kFp32, "train", "precision", "train.precision = \"", name_of(t.precision),
+         "\" applies to device = \"cuda\" only; the CPU computes in float32");
+    rule(dist.allreduce != Allreduce::kNccl, "dist", "allreduce",
+         "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
+    rule(t.cudnn_graph == CudnnGraphUse::kNever, "train", "cudnn_graph", "train.cudnn_graph = \"",
+         name_of(t.cudnn_graph), "\" applies to device = \"cuda\" only: it chooses cuDNN's convolutions");
+    rule(!t.cuda_graph, "train", "cuda_graph",
+         "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each op as it is called");
+  } else {
+    rule(dist.allreduce != Allreduce::kMpi, "dist", "allreduce",
+         "dist.allreduce = \"mpi\" moves host memory; with device = \"cuda\" use ring (ours, over NCCL "
+         "point-to-point) or nccl (ncclAllReduce)");
+    rule(dist.transport == TransportChoice::kAuto, "dist", "transport", "dist.transport = \"", name_of(dist.transport),
+         "\" moves host memory; with device = \"cuda\" the ring moves GPU memory with NCCL (leave "
+         "dist.transport = \"auto\")");
+  }
+  rule(!t.cuda_graph || t.accumulate_steps == 1, "train", "cuda_graph",
+       "train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = ", t.accumulate_steps,
+       " leave it off");
+  if (dist.allreduce == Allreduce::kMpi) {
+    rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist", "hierarchy",
+         "dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") "
+         "runs the MPI library's own algorithm");
+    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire,
+         "\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") sums in float32 on the wire");
+  }
+  if (dist.allreduce == Allreduce::kNccl) {
+    rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist", "hierarchy",
+         "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") "
+         "chooses its own rings and trees");
+    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire,
+         "\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") moves float32");
+  }
+  try {
+    parse_signal_list(c.checkpoint.signals);
+  } catch (const Error& e) {
+    broken.push_back({"checkpoint", "signals", str_cat("'checkpoint.signals': ", e.what())});
+  }
+  return broken;
 }
 
 }  // namespace
@@ -68,7 +114,11 @@ Config parse_config(const std::string& text, const std::string& source_name,
   loader.apply_document(root);
   for (size_t i = 0; i < overrides.size(); ++i) loader.apply_override(overrides[i], i);
   loader.validate();
-  check_config_rules(loader);
+  for (const Broken& b : broken_rules(loader.value())) {
+    const auto& at = loader.origin_of(b.table, b.key);
+    const auto& other = b.later_of.empty() ? at : loader.origin_of(b.table, b.later_of);
+    loader.fail(other.rank > at.rank ? other : at, b.message);
+  }
   return loader.finish();
 }
 
@@ -83,6 +133,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::fclose(f);
   if (read_errno) throw Error(str_cat("cannot read config '", path, "': ", std::strerror(read_errno)));
   return parse_config(text, path, overrides);
+}
+
+void check_rules(const Config& config) {
+  const std::vector<Broken> broken = broken_rules(config);
+  RT_CHECK(broken.empty(), broken.empty() ? "" : broken.front().message);
 }
 
 std::string to_toml(const Config& config) {
@@ -104,7 +159,9 @@ std::string to_toml(const Config& config) {
       out += str_cat("\n[", table, "]\n");
     }
     std::string value = std::visit([&](auto ref) { return format_value(ref(c)); }, spec.field);
-    std::string rule = !spec.choices.empty() ? str_cat("one of: ", join(spec.choices, ", ")) : describe(spec.bound);
+    std::string rule = std::holds_alternative<EnumFieldOf<Config>>(spec.field)
+                           ? str_cat("one of: ", join(std::get<EnumFieldOf<Config>>(spec.field)(c).names, ", "))
+                           : describe(spec.bound);
     if (std::holds_alternative<FieldRef<std::vector<double>>>(spec.field)) {
       if (!rule.empty()) rule = "each " + rule;
       if (spec.increasing) rule += ", strictly increasing";

@@ -9,7 +9,6 @@
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "models/registry.h"
-#include "nn/conv_algorithm.h"
 #include "nn/graph_loss.h"
 
 namespace rt {
@@ -70,7 +69,7 @@ std::string run_forward(const ForwardRequest& r) {
   const ModelOptions mo{
       {input->shape[1], input->shape[2], input->shape[3]}, c.model.num_classes, c.model.dropout, c.model.aux_logits};
   std::unique_ptr<Graph> graph = build_model(c.model.name, mo);
-  graph->plan(n, Device::kCpu, r.training, {parse_conv_algorithm(c.train.conv_algorithm)});
+  graph->plan(n, Device::kCpu, r.training, {c.train.conv_algorithm});
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
   load_model_state(*graph, read_safetensors(r.weights_path), r.weights_path);
 

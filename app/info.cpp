@@ -44,7 +44,7 @@ int info_command(const CliArgs& args) {
   const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
   const ModelOptions mo{input, c.model.num_classes, c.model.dropout, c.model.aux_logits};
   auto g = build_model(c.model.name, mo);
-  g->plan(batch, Device::kCpu, /*training=*/true, {parse_conv_algorithm(c.train.conv_algorithm)});
+  g->plan(batch, Device::kCpu, /*training=*/true, {c.train.conv_algorithm});
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", " << mo.num_classes
             << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();

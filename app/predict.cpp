@@ -15,7 +15,6 @@
 #include "base/cpu_budget.h"
 #include "data/image_folder.h"
 #include "models/registry.h"
-#include "nn/conv_algorithm.h"
 
 namespace rt {
 namespace {
@@ -23,7 +22,7 @@ namespace {
 // The image folder's class names, from the evaluation tree's index (cached), else its training tree's.
 std::vector<std::string> class_names(const DataConfig& d, int64_t classes) {
   std::vector<std::string> names;
-  if (d.source == "imagefolder") {
+  if (d.source == DataSource::kImageFolder) {
     for (const std::string& folder : {d.val_folder, d.train_folder}) {
       const std::string root = (std::filesystem::path(d.dir) / folder).string();
       if (std::filesystem::is_directory(root)) {
@@ -44,7 +43,7 @@ std::string run_predict(const Config& c, const std::string& weights_path, const 
 
   // An IDX-trained model reads what its data had: the model's usual channels and size.
   DataConfig d = c.data;
-  if (d.source != "imagefolder") {
+  if (d.source != DataSource::kImageFolder) {
     const Shape usual = find_model(c.model.name).default_input;
     d.channels = usual[0];
     if (d.image_size == 0) d.image_size = usual[1];
@@ -59,7 +58,7 @@ std::string run_predict(const Config& c, const std::string& weights_path, const 
 
   const ModelOptions mo{{o.channels, o.size, o.size}, c.model.num_classes, c.model.dropout, c.model.aux_logits};
   std::unique_ptr<Graph> graph = build_model(c.model.name, mo);
-  graph->plan(n, Device::kCpu, /*training=*/false, {parse_conv_algorithm(c.train.conv_algorithm)});
+  graph->plan(n, Device::kCpu, /*training=*/false, {c.train.conv_algorithm});
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
   load_model_state(*graph, read_safetensors(weights_path), weights_path);
   const Tensor& logits = graph->forward(batch.data(), RunContext{false, 0, 0});

@@ -8,10 +8,10 @@
 
 namespace rt {
 
-Progress::Mode Progress::resolve(const std::string& setting) {
-  if (setting == "bar") return Mode::kBar;
-  if (setting == "lines") return Mode::kLines;
-  if (setting == "none") return Mode::kNone;
+Progress::Mode Progress::resolve(ProgressMode setting) {
+  if (setting == ProgressMode::kBar) return Mode::kBar;
+  if (setting == ProgressMode::kLines) return Mode::kLines;
+  if (setting == ProgressMode::kNone) return Mode::kNone;
   return isatty(STDOUT_FILENO) ? Mode::kBar : Mode::kLines;
 }
 

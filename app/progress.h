@@ -6,13 +6,15 @@
 #include <iosfwd>
 #include <string>
 
+#include "base/run_settings.h"
+
 namespace rt {
 
 class Progress {
  public:
   enum class Mode { kBar, kLines, kNone };
-  // "auto" -> bar on a terminal, lines otherwise; "bar" | "lines" | "none".
-  static Mode resolve(const std::string& setting);
+  // log.progress: kAuto is the bar on a terminal, lines otherwise.
+  static Mode resolve(ProgressMode setting);
 
   Progress(Mode mode, int64_t every_steps, std::ostream& out);
   void begin_epoch(int64_t epoch, int64_t epochs, int64_t steps);

@@ -10,9 +10,13 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <span>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
+
+#include "base/named_enum.h"
 
 namespace rt {
 
@@ -20,13 +24,33 @@ namespace rt {
 // compute.images_per_s, one figure per model).
 using NumberTable = std::map<std::string, double>;
 
-// Where one key's value lives: a function handing out a reference into the Root.
+// An enum key's value (base/named_enum.h) seen through its name table: the file spells it as a
+// string of the table, and the key's choices are the table.
+struct EnumRef {
+  void* target;
+  std::span<const std::string_view> names;
+  size_t (*get)(const void* target);
+  void (*set)(void* target, size_t value);
+
+  std::string_view name() const { return names[get(target)]; }
+  // Sets the value spelled `name`; false, the value as it was, where no value is.
+  bool set_named(std::string_view name) const {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return set(target, i), true;
+    return false;
+  }
+};
+
+// Where one key's value lives: a function handing out a reference into the Root (an EnumRef for
+// an enum key).
 template <typename Root, typename T>
 using FieldOf = T& (*)(Root&);
 template <typename Root>
+using EnumFieldOf = EnumRef (*)(Root&);
+template <typename Root>
 using AnyFieldOf =
     std::variant<FieldOf<Root, bool>, FieldOf<Root, int64_t>, FieldOf<Root, double>, FieldOf<Root, std::string>,
-                 FieldOf<Root, std::vector<double>>, FieldOf<Root, NumberTable>>;
+                 FieldOf<Root, std::vector<double>>, FieldOf<Root, NumberTable>, EnumFieldOf<Root>>;
 
 // FieldOf accessors for a schema: member<&Root::table, &Table::key> for a key in a table,
 // member<&Root::key> for one at the top level. Root is read off the first member pointer.
@@ -44,6 +68,14 @@ template <auto kField>
 auto& member(typename ClassOf<decltype(kField)>::type& root) {
   return root.*kField;
 }
+// The same for a key whose member is an enum with a name table.
+template <auto kTable, auto kField>
+EnumRef enum_member(typename ClassOf<decltype(kTable)>::type& root) {
+  using E = std::remove_reference_t<decltype((root.*kTable).*kField)>;
+  return {&((root.*kTable).*kField), names_of<E>(),
+          [](const void* p) { return static_cast<size_t>(*static_cast<const E*>(p)); },
+          [](void* p, size_t v) { *static_cast<E*>(p) = static_cast<E>(v); }};
+}
 
 // Valid numbers (for arrays and number tables: each element). Infinite bounds are not printed.
 inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
@@ -57,7 +89,7 @@ constexpr Bound at_least(double lo) { return {.lo = lo}; }
 constexpr Bound above(double lo) { return {.lo = lo, .lo_open = true}; }
 constexpr Bound unit_open_top() { return {.lo = 0, .hi = 1, .hi_open = true}; }  // [0, 1)
 
-// Allowed values or aliases. The constructors are spelled out because GCC 12 crashes (in
+// Aliases. The constructors are spelled out because GCC 12 crashes (in
 // nothrow_spec_p) on a std::vector member initialiser of a class template.
 struct NameList : std::vector<std::string_view> {
   NameList() {}
@@ -71,11 +103,10 @@ struct KeySpecOf {
   AnyFieldOf<Root> field;
   std::string_view doc;
   Bound bound{};
-  NameList choices = NameList();  // strings: the allowed values; empty = any
-  bool non_empty = false;         // strings, arrays and number tables
-  bool increasing = false;        // arrays: strictly increasing
-  NameList also = NameList();     // names other tools use; only for "did you mean"
-  bool required = false;          // the file must give it (no default)
+  bool non_empty = false;      // strings, arrays and number tables
+  bool increasing = false;     // arrays: strictly increasing
+  NameList also = NameList();  // names other tools use; only for "did you mean"
+  bool required = false;       // the file must give it (no default)
 };
 
 template <typename Root>

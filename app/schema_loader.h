@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,8 @@ inline std::string format_value(const std::string& s) {
   }
   return out + "\"";
 }
+
+inline std::string format_value(const EnumRef& value) { return format_value(std::string(value.name())); }
 
 inline std::string format_value(const std::vector<double>& values) {
   std::string out = "[";
@@ -133,6 +136,7 @@ inline std::string_view expected_name(bool*) { return "a boolean"; }
 inline std::string_view expected_name(int64_t*) { return "an integer"; }
 inline std::string_view expected_name(double*) { return "a number"; }
 inline std::string_view expected_name(std::string*) { return "a string"; }
+inline std::string_view expected_name(EnumRef*) { return "a string"; }
 inline std::string_view expected_name(std::vector<double>*) { return "an array of numbers"; }
 inline std::string_view expected_name(NumberTable*) { return "a table of numbers"; }
 
@@ -212,6 +216,7 @@ class SchemaLoader {
 
   SchemaLoader(std::string source, const SchemaOf<Root>& schema) : source_(std::move(source)), schema_(schema) {
     origins_.assign(schema_.size(), Origin{source_, 0});
+    unknown_names_.assign(schema_.size(), "");
     given_.assign(schema_.size(), false);
     read_.assign(schema_.size(), false);
   }
@@ -285,6 +290,9 @@ class SchemaLoader {
     for (size_t i = 0; i < schema_.size(); ++i) {
       if (schema_[i].required && !given_[i])
         fail_missing(schema_[i]);
+      else if (!unknown_names_[i].empty())
+        fail_unknown_name(schema_[i], std::get<EnumFieldOf<Root>>(schema_[i].field)(value_), unknown_names_[i],
+                          origins_[i]);
       else
         std::visit([&](auto ref) { check(schema_[i], ref(value_), origins_[i]); }, schema_[i].field);
     }
@@ -339,8 +347,17 @@ class SchemaLoader {
     given_[i] = true;  // even with a value of the wrong type: that is its error, not a missing key
     std::visit(
         [&](auto ref) {
-          auto& field = ref(value_);
-          if (!read(node, field)) {
+          auto&& field = ref(value_);
+          bool typed = false;
+          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, EnumRef>) {
+            // A word outside the key's table is reported by validate(), unless an override replaces it.
+            std::string name;
+            typed = read(node, name);
+            if (typed) unknown_names_[i] = field.set_named(name) ? "" : name;
+          } else {
+            typed = read(node, field);
+          }
+          if (!typed) {
             fail(at, str_cat("'", full_name(spec), "' expects ", expected_name(&field), ", got ", got_name(node)));
             return;
           }
@@ -377,12 +394,16 @@ class SchemaLoader {
 
   void check(const Spec& spec, const std::string& v, const Origin& at) {
     if (spec.non_empty && v.empty()) fail(at, str_cat("'", full_name(spec), "' must not be empty"));
-    if (spec.choices.empty() || std::find(spec.choices.begin(), spec.choices.end(), v) != spec.choices.end()) return;
+  }
+
+  void check(const Spec&, const EnumRef&, const Origin&) {}  // set_named kept it in its table
+
+  void fail_unknown_name(const Spec& spec, const EnumRef& field, const std::string& v, const Origin& at) {
     std::vector<std::string> near;
-    for (std::string_view c : spec.choices)  // stricter than for keys: "gpu" must not suggest "cpu"
+    for (std::string_view c : field.names)  // stricter than for keys: "gpu" must not suggest "cpu"
       if (suggest::edit_distance(v, c) * 4 <= v.size()) near.push_back(str_cat(c));
     fail(at, str_cat("'", full_name(spec), "' = ", schema_detail::format_value(v), " is not one of: ",
-                     suggest::join(spec.choices, ", "), near.empty() ? "" : suggest::did_you_mean(near)));
+                     suggest::join(field.names, ", "), near.empty() ? "" : suggest::did_you_mean(near)));
   }
 
   void check(const Spec& spec, const std::vector<double>& v, const Origin& at) {
@@ -414,6 +435,7 @@ class SchemaLoader {
   Root value_{};
   std::vector<Origin> origins_;                         // indexed like the schema
   std::vector<bool> given_, read_;                      // indexed like the schema
+  std::vector<std::string> unknown_names_;              // enum keys: a word outside the table, or ""
   std::vector<std::pair<size_t, std::string>> errors_;  // (rank, "where: message")
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,7 @@
 
 namespace rt::suggest {
 
-inline std::string join(const std::vector<std::string_view>& parts, std::string_view sep) {
+inline std::string join(std::span<const std::string_view> parts, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i) out += sep;

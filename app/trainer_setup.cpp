@@ -23,7 +23,6 @@
 #include "dist/cuda/device_collective.h"
 #include "dist/gpu_choice.h"
 #include "models/registry.h"
-#include "nn/conv_algorithm.h"
 #include "nn/ops/add.h"
 
 namespace rt {
@@ -43,37 +42,10 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::s
   o.seed = seed;
   o.workers = workers;
   o.prefetch = static_cast<int>(d.prefetch);
-  o.error_on_bad_file = d.on_bad_file == "error";
+  o.error_on_bad_file = d.on_bad_file == BadFilePolicy::kError;
   o.warn = std::move(warn);
   const std::string root = data_path(d, training ? d.train_folder : d.val_folder);
   return std::make_unique<ImageFolderBatches>(load_image_index(root, "", d.rebuild_index), std::move(o));
-}
-
-// The train keys every layer is planned with, parsed once (the schema has checked their values).
-PlanContext plan_context_of(const TrainConfig& t) {
-  return {parse_conv_algorithm(t.conv_algorithm), parse_precision(t.precision), parse_cudnn_graph_use(t.cudnn_graph)};
-}
-
-// Settings that only one device can honour, refused at start on any number of ranks.
-void check_device_settings(const Config& config, Device device, const PlanContext& plan) {
-  const DistConfig& dc = config.dist;
-  if (device == Device::kCpu) {
-    RT_CHECK(plan.precision == Precision::kFp32, "train.precision = \"", precision_name(plan.precision),
-             "\" applies to device = \"cuda\" only; the CPU computes in float32");
-    RT_CHECK(dc.allreduce != "nccl",
-             "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
-    RT_CHECK(plan.cudnn_graph == CudnnGraphUse::kNever, "train.cudnn_graph = \"",
-             cudnn_graph_use_name(plan.cudnn_graph),
-             "\" applies to device = \"cuda\" only: it chooses cuDNN's convolutions");
-    RT_CHECK(!config.train.cuda_graph,
-             "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each "
-             "op as it is called");
-    return;
-  }
-  check_device_allreduce(dc.allreduce, parse_wire(dc.wire));
-  RT_CHECK(dc.transport == "auto", "dist.transport = \"", dc.transport,
-           "\" moves host memory; with device = \"cuda\" "
-           "the ring moves GPU memory with NCCL (leave dist.transport = \"auto\")");
 }
 
 // A warning from this rank on stderr, named by its rank and host.
@@ -94,7 +66,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const int cpus = world.cpu_share().cpus;
   const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads) : cpus;
   omp_set_num_threads(threads);
-  const Device device = parse_device(config.train.device);
+  check_rules(config);  // a config made in code, not loaded (tests)
+  const Device device = config.train.device;
   if (device == Device::kCuda) {
     // Before any other CUDA call: one GPU per rank.
     gpu_ =
@@ -103,8 +76,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
     RT_CHECK(shared.empty(), shared);
   }
-  const PlanContext plan_context = plan_context_of(config.train);
-  check_device_settings(config, device, plan_context);
+  const PlanContext plan_context{config.train.conv_algorithm, config.train.precision, config.train.cudnn_graph};
 
   open_data(cpus - threads);
   inject_fault("open_data", world.rank());
@@ -144,13 +116,13 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 
 void Trainer::open_data(int spare_cpus) {
   const DataConfig& d = config_.data;
-  synthetic_ = d.source == "synthetic";
+  synthetic_ = d.source == DataSource::kSynthetic;
   if (synthetic_) {
     input_shape_ = find_model(config_.model.name).default_input;
     if (d.image_size > 0) input_shape_[1] = input_shape_[2] = d.image_size;
     return;
   }
-  if (d.source == "imagefolder") {
+  if (d.source == DataSource::kImageFolder) {
     const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cpus);
     train_ = open_image_folder(d, config_.model.name, /*training=*/true, static_cast<uint64_t>(config_.train.seed),
                                workers, rank_warning(world_));
@@ -176,11 +148,10 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
                     // thread would take its core from them during backward.
                     StallPolicy::Idle::kSleep};
   // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
-  if (device == Device::kCuda)
-    return make_device_collective(dc.allreduce, world_.comm(), parse_wire(dc.wire), stall, dc.hierarchy);
+  const CollectiveSpec spec{dc.allreduce, dc.transport, dc.tcp_interface, dc.hierarchy, dc.wire};
+  if (device == Device::kCuda) return make_device_collective(spec, world_.comm(), stall);
   std::unique_ptr<Collective> collective =
-      make_collective(dc.allreduce, world_.comm(), stall, dc.transport, dc.tcp_interface, parse_wire(dc.wire),
-                      static_cast<size_t>(2 * graph_->arena_floats_to_plan()), dc.hierarchy);
+      make_collective(spec, world_.comm(), stall, static_cast<size_t>(2 * graph_->arena_floats_to_plan()));
   // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
   graph_->take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
   return collective;
@@ -188,10 +159,9 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
 
 EpochSampler Trainer::train_sampler() const {
   const TrainConfig& t = config_.train;
-  const TailPolicy tail = config_.data.tail == "pad" ? TailPolicy::kPad : TailPolicy::kDrop;
   // A rank's share of a step is its K micro-batches, consecutive (Note [Gradient accumulation]).
   return EpochSampler(train_->count(), t.batch_per_rank * t.accumulate_steps, static_cast<uint64_t>(t.seed),
-                      world_.rank(), world_.size(), tail);
+                      world_.rank(), world_.size(), config_.data.tail);
 }
 
 void Trainer::plan_schedule() {
@@ -207,7 +177,7 @@ void Trainer::plan_schedule() {
   const auto in_steps = [this](double epochs) {
     return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch_)));
   };
-  schedule_.kind = parse_schedule_kind(s.kind);
+  schedule_.kind = s.kind;
   schedule_.base = scaled_lr(t.lr_per_256, t.batch_per_rank * t.accumulate_steps * world_.size());
   schedule_.warmup_steps = in_steps(s.warmup_epochs);
   for (double m : s.milestones) schedule_.milestones.push_back(in_steps(m));
@@ -242,10 +212,6 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
 // Note [Gradient accumulation]: the last micro-batch's backward adds each parameter's earlier sum
 // into its gradient as backward finishes it, and only then hands it to the reducer.
 void Trainer::accumulate_gradients() {
-  RT_CHECK(!config_.train.cuda_graph,
-           "train.cuda_graph replays one forward and backward per step; with "
-           "train.accumulate_steps = ",
-           config_.train.accumulate_steps, " leave it off");
   grad_sum_ = Tensor(plain_spec({std::max<int64_t>(graph_->arena_floats(), 1)}, graph_->device()));
   graph_->on_grad_ready([this](size_t i) {
     if (!last_micro_batch_) return;  // no collective before the last micro-batch, as DDP's no_sync
@@ -263,9 +229,9 @@ void Trainer::print_start(int threads) const {
     out_ << "synthetic images of " << shape_str(input_shape_);
   else
     out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(input_shape_);
-  out_ << ", " << device_name(device);
+  out_ << ", " << name_of(device);
   if (device == Device::kCuda)
-    out_ << " (rank 0: " << gpu_.how << ") in " << config.train.precision
+    out_ << " (rank 0: " << gpu_.how << ") in " << name_of(config.train.precision)
          << (loss_scaling_->state() ? " with dynamic loss scaling" : "");
   if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
   out_ << "\n"

@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
     std::cerr << "allreduce_bench: run under mpirun with at least 2 ranks\n";
     return 1;
   }
+  if (!rt::enum_named<rt::Wire>(wire)) {
+    std::cerr << "allreduce_bench: --wire " << wire << ": expected fp32, fp16 or bf16\n";
+    return 1;
+  }
   rt::StallPolicy stall{60, 300, [](const std::string& m) { std::cerr << m << "\n"; },
                         [&](const std::string& m) { w.abort(m); },
                         w.oversubscribed() ? rt::StallPolicy::Idle::kYield : rt::StallPolicy::Idle::kSpin};
@@ -116,11 +120,11 @@ int main(int argc, char** argv) {
   const auto wanted = [&](const std::string& name) {
     return only.empty() || only.find(rt::str_cat(",", name, ",")) != only.npos;
   };
-  auto add = [&](const std::string& name, const char* algorithm, const char* transport, bool own_memory,
-                 rt::Wire on_wire = rt::Wire::kFp32, const char* hierarchy = "flat") {
+  auto add = [&](const std::string& name, rt::Allreduce algorithm, rt::TransportChoice transport, bool own_memory,
+                 rt::Wire on_wire = rt::Wire::kFp32, rt::Hierarchy hierarchy = rt::Hierarchy::kFlat) {
     if (!wanted(name)) return;
     contenders.push_back({name,
-                          rt::make_collective(algorithm, w.comm(), stall, transport, "", on_wire, 0, hierarchy),
+                          rt::make_collective({algorithm, transport, "", hierarchy, on_wire}, w.comm(), stall),
                           own_memory,
                           {},
                           nullptr});
@@ -128,19 +132,22 @@ int main(int argc, char** argv) {
   const rt::HostLayout layout = rt::host_layout(w.comm());
   const bool host_reads_link = !link.empty() && layout.ranks_of_host[layout.host_of_rank[w.rank()]][0] == w.rank();
   if (rt::ShmTransport::available(w.comm())) {
-    add("ring_shm", "ring", "shm", true);
-    add("ring_shm_copy", "ring", "shm", false);
+    add("ring_shm", rt::Allreduce::kRing, rt::TransportChoice::kShm, true);
+    add("ring_shm_copy", rt::Allreduce::kRing, rt::TransportChoice::kShm, false);
   }
-  add("ring_tcp", "ring", "tcp", true);
-  if (wire != "fp32") add("ring_tcp_" + wire, "ring", "tcp", true, rt::parse_wire(wire));
-  if (rt::resolve_hierarchy("auto", layout) == rt::Hierarchy::kTwoLevel) {
-    add("ring_2lvl", "ring", "tcp", true, rt::Wire::kFp32, "two_level");
-    if (wire != "fp32") add("ring_2lvl_" + wire, "ring", "tcp", true, rt::parse_wire(wire), "two_level");
+  const rt::Wire on_wire = *rt::enum_named<rt::Wire>(wire);
+  add("ring_tcp", rt::Allreduce::kRing, rt::TransportChoice::kTcp, true);
+  if (wire != "fp32") add("ring_tcp_" + wire, rt::Allreduce::kRing, rt::TransportChoice::kTcp, true, on_wire);
+  if (rt::resolve_hierarchy(rt::Hierarchy::kAuto, layout) == rt::Hierarchy::kTwoLevel) {
+    add("ring_2lvl", rt::Allreduce::kRing, rt::TransportChoice::kTcp, true, rt::Wire::kFp32, rt::Hierarchy::kTwoLevel);
+    if (wire != "fp32")
+      add("ring_2lvl_" + wire, rt::Allreduce::kRing, rt::TransportChoice::kTcp, true, on_wire,
+          rt::Hierarchy::kTwoLevel);
   }
-  add("ring_mpi", "ring", "mpi", true);
+  add("ring_mpi", rt::Allreduce::kRing, rt::TransportChoice::kMpi, true);
   if (wanted("link_tcp"))
     contenders.push_back({"link_tcp", std::make_unique<TcpLinkProbe>(w.comm(), stall), false, {}, nullptr});
-  add("mpi", "mpi", "auto", true);
+  add("mpi", rt::Allreduce::kMpi, rt::TransportChoice::kAuto, true);
   if (contenders.empty()) {
     if (w.rank() == 0) std::cerr << "allreduce_bench: --only " << only << " names no contender of this run\n";
     return 1;

@@ -8,13 +8,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/run_settings.h"  // TailPolicy
+
 namespace rt {
 
 // What to do with the samples left over after the last full global batch.
 //   kDrop: leave them out (a different random subset each epoch when shuffling);
 //   kPad:  fill the last global batch by wrapping around to the start of the permutation, so
 //          every sample is seen at least once and a few twice.
-enum class TailPolicy { kDrop, kPad };
 
 // Note [Sampler layout]
 // The global batch is G = world * batch_per_rank. Global step s covers permutation positions

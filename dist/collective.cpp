@@ -1,6 +1,7 @@
 #include "dist/collective.h"
 
 #include "base/check.h"
+#include "dist/host_layout.h"
 #include "dist/two_level_collective.h"
 
 namespace rt {
@@ -15,7 +16,7 @@ class RingCollective final : public Collective {
         wire_(wire) {}
   std::string describe() const override {
     return "ringtrain's ring over " + transport_name_ +
-           (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
+           (wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire"));
   }
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
     return ring_.last_phase_switch();
@@ -61,59 +62,63 @@ class MpiCollective final : public Collective {
 
 }  // namespace
 
-std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_t region_floats,
-                              const StallPolicy* stall) {
-  RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi", "unknown transport '",
-           transport, "': expected auto, shm, tcp or mpi");
-  if (transport == "tcp" || transport == "mpi") return transport;
-  // "shm" on several hosts: ShmTransport's constructor says so.
-  if (transport == "auto" && !ShmTransport::available(comm)) return "tcp";
+TransportChoice resolve_transport(TransportChoice transport, MPI_Comm comm, size_t region_floats,
+                                  const StallPolicy* stall) {
+  if (transport == TransportChoice::kTcp || transport == TransportChoice::kMpi) return transport;
+  // kShm on several hosts: ShmTransport's constructor says so.
+  if (transport == TransportChoice::kAuto && !ShmTransport::available(comm)) return TransportChoice::kTcp;
   const ShmTransport::Space space = ShmTransport::check_space(comm, region_floats);
-  if (space.fits) return "shm";
-  RT_CHECK(transport == "auto", "dist.transport = \"shm\": ", space.shortfall());
+  if (space.fits) return TransportChoice::kShm;
+  RT_CHECK(transport == TransportChoice::kAuto, "dist.transport = \"shm\": ", space.shortfall());
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0 && stall && stall->warn)
     stall->warn(space.shortfall() +
                 "; the ring runs over TCP on this host instead, which is slower (dist.transport = "
                 "\"tcp\" says so and keeps this quiet)");
-  return "tcp";
+  return TransportChoice::kTcp;
 }
 
-std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport, const std::string& tcp_interface, Wire wire,
-                                            size_t region_floats, const std::string& hierarchy) {
-  if (algorithm == "ring") {
-    RT_CHECK(transport == "auto" || transport == "shm" || transport == "tcp" || transport == "mpi",
-             "unknown transport '", transport, "': expected auto, shm, tcp or mpi");
-    if (hierarchy != "flat") {
-      const HostLayout layout = host_layout(comm);
-      std::string why;
-      const Hierarchy h = resolve_hierarchy(hierarchy, layout, &why);
-      int rank = 0;
-      MPI_Comm_rank(comm, &rank);
-      if (!why.empty() && rank == 0 && stall.warn) stall.warn(why);
-      if (h == Hierarchy::kTwoLevel)
-        return make_two_level_collective(comm, layout, stall, transport, tcp_interface, wire, region_floats);
-    }
-    const std::string how = resolve_transport(transport, comm, region_floats, &stall);
-    if (how == "shm")
-      return std::make_unique<RingCollective>(std::make_unique<ShmTransport>(comm, stall), "shared memory", wire);
-    if (how == "tcp")
-      return std::make_unique<RingCollective>(std::make_unique<TcpTransport>(comm, stall, tcp_interface), "TCP", wire);
-    return std::make_unique<RingCollective>(std::make_unique<MpiTransport>(comm, stall), "MPI point-to-point", wire);
-  }
-  if (algorithm == "mpi") {
-    RT_CHECK(hierarchy != "two_level",
-             "dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") "
-             "runs the MPI library's own algorithm");
-    RT_CHECK(wire == Wire::kFp32, "dist.wire = \"", wire_name(wire),
-             "\" applies to ringtrain's ring; MPI_Allreduce "
-             "(dist.allreduce = \"mpi\") sums in float32 on the wire");
+std::unique_ptr<Transport> make_transport(TransportChoice how, MPI_Comm comm, const StallPolicy& stall,
+                                          const std::string& tcp_interface) {
+  if (how == TransportChoice::kShm) return std::make_unique<ShmTransport>(comm, stall);
+  if (how == TransportChoice::kTcp) return std::make_unique<TcpTransport>(comm, stall, tcp_interface);
+  RT_ASSERT(how == TransportChoice::kMpi);
+  return std::make_unique<MpiTransport>(comm, stall);
+}
+
+const char* transport_words(TransportChoice how) {
+  return how == TransportChoice::kShm ? "shared memory" : how == TransportChoice::kTcp ? "TCP" : "MPI point-to-point";
+}
+
+Hierarchy choose_hierarchy(Hierarchy setting, MPI_Comm comm, const StallPolicy& stall, HostLayout* layout) {
+  if (setting == Hierarchy::kFlat) return Hierarchy::kFlat;
+  *layout = host_layout(comm);
+  std::string why;
+  const Hierarchy h = resolve_hierarchy(setting, *layout, &why);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (!why.empty() && rank == 0 && stall.warn) stall.warn(why);
+  return h;
+}
+
+std::unique_ptr<Collective> make_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall,
+                                            size_t region_floats) {
+  if (spec.allreduce == Allreduce::kMpi) {
+    // A loaded config never asks these (app/config.cpp refuses them); a caller in code may.
+    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel && spec.wire == Wire::kFp32, "make_collective: dist.hierarchy = \"",
+             name_of(spec.hierarchy), "\" with dist.wire = \"", name_of(spec.wire),
+             "\": a two-level or 16-bit wire applies to ringtrain's ring, not MPI_Allreduce");
     return std::make_unique<MpiCollective>(comm);
   }
-  RT_CHECK(false, "unknown allreduce algorithm '", algorithm, "': expected ring or mpi");
-  return nullptr;
+  RT_CHECK(spec.allreduce == Allreduce::kRing, "make_collective: dist.allreduce = \"", name_of(spec.allreduce),
+           "\" moves GPU memory (make_device_collective)");
+  HostLayout layout;
+  if (choose_hierarchy(spec.hierarchy, comm, stall, &layout) == Hierarchy::kTwoLevel)
+    return make_two_level_collective(comm, layout, stall, spec, region_floats);
+  const TransportChoice how = resolve_transport(spec.transport, comm, region_floats, &stall);
+  return std::make_unique<RingCollective>(make_transport(how, comm, stall, spec.tcp_interface), transport_words(how),
+                                          spec.wire);
 }
 
 }  // namespace rt

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "base/run_settings.h"
+#include "dist/host_layout.h"
 #include "dist/mpi_transport.h"
 #include "dist/ring_allreduce.h"
 #include "dist/shm_transport.h"
@@ -58,20 +60,35 @@ class Collective {
   virtual void join_compute() {}
 };
 
+// What a job asks of its gradient collective: the [dist] keys that choose it, as the config holds
+// them (the config refuses combinations that cannot work before anything is built).
+struct CollectiveSpec {
+  Allreduce allreduce = Allreduce::kRing;
+  TransportChoice transport = TransportChoice::kAuto;  // under the two-level ring: between hosts
+  std::string tcp_interface = "";                      // "": any that reaches
+  Hierarchy hierarchy = Hierarchy::kFlat;
+  Wire wire = Wire::kFp32;
+};
+
 // Collective over comm. region_floats: what allocate() will be asked for (0: nothing), so that
-// the shared-memory transport is chosen only where /dev/shm has room for it. hierarchy
-// (dist.hierarchy, resolve_hierarchy in host_layout.h): "flat", or the two-level ring of Note
-// [Two-level ring] with "two_level" or, where ranks span hosts, "auto"; transport then names the
-// level between hosts.
-std::unique_ptr<Collective> make_collective(const std::string& algorithm, MPI_Comm comm, const StallPolicy& stall,
-                                            const std::string& transport = "auto",
-                                            const std::string& tcp_interface = "", Wire wire = Wire::kFp32,
-                                            size_t region_floats = 0, const std::string& hierarchy = "flat");
-// The transport make_collective picks for the ring: "shm", "tcp" or "mpi". With "auto", shared
+// the shared-memory transport is chosen only where /dev/shm has room for it. The two-level ring of
+// Note [Two-level ring] where choose_hierarchy says so.
+std::unique_ptr<Collective> make_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall,
+                                            size_t region_floats = 0);
+// dist.hierarchy for comm's ranks as they sit on hosts (resolve_hierarchy in host_layout.h), with
+// *layout where it was needed; where kAuto fell back to the flat ring for uneven hosts, rank 0
+// says why through stall.warn. Collective over comm; the CPU's and the GPU's collectives both ask it.
+Hierarchy choose_hierarchy(Hierarchy setting, MPI_Comm comm, const StallPolicy& stall, HostLayout* layout);
+// The transport make_collective picks for the ring: kShm, kTcp or kMpi. With kAuto, shared
 // memory where every rank is on one host and /dev/shm has room (ShmTransport::check_space), else
-// TCP, saying why on rank 0 through stall.warn where it was for want of room; with "shm", too
+// TCP, saying why on rank 0 through stall.warn where it was for want of room; with kShm, too
 // little room is an rt::Error. Collective over comm.
-std::string resolve_transport(const std::string& transport, MPI_Comm comm, size_t region_floats = 0,
-                              const StallPolicy* stall = nullptr);
+TransportChoice resolve_transport(TransportChoice transport, MPI_Comm comm, size_t region_floats = 0,
+                                  const StallPolicy* stall = nullptr);
+// The transport `how` (kShm, kTcp or kMpi, as resolve_transport returns) over comm, and its name in
+// messages ("shared memory", "TCP", "MPI point-to-point").
+std::unique_ptr<Transport> make_transport(TransportChoice how, MPI_Comm comm, const StallPolicy& stall,
+                                          const std::string& tcp_interface);
+const char* transport_words(TransportChoice how);
 
 }  // namespace rt

@@ -76,12 +76,10 @@ ChunkRange finished_share(int64_t count, const TwoLevelPlace& place) {
   return {share.begin + part.begin, part.count};
 }
 
-Hierarchy resolve_hierarchy(const std::string& setting, const HostLayout& layout, std::string* why) {
-  RT_CHECK(setting == "auto" || setting == "flat" || setting == "two_level", "unknown dist.hierarchy '", setting,
-           "': expected auto, flat or two_level");
-  if (setting == "flat") return Hierarchy::kFlat;
+Hierarchy resolve_hierarchy(Hierarchy setting, const HostLayout& layout, std::string* why) {
+  if (setting == Hierarchy::kFlat) return Hierarchy::kFlat;
   const int per = layout.ranks_per_host();
-  if (setting == "two_level") {
+  if (setting == Hierarchy::kTwoLevel) {
     RT_CHECK(per > 0, "dist.hierarchy = \"two_level\" needs as many ranks on every host, and this job has ",
              layout.describe(),
              ": launch the same number per host (mpirun --map-by ppr:N:node), or set dist.hierarchy = \"flat\"");
@@ -93,7 +91,5 @@ Hierarchy resolve_hierarchy(const std::string& setting, const HostLayout& layout
                    "\"flat\" says so and keeps this quiet)");
   return layout.hosts() > 1 && per > 1 ? Hierarchy::kTwoLevel : Hierarchy::kFlat;
 }
-
-const char* hierarchy_name(Hierarchy h) { return h == Hierarchy::kFlat ? "flat" : "two_level"; }
 
 }  // namespace rt

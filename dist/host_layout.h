@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/run_settings.h"  // Hierarchy
 #include "dist/ring_schedule.h"
 
 namespace rt {
@@ -61,11 +62,10 @@ ChunkRange host_share(int64_t count, const TwoLevelPlace& place);
 // whole buffer: the ranks' finished parts tile the buffer.
 ChunkRange finished_share(int64_t count, const TwoLevelPlace& place);
 
-enum class Hierarchy { kFlat, kTwoLevel };
-// dist.hierarchy: "flat", "two_level", or "auto": two-level when ranks span hosts with more than
-// one rank on each and every host holds as many. rt::Error for "two_level" on uneven hosts,
-// naming them. *why (may be null) gets a sentence when "auto" chose flat for uneven hosts.
-Hierarchy resolve_hierarchy(const std::string& setting, const HostLayout& layout, std::string* why = nullptr);
-const char* hierarchy_name(Hierarchy h);
+// dist.hierarchy resolved for a layout: kFlat or kTwoLevel. kAuto is two-level when ranks span
+// hosts with more than one rank on each and every host holds as many. rt::Error for kTwoLevel on
+// uneven hosts, naming them. *why (may be null) gets a sentence when kAuto chose flat for uneven
+// hosts.
+Hierarchy resolve_hierarchy(Hierarchy setting, const HostLayout& layout, std::string* why = nullptr);
 
 }  // namespace rt

@@ -25,10 +25,10 @@ double two_level_allreduce_seconds(double bytes, double bytes_across, int ranks,
          ring_step_count(H) * (across.latency_s + bytes_across / H / across.bytes_per_s);
 }
 
-Hierarchy simulated_hierarchy(const std::string& setting, int ranks, const ClusterModel& cluster) {
+Hierarchy simulated_hierarchy(Hierarchy setting, int ranks, const ClusterModel& cluster) {
   const int per_host = std::max(1, cluster.ranks_per_host);
-  RT_CHECK(setting != "two_level" || ranks % per_host == 0, "simulate: dist.hierarchy = \"two_level\" at ", ranks,
-           " ranks would leave the last host with ", ranks % per_host,
+  RT_CHECK(setting != Hierarchy::kTwoLevel || ranks % per_host == 0, "simulate: dist.hierarchy = \"two_level\" at ",
+           ranks, " ranks would leave the last host with ", ranks % per_host,
            " of the cluster file's ranks_per_host = ", per_host,
            ", and the two-level ring needs as many on every host: simulate a multiple of ", per_host,
            ", or dist.hierarchy = \"auto\"");

@@ -50,7 +50,7 @@ double ring_allreduce_seconds(double bytes, int ranks, const ClusterModel& clust
 // of `bytes` in float32 that crosses hosts as bytes_across (half of it on a 16-bit wire).
 double two_level_allreduce_seconds(double bytes, double bytes_across, int ranks, const ClusterModel& cluster);
 // The hierarchy dist.hierarchy = `setting` resolves to at `ranks` ranks placed host by host.
-Hierarchy simulated_hierarchy(const std::string& setting, int ranks, const ClusterModel& cluster);
+Hierarchy simulated_hierarchy(Hierarchy setting, int ranks, const ClusterModel& cluster);
 
 // When backward finishes each gradient, in arena order (the order they become final).
 struct ComputeProfile {

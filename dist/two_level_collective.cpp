@@ -17,25 +17,18 @@ MPI_Comm group_comm(MPI_Comm comm, const std::vector<int>& members, int key_of_c
   return sub;
 }
 
-std::unique_ptr<Transport> make_transport(const std::string& how, MPI_Comm comm, const StallPolicy& stall,
-                                          const std::string& tcp_interface) {
-  if (how == "shm") return std::make_unique<ShmTransport>(comm, stall);
-  if (how == "tcp") return std::make_unique<TcpTransport>(comm, stall, tcp_interface);
-  return std::make_unique<MpiTransport>(comm, stall);
-}
-
 class TwoLevelCollective final : public Collective {
  public:
-  TwoLevelCollective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall, const std::string& transport,
-                     const std::string& tcp_interface, Wire wire, size_t region_floats)
-      : wire_(wire), layout_words_(layout.describe()) {
+  TwoLevelCollective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall, const CollectiveSpec& spec,
+                     size_t region_floats)
+      : wire_(spec.wire), layout_words_(layout.describe()) {
     const TwoLevelComms comms = split_two_level(comm, layout);
     place_ = comms.place;
     local_comm_ = comms.local;
     cross_comm_ = comms.cross;
-    local_name_ = resolve_transport("auto", local_comm_, region_floats, &stall);
-    cross_name_ = transport == "auto" ? "tcp" : transport;
-    RT_CHECK(cross_name_ != "shm" || ShmTransport::available(cross_comm_),
+    local_name_ = resolve_transport(TransportChoice::kAuto, local_comm_, region_floats, &stall);
+    cross_name_ = spec.transport == TransportChoice::kAuto ? TransportChoice::kTcp : spec.transport;
+    RT_CHECK(cross_name_ != TransportChoice::kShm || ShmTransport::available(cross_comm_),
              "dist.transport = \"shm\" with the two-level ring: shared memory cannot join ranks on different "
              "hosts (leave dist.transport = \"auto\" for TCP across hosts)");
     // Messages name world ranks and the ring they come from.
@@ -49,12 +42,12 @@ class TwoLevelCollective final : public Collective {
     // of its own host; that host's ranks name the stuck one (the shared-memory blame chain), so
     // they are given the first word.
     across.abort_s = stall.abort_s + std::max(2.0, 0.1 * stall.abort_s);
-    local_t_ = make_transport(local_name_, local_comm_, inside, tcp_interface);
-    cross_t_ = make_transport(cross_name_, cross_comm_, across, tcp_interface);
+    local_t_ = make_transport(local_name_, local_comm_, inside, spec.tcp_interface);
+    cross_t_ = make_transport(cross_name_, cross_comm_, across, spec.tcp_interface);
     const float inv_world = 1.0f / static_cast<float>(layout.world());
     // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
     local_ = std::make_unique<RingAllreduce>(*local_t_, kSlice, Wire::kFp32, 1.0f);
-    cross_ = std::make_unique<RingAllreduce>(*cross_t_, kSlice, wire, inv_world);
+    cross_ = std::make_unique<RingAllreduce>(*cross_t_, kSlice, wire_, inv_world);
   }
   ~TwoLevelCollective() override {
     local_.reset();
@@ -68,7 +61,7 @@ class TwoLevelCollective final : public Collective {
   std::string describe() const override {
     return str_cat("ringtrain's two-level ring (", layout_words_, ": ", transport_words(local_name_),
                    " inside a host, ", transport_words(cross_name_), " between hosts",
-                   wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire between them"), ")");
+                   wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire between them"), ")");
   }
   std::shared_ptr<float> allocate(size_t floats) override { return local_t_->allocate(floats); }
   std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
@@ -103,15 +96,12 @@ class TwoLevelCollective final : public Collective {
 
  private:
   static constexpr int64_t kSlice = int64_t{1} << 17;
-  static std::string transport_words(const std::string& name) {
-    return name == "shm" ? "shared memory" : name == "tcp" ? "TCP" : "MPI point-to-point";
-  }
 
   Wire wire_;
   std::string layout_words_;  // "2 hosts x 4 ranks"
   TwoLevelPlace place_;
   MPI_Comm local_comm_ = MPI_COMM_NULL, cross_comm_ = MPI_COMM_NULL;
-  std::string local_name_, cross_name_;
+  TransportChoice local_name_ = TransportChoice::kShm, cross_name_ = TransportChoice::kTcp;
   std::unique_ptr<Transport> local_t_, cross_t_;
   std::unique_ptr<RingAllreduce> local_, cross_;
 };
@@ -158,9 +148,8 @@ TwoLevelComms split_two_level(MPI_Comm comm, const HostLayout& layout) {
 }
 
 std::unique_ptr<Collective> make_two_level_collective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall,
-                                                      const std::string& transport, const std::string& tcp_interface,
-                                                      Wire wire, size_t region_floats) {
-  return std::make_unique<TwoLevelCollective>(comm, layout, stall, transport, tcp_interface, wire, region_floats);
+                                                      const CollectiveSpec& spec, size_t region_floats) {
+  return std::make_unique<TwoLevelCollective>(comm, layout, stall, spec, region_floats);
 }
 
 }  // namespace rt

@@ -26,11 +26,10 @@ struct TwoLevelComms {
 };
 TwoLevelComms split_two_level(MPI_Comm comm, const HostLayout& layout);
 
-// Collective over comm. transport names the rings across hosts ("auto" and "tcp": TCP; "mpi";
-// "shm", possible only where the "hosts" share memory); inside a host the ring uses shared
-// memory where /dev/shm has room for region_floats, else TCP. The wire type applies across hosts.
+// Collective over comm. spec.transport names the rings across hosts (kAuto and kTcp: TCP; kMpi;
+// kShm, possible only where the "hosts" share memory); inside a host the ring uses shared memory
+// where /dev/shm has room for region_floats, else TCP. spec.wire applies across hosts.
 std::unique_ptr<Collective> make_two_level_collective(MPI_Comm comm, const HostLayout& layout, const StallPolicy& stall,
-                                                      const std::string& transport, const std::string& tcp_interface,
-                                                      Wire wire, size_t region_floats);
+                                                      const CollectiveSpec& spec, size_t region_floats);
 
 }  // namespace rt

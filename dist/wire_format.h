@@ -11,16 +11,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 
 #include "base/half_float.h"
+#include "base/run_settings.h"  // Wire
 
 namespace rt {
 
-enum class Wire { kFp32, kFp16, kBf16 };
-
-Wire parse_wire(std::string_view name);  // "fp32" | "fp16" | "bf16", else rt::Error
-const char* wire_name(Wire wire);
 inline size_t wire_bytes(Wire wire) { return wire == Wire::kFp32 ? 4 : 2; }
 
 RT_HD inline uint16_t to_wire(float f, Wire wire) { return wire == Wire::kBf16 ? float_to_bf16(f) : float_to_fp16(f); }

@@ -5,13 +5,4 @@
 // grows with the inputs' mean, which batch norm then amplifies (docs/models.md, "Convolution algorithm").
 #pragma once
 
-#include <string_view>
-
-namespace rt {
-
-enum class ConvAlgorithm { kDirect, kWinograd };
-
-std::string_view conv_algorithm_name(ConvAlgorithm algorithm);
-ConvAlgorithm parse_conv_algorithm(std::string_view name);  // "direct" | "winograd", else rt::Error
-
-}  // namespace rt
+#include "base/run_settings.h"  // ConvAlgorithm

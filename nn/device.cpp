@@ -16,15 +16,6 @@ namespace {
 
 }  // namespace
 
-std::string_view device_name(Device device) { return device == Device::kCpu ? "cpu" : "cuda"; }
-
-Device parse_device(std::string_view name) {
-  if (name == "cpu") return Device::kCpu;
-  if (name == "cuda") return Device::kCuda;
-  RT_CHECK(false, "unknown device '", name, "': expected cpu or cuda");
-  return Device::kCpu;
-}
-
 #ifdef RINGTRAIN_WITH_CUDA
 bool cuda_built() { return true; }
 bool cuda_usable(std::string* why) { return cuda::usable(why); }

@@ -8,12 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/run_settings.h"  // Device
+
 namespace rt {
-
-enum class Device { kCpu, kCuda };
-
-std::string_view device_name(Device device);
-Device parse_device(std::string_view name);  // "cpu" | "cuda", else rt::Error
 
 // True when this binary was built with the CUDA backend.
 bool cuda_built();

@@ -1,12 +1,10 @@
 // The run-wide choices every layer is planned with (Layer::plan, Graph::plan): how convolutions
 // compute, what the CUDA backend computes in, and whether convolutions try cuDNN's graph API. The
-// app parses them from the config once (train.conv_algorithm, train.precision, train.cudnn_graph);
+// config holds them typed (train.conv_algorithm, train.precision, train.cudnn_graph);
 // an op reads them when it is made, so two graphs planned with different choices coexist.
 #pragma once
 
-#include <string_view>
-
-#include "nn/conv_algorithm.h"
+#include "base/run_settings.h"
 
 namespace rt {
 
@@ -15,18 +13,13 @@ namespace rt {
 // matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and
 // their gradients between convolutions in 16 bits (NHWC), parameters and everything else float32,
 // fully connected layers in TF32. The CPU computes in fp32 only.
-enum class Precision { kFp32, kTf32, kBf16, kFp16 };
-Precision parse_precision(std::string_view name);  // "fp32" | "tf32" | "bf16" | "fp16", else rt::Error
-const char* precision_name(Precision precision);
-// Whether matrix products and convolutions may round float32 inputs to TF32: all but fp32.
-inline bool allows_tf32(Precision precision) { return precision != Precision::kFp32; }
-
+//
 // Whether CUDA convolutions try cuDNN's graph API (train.cudnn_graph; Note [cuDNN graph API] in
 // nn/ops/cuda/cudnn_graph.h): "off" never, "where_faster" where its plan timed faster than the
 // legacy algorithm, "always" wherever it has a plan (what the GPU suite checks).
-enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };
-CudnnGraphUse parse_cudnn_graph_use(std::string_view value);  // "off" | "where_faster" | "always", else rt::Error
-const char* cudnn_graph_use_name(CudnnGraphUse use);
+
+// Whether matrix products and convolutions may round float32 inputs to TF32: all but fp32.
+inline bool allows_tf32(Precision precision) { return precision != Precision::kFp32; }
 
 struct PlanContext {
   ConvAlgorithm conv_algorithm = ConvAlgorithm::kDirect;

@@ -45,7 +45,7 @@ bool TensorSpec::same_as(const TensorSpec& other) const {
 }
 
 std::string TensorSpec::describe() const {
-  return str_cat(shape_str(shape), " ", layout ? layout->describe() : "plain", " ", device_name(device));
+  return str_cat(shape_str(shape), " ", layout ? layout->describe() : "plain", " ", name_of(device));
 }
 
 TensorSpec plain_spec(Shape shape, Device device) { return TensorSpec{std::move(shape), nullptr, device}; }

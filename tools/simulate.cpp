@@ -123,7 +123,7 @@ Simulation prepare_simulation(const Config& config, const std::string& network_p
 // The step under `dist` at p ranks; buckets re-planned where dist's caps differ from the config's.
 StepPrediction predict(const Simulation& s, const Config& config, const DistConfig& dist, int p) {
   const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
-  const double element_bytes = static_cast<double>(wire_bytes(parse_wire(dist.wire)));
+  const double element_bytes = static_cast<double>(wire_bytes(dist.wire));
   const Hierarchy h = simulated_hierarchy(dist.hierarchy, p, s.f.cluster);
   return with_accumulation(
       simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap, s.f.cluster, element_bytes, h),
@@ -169,9 +169,9 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
                 "# %zu buckets (dist.first_bucket_mb = %g, dist.bucket_mb = %g), %s backward, %s on the wire, "
                 "%.1f MB of gradients, dist.hierarchy = %s\n",
                 g.buckets.size(), config.dist.first_bucket_mb, config.dist.bucket_mb,
-                config.dist.overlap ? "overlapped with" : "after", config.dist.wire.c_str(),
+                config.dist.overlap ? "overlapped with" : "after", std::string(name_of(config.dist.wire)).c_str(),
                 static_cast<double>(g.params.empty() ? 0 : g.params.back().offset + g.params.back().count) * 4 / 1e6,
-                config.dist.hierarchy.c_str());
+                std::string(name_of(config.dist.hierarchy)).c_str());
   out << line;
   out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency ring\n";
   const int64_t K = config.train.accumulate_steps;
@@ -181,7 +181,7 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
     std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f %s\n", p,
                   (p + c.ranks_per_host - 1) / c.ranks_per_host, st.step_s * 1e3, st.compute_s * 1e3,
                   st.comm_busy_s * 1e3, st.exposed_comm_s * 1e3, images, images / s.f.images_per_s, st.efficiency,
-                  hierarchy_name(simulated_hierarchy(config.dist.hierarchy, p, c)));
+                  std::string(name_of(simulated_hierarchy(config.dist.hierarchy, p, c))).c_str());
     out << line;
   }
   return out.str();
@@ -198,7 +198,7 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
   out << header(config, s, network_path, cycle_s, profile_path);
   out << "# the settings predicted fastest, searched over dist.hierarchy, dist.bucket_mb (0 = one collective per "
          "tensor) and dist.first_bucket_mb, against the config's ("
-      << config.dist.hierarchy << ", " << config.dist.bucket_mb << ", " << config.dist.first_bucket_mb
+      << name_of(config.dist.hierarchy) << ", " << config.dist.bucket_mb << ", " << config.dist.first_bucket_mb
       << "), kept where nothing is predicted " << 100 * kWorthChanging << "% faster\n";
   out << "# ranks hierarchy bucket_mb first_bucket_mb step_ms efficiency config_step_ms config_efficiency gain\n";
   char line[256];
@@ -207,8 +207,8 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
     const StepPrediction mine = predict(s, config, config.dist, p);
     DistConfig best = config.dist;
     StepPrediction fastest = mine;
-    for (const char* h : {"flat", "two_level"}) {
-      if (std::string(h) == "two_level" && simulated_hierarchy("auto", p, s.f.cluster) != Hierarchy::kTwoLevel)
+    for (const Hierarchy h : {Hierarchy::kFlat, Hierarchy::kTwoLevel}) {
+      if (h == Hierarchy::kTwoLevel && simulated_hierarchy(Hierarchy::kAuto, p, s.f.cluster) != Hierarchy::kTwoLevel)
         continue;  // one host, one rank per host, or uneven hosts: the two-level ring is the flat one or refused
       for (double cap : {0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 32.0, 64.0, 128.0, 256.0, 512.0})
         for (double first : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0}) {
@@ -224,11 +224,12 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
     // A prediction within half a percent of the config's is no reason to change it.
     if (fastest.step_s > mine.step_s * (1 - kWorthChanging)) fastest = mine, best = config.dist;
     std::snprintf(line, sizeof line, "%7d %9s %9g %15g %7.1f %10.3f %14.1f %17.3f %+5.1f%%\n", p,
-                  best.hierarchy.c_str(), best.bucket_mb, best.first_bucket_mb, fastest.step_s * 1e3,
-                  fastest.efficiency, mine.step_s * 1e3, mine.efficiency, 100 * (mine.step_s / fastest.step_s - 1));
+                  std::string(name_of(best.hierarchy)).c_str(), best.bucket_mb, best.first_bucket_mb,
+                  fastest.step_s * 1e3, fastest.efficiency, mine.step_s * 1e3, mine.efficiency,
+                  100 * (mine.step_s / fastest.step_s - 1));
     out << line;
     advice =
-        str_cat("# to run ", p, " ranks so: --set dist.hierarchy=", best.hierarchy,
+        str_cat("# to run ", p, " ranks so: --set dist.hierarchy=", name_of(best.hierarchy),
                 " --set dist.bucket_mb=", best.bucket_mb, " --set dist.first_bucket_mb=", best.first_bucket_mb, "\n");
   }
   out << advice;

@@ -269,7 +269,7 @@ class DeviceRing final : public DeviceCollective {
   ~DeviceRing() override { stop_watching(); }
   std::string describe() const override {
     return "ringtrain's ring over " + x_->describe() +
-           (wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire"));
+           (wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire"));
   }
 
   void average(float* data, int64_t count, const WaitContext& context) override {
@@ -316,7 +316,7 @@ class DeviceTwoLevelRing final : public DeviceCollective {
   std::string describe() const override {
     return str_cat("ringtrain's two-level ring (", place_.cross_ring.size(), " hosts of ", place_.local_ring.size(),
                    ": ", local_->describe(), " inside a host, ", cross_->describe(), " between hosts",
-                   wire_ == Wire::kFp32 ? "" : str_cat(", ", wire_name(wire_), " on the wire between them"), ")");
+                   wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire between them"), ")");
   }
 
   void average(float* data, int64_t count, const WaitContext& context) override {
@@ -394,31 +394,26 @@ std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExc
   return std::make_unique<DeviceTwoLevelRing>(std::move(local), std::move(cross), place, wire, stall);
 }
 
-std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
-                                                   const StallPolicy& stall, const std::string& hierarchy) {
-  check_device_allreduce(algorithm, wire);
-  if (algorithm == "nccl") {
-    RT_CHECK(hierarchy != "two_level",
-             "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") "
-             "chooses its own rings and trees");
+std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, MPI_Comm comm,
+                                                   const StallPolicy& stall) {
+  // A loaded config never asks the rest (app/config.cpp refuses them); a caller in code may.
+  RT_CHECK(spec.allreduce == Allreduce::kRing || spec.allreduce == Allreduce::kNccl,
+           "make_device_collective: dist.allreduce = \"", name_of(spec.allreduce), "\" moves host memory");
+  if (spec.allreduce == Allreduce::kNccl) {
+    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel && spec.wire == Wire::kFp32,
+             "make_device_collective: a two-level or 16-bit wire applies to ringtrain's ring, not ncclAllReduce");
     return std::make_unique<NcclAllreduce>(comm, stall);
   }
-  if (hierarchy != "flat") {
-    const HostLayout layout = host_layout(comm);
-    std::string why;
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    if (resolve_hierarchy(hierarchy, layout, &why) == Hierarchy::kTwoLevel) {
-      TwoLevelComms comms = split_two_level(comm, layout);
-      auto local = make_nccl_exchange(comms.local);
-      auto cross = make_nccl_exchange(comms.cross);
-      MPI_Comm_free(&comms.local);  // NCCL keeps communicators of its own
-      MPI_Comm_free(&comms.cross);
-      return make_device_two_level_ring(std::move(local), std::move(cross), comms.place, wire, stall);
-    }
-    if (!why.empty() && rank == 0 && stall.warn) stall.warn(why);
+  HostLayout layout;
+  if (choose_hierarchy(spec.hierarchy, comm, stall, &layout) == Hierarchy::kTwoLevel) {
+    TwoLevelComms comms = split_two_level(comm, layout);
+    auto local = make_nccl_exchange(comms.local);
+    auto cross = make_nccl_exchange(comms.cross);
+    MPI_Comm_free(&comms.local);  // NCCL keeps communicators of its own
+    MPI_Comm_free(&comms.cross);
+    return make_device_two_level_ring(std::move(local), std::move(cross), comms.place, spec.wire, stall);
   }
-  return make_device_ring(make_nccl_exchange(comm), wire, stall);
+  return make_device_ring(make_nccl_exchange(comm), spec.wire, stall);
 }
 
 }  // namespace rt

@@ -36,17 +36,12 @@ class DeviceExchange {
   virtual void abort() {}
 };
 
-// rt::Error unless `algorithm` moves GPU memory ("ring" or "nccl") and `wire` suits it (ncclAllReduce
-// moves float32 only); built with or without CUDA.
-void check_device_allreduce(const std::string& algorithm, Wire wire);
-
-// "ring" (ours over NCCL point-to-point) or "nccl" (ncclAllReduce) over comm's ranks, one GPU
-// each, on the GPU select_cuda_device chose; each bucket's work is watched with `stall` (Note
-// [GPU watchdog] in dist/stall_watch.h). hierarchy as for make_collective (dist.hierarchy): the
-// ring is then two-level, NCCL inside each host and NCCL across. Collective over comm. rt::Error
-// in a build without CUDA.
-std::unique_ptr<Collective> make_device_collective(const std::string& algorithm, MPI_Comm comm, Wire wire,
-                                                   const StallPolicy& stall, const std::string& hierarchy = "flat");
+// spec.allreduce kRing (ours over NCCL point-to-point) or kNccl (ncclAllReduce) over comm's ranks,
+// one GPU each, on the GPU select_cuda_device chose; each bucket's work is watched with `stall`
+// (Note [GPU watchdog] in dist/stall_watch.h). spec.hierarchy as for make_collective: the ring is
+// then two-level, NCCL inside each host and NCCL across; spec.transport is not asked (NCCL moves
+// the bytes). Collective over comm. rt::Error in a build without CUDA.
+std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall);
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
 // NCCL's version, "2.27.3"; "" in a build without CUDA.

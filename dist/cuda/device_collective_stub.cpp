@@ -8,8 +8,7 @@ constexpr const char* kNotBuilt =
     "this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON on a machine with the CUDA toolkit)";
 }
 
-std::unique_ptr<Collective> make_device_collective(const std::string&, MPI_Comm, Wire, const StallPolicy&,
-                                                   const std::string&) {
+std::unique_ptr<Collective> make_device_collective(const CollectiveSpec&, MPI_Comm, const StallPolicy&) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;
 }

@@ -21,7 +21,7 @@ class Conv2d final : public Layer {
   Conv2d& normal_init(double std);
   // K * P * Q * (C/g) * R * S per image.
   int64_t multiply_adds() const override { return macs_; }
-  std::string_view algorithm() const override { return op_ ? conv_algorithm_name(op_->algorithm()) : ""; }
+  std::string_view algorithm() const override { return op_ ? name_of(op_->algorithm()) : ""; }
   int cudnn_graph_directions() const override { return op_ ? op_->cudnn_graph_directions() : 0; }
 
  protected:

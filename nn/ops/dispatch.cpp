@@ -15,7 +15,7 @@ namespace {
 #define BACKEND(device, fn) ((device) == Device::kCuda ? &cuda::fn : &cpu::fn)
 #else
 void require_cpu(Device device, const char* op) {
-  RT_CHECK(device == Device::kCpu, op, " on ", device_name(device),
+  RT_CHECK(device == Device::kCpu, op, " on ", name_of(device),
            ": this ringtrain was built without CUDA (configure with -DRINGTRAIN_CUDA=ON)");
 }
 #define BACKEND(device, fn) (require_cpu((device), #fn), &cpu::fn)

@@ -26,12 +26,4 @@ double LrSchedule::at(int64_t step) const {
   return base;
 }
 
-LrSchedule::Kind parse_schedule_kind(const std::string& name) {
-  if (name == "constant") return LrSchedule::Kind::kConstant;
-  if (name == "step") return LrSchedule::Kind::kStep;
-  if (name == "cosine") return LrSchedule::Kind::kCosine;
-  RT_CHECK(false, "unknown schedule '", name, "': expected constant, step or cosine");
-  return LrSchedule::Kind::kConstant;
-}
-
 }  // namespace rt

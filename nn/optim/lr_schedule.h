@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/run_settings.h"  // ScheduleKind
+
 namespace rt {
 
 struct LrSchedule {
-  enum class Kind { kConstant, kStep, kCosine };
+  using Kind = ScheduleKind;
   Kind kind = Kind::kConstant;
   double base = 0.1;  // after warmup, before decay
   int64_t warmup_steps = 0;
@@ -21,8 +23,6 @@ struct LrSchedule {
 
   double at(int64_t step) const;
 };
-
-LrSchedule::Kind parse_schedule_kind(const std::string& name);
 
 // Goyal et al. 2017: the rate for `global_batch` images is lr_per_256 x global_batch / 256.
 inline double scaled_lr(double lr_per_256, int64_t global_batch) {

@@ -317,7 +317,7 @@ TEST(ConfigOverride, BareWordIsTakenAsAString) {
   Config c = parse_config("", "run.toml", {"model.name=resnet8", "checkpoint.dir=runs/r1-b", "train.device=cuda"});
   EXPECT_EQ(c.model.name, "resnet8");
   EXPECT_EQ(c.checkpoint.dir, "runs/r1-b");
-  EXPECT_EQ(c.train.device, "cuda");
+  EXPECT_EQ(c.train.device, Device::kCuda);
 }
 
 TEST(ConfigOverride, ErrorsNameTheOverrideNotTheFile) {
@@ -368,8 +368,9 @@ TEST(ConfigOverride, UnparsableValueThatIsNotAWordIsAnError) {
 Config every_key_changed() {
   Config c;
   c.model = {"resnet8", 100, 0.25, false};
-  c.data = {"synthetic",      96,   "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3},
-            {0.3, 1e-7, 2.5}, "pad"};
+  c.data = {
+      DataSource::kSynthetic, 96, "/data/mnist \"quoted\"\\", "a", "b", "c", "d", {0.1, 0.2, 1.0 / 3}, {0.3, 1e-7, 2.5},
+      TailPolicy::kPad};
   c.data.train_folder = "tr";
   c.data.val_folder = "va";
   c.data.channels = 1;
@@ -380,15 +381,40 @@ Config every_key_changed() {
   c.data.flip = false;
   c.data.workers = 3;
   c.data.prefetch = 9;
-  c.data.on_bad_file = "error";
+  c.data.on_bad_file = BadFilePolicy::kError;
   c.data.rebuild_index = true;
   c.data.max_image_pixels = 1000;
-  c.train = {7, 128, 4, 0.1 + 0.2, 0.95, true, 1e-5, true, 0.1, 0.75, 42, 3, "cuda", "winograd", "tf32"};
-  c.schedule = {"step", 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
-  c.dist = {"mpi", "tcp", "eth1", "two_level", "bf16", 0.0, 0.5, false, false, 5.5, 30.0};
+  c.train = {7,
+             128,
+             4,
+             0.1 + 0.2,
+             0.95,
+             true,
+             1e-5,
+             true,
+             0.1,
+             0.75,
+             42,
+             3,
+             Device::kCuda,
+             ConvAlgorithm::kWinograd,
+             Precision::kTf32};
+  c.schedule = {ScheduleKind::kStep, 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
+  // On the GPU the ring's transport stays "auto" (NCCL moves the bytes): the CPU round trip below changes it.
+  c.dist = {Allreduce::kRing,
+            TransportChoice::kAuto,
+            "eth1",
+            Hierarchy::kTwoLevel,
+            Wire::kBf16,
+            0.0,
+            0.5,
+            false,
+            false,
+            5.5,
+            30.0};
   c.bench = {3, 4, 5};
   c.eval = {250, 2};
-  c.log = {10, "", "lines", "trace.json", 2, 7, 1.5};
+  c.log = {10, "", ProgressMode::kLines, "trace.json", 2, 7, 1.5};
   c.checkpoint = {"runs/x", 3, 100, 30.5, 4, "SIGUSR2", 12.5};
   return c;
 }
@@ -396,6 +422,14 @@ Config every_key_changed() {
 TEST(ConfigToToml, DefaultConfigRoundTrips) {
   Config c;
   EXPECT_EQ(parse_config(to_toml(c), "printed.toml"), c) << to_toml(c);
+  Config cpu = c;  // the keys only the CPU takes changed
+  cpu.train.device = Device::kCpu;
+  cpu.train.precision = Precision::kFp32;
+  cpu.dist.allreduce = Allreduce::kMpi;
+  cpu.dist.transport = TransportChoice::kTcp;
+  cpu.dist.hierarchy = Hierarchy::kFlat;
+  cpu.dist.wire = Wire::kFp32;
+  EXPECT_EQ(parse_config(to_toml(cpu), "printed.toml"), cpu) << to_toml(cpu);
 }
 
 TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
@@ -413,6 +447,14 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   EXPECT_NE(c.log, defaults.log);
   EXPECT_NE(c.checkpoint, defaults.checkpoint);
   EXPECT_EQ(parse_config(to_toml(c), "printed.toml"), c) << to_toml(c);
+  Config cpu = c;  // the keys only the CPU takes changed
+  cpu.train.device = Device::kCpu;
+  cpu.train.precision = Precision::kFp32;
+  cpu.dist.allreduce = Allreduce::kMpi;
+  cpu.dist.transport = TransportChoice::kTcp;
+  cpu.dist.hierarchy = Hierarchy::kFlat;
+  cpu.dist.wire = Wire::kFp32;
+  EXPECT_EQ(parse_config(to_toml(cpu), "printed.toml"), cpu) << to_toml(cpu);
 }
 
 TEST(ConfigToToml, AwkwardDoublesRoundTripExactly) {

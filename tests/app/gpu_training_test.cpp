@@ -41,12 +41,12 @@ TEST_P(GpuTraining, FashionMnistLowersTheLossAndLearns) {
   if (!fs::exists(data / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST not installed in " << data;
   Config c;
   c.model.name = "lenet";
-  c.train.device = "cuda";
-  c.train.precision = GetParam();
+  c.train.device = Device::kCuda;
+  c.train.precision = *enum_named<Precision>(GetParam());
   c.train.epochs = 1;
   c.train.batch_per_rank = 200;  // 300 steps
   c.train.lr_per_256 = 0.2;
-  c.log.progress = "none";
+  c.log.progress = ProgressMode::kNone;
   c.checkpoint.dir = (root_ / "run").string();
   const TrainResult r = Trainer(c, log_, World::get()).train();
   ASSERT_EQ(r.step_losses.size(), 300u);
@@ -60,14 +60,14 @@ TEST_P(GpuTraining, FashionMnistLowersTheLossAndLearns) {
 // scores the test set as the GPU did, to the GPU's own rounding.
 TEST_P(GpuTraining, CheckpointFromTheGpuScoresAlikeOnTheCpu) {
   Config gpu = synthetic_config(root_);
-  gpu.train.device = "cuda";
-  gpu.train.precision = GetParam();
+  gpu.train.device = Device::kCuda;
+  gpu.train.precision = *enum_named<Precision>(GetParam());
   const TrainResult trained = Trainer(gpu, log_, World::get()).train();
   ASSERT_EQ(trained.last_eval.samples, 160);
 
   Config cpu = gpu;
-  cpu.train.device = "cpu";
-  cpu.train.precision = "fp32";
+  cpu.train.device = Device::kCpu;
+  cpu.train.precision = Precision::kFp32;
   Trainer reader(cpu, log_, World::get());
   reader.resume(gpu.checkpoint.dir);
   const EvalResult scored = reader.evaluate();
@@ -135,8 +135,8 @@ RunState train_and_read(const Config& c, std::ostream& log) {
 // must skip the same steps.
 TEST_P(GpuTraining, StepsReplayedFromACudaGraphTrainAsIssuedStepsDo) {
   Config issued = synthetic_config(root_);
-  issued.train.device = "cuda";
-  issued.train.precision = GetParam();
+  issued.train.device = Device::kCuda;
+  issued.train.precision = *enum_named<Precision>(GetParam());
   Config replayed = issued;
   replayed.train.cuda_graph = true;
   const RunState a = train_and_read(issued, log_), b = train_and_read(issued, log_);

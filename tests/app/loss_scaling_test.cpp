@@ -23,7 +23,7 @@ TEST(LossScaling, OtherPrecisionsScaleNothingAndApplyEveryStep) {
   auto g = planned_lenet();
   g->grad_arena()[7] = std::numeric_limits<float>::infinity();  // not its business: no scale to back off
   for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
-    SCOPED_TRACE(precision_name(p));
+    SCOPED_TRACE(name_of(p));
     auto s = make_loss_scaling(p);
     EXPECT_EQ(s->scale(), 1);
     EXPECT_TRUE(s->gradients_apply(*g, 0));

@@ -357,7 +357,7 @@ TEST_F(TrainerTest, LabelsBeyondTheModelsClassesAreAnError) {
 
 TEST_F(TrainerTest, DivergingLossStopsWithTheStepAndLeavesNoCheckpoint) {
   config_.train.lr_per_256 = 1e12;
-  config_.schedule.kind = "constant";
+  config_.schedule.kind = ScheduleKind::kConstant;
   const std::string e = error_of([&] { Trainer(config_, log_, World::get()).train(); });
   EXPECT_NE(e.find("loss became"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(fs::path(config_.checkpoint.dir) / kCheckpointFile));
@@ -388,7 +388,7 @@ TEST(TrainerFashionMnist, ThreeHundredStepsLowerTheLoss) {
   c.train.batch_per_rank = 200;  // 300 steps
   c.train.lr_per_256 = 0.2;
   c.train.threads = 2;
-  c.log.progress = "none";
+  c.log.progress = ProgressMode::kNone;
   c.checkpoint.dir = dir.string();
   std::ostringstream log;
   const TrainResult r = Trainer(c, log, World::get()).train();

@@ -41,7 +41,7 @@ Config rank_config(const std::string& test, int64_t batch_per_rank) {
   c.train.batch_per_rank = batch_per_rank;
   c.train.epochs = 1;
   c.train.threads = 1;
-  c.schedule.kind = "constant";
+  c.schedule.kind = ScheduleKind::kConstant;
   return c;
 }
 
@@ -172,7 +172,7 @@ TEST(DataParallel, SimulatorBucketsAreTheTrainersForThePapersModels) {
     Config c;
     c.model.name = name;
     c.model.num_classes = 1000;
-    c.data.source = "synthetic";
+    c.data.source = DataSource::kSynthetic;
     // The buckets depend on the parameters alone, not the image size (Inception's aux head needs 299).
     c.data.image_size = std::string(name) == "inception_v3" ? 0 : 64;
     c.train.batch_per_rank = 1;

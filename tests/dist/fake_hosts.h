@@ -27,7 +27,8 @@ inline std::vector<int> fake_host_sizes(int world) {
 inline std::unique_ptr<Collective> make_fake_two_level(int ranks_per_host, const std::string& transport,
                                                        Wire wire = Wire::kFp32) {
   setenv("RINGTRAIN_FAKE_HOST_RANKS", std::to_string(ranks_per_host).c_str(), 1);
-  auto c = make_collective("ring", World::get().comm(), test_stall(), transport, "", wire, 0, "two_level");
+  const CollectiveSpec spec{Allreduce::kRing, *enum_named<TransportChoice>(transport), "", Hierarchy::kTwoLevel, wire};
+  auto c = make_collective(spec, World::get().comm(), test_stall());
   unsetenv("RINGTRAIN_FAKE_HOST_RANKS");
   return c;
 }

@@ -156,11 +156,12 @@ TEST_F(DeviceRingTest, RingOverNcclAndNcclAllReduceGiveTheAverage) {
   // The two-level ring over NCCL on each rank's own fake host (RINGTRAIN_FAKE_HOST_RANKS=1): NCCL
   // communicators inside each host and across, as the trainer makes them.
   setenv("RINGTRAIN_FAKE_HOST_RANKS", "1", 1);
-  auto two_level = make_device_collective("ring", w.comm(), Wire::kFp32, test_stall(), "two_level");
+  auto two_level = make_device_collective({.hierarchy = Hierarchy::kTwoLevel}, w.comm(), test_stall());
   unsetenv("RINGTRAIN_FAKE_HOST_RANKS");
   std::vector<std::unique_ptr<Collective>> collectives;
   for (const char* algorithm : {"ring", "nccl"})
-    collectives.push_back(make_device_collective(algorithm, w.comm(), Wire::kFp32, test_stall()));
+    collectives.push_back(
+        make_device_collective({.allreduce = *enum_named<Allreduce>(algorithm)}, w.comm(), test_stall()));
   collectives.push_back(std::move(two_level));
   for (const auto& c : collectives) {
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{(1 << 20) + 5}}) {

@@ -147,21 +147,20 @@ TEST(HostLayout, NumbersHostsByTheirLowestRankAndRefusesUnevenHosts) {
   EXPECT_EQ(l.describe(), "3 hosts with 2, 2 and 1 ranks");
   EXPECT_EQ(l.ranks_per_host(), 0);
   EXPECT_THROW(two_level_place(l, 0), Error);
-  EXPECT_THROW(resolve_hierarchy("two_level", l), Error);
+  EXPECT_THROW(resolve_hierarchy(Hierarchy::kTwoLevel, l), Error);
   std::string why;
-  EXPECT_EQ(resolve_hierarchy("auto", l, &why), Hierarchy::kFlat);
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kAuto, l, &why), Hierarchy::kFlat);
   EXPECT_NE(why.find("3 hosts with 2, 2 and 1 ranks"), std::string::npos) << why;
   EXPECT_THROW(layout_from_leaders({0, 2, 2}), Error);  // rank 1's leader is above it
   EXPECT_THROW(layout_from_leaders({0, 0, 1}), Error);  // rank 1 is not its own leader
-  EXPECT_THROW(resolve_hierarchy("hierarchical", l), Error);
 }
 
 TEST(HostLayout, AutoChoosesTwoLevelOnlyAcrossHostsWithSeveralRanksEach) {
-  EXPECT_EQ(resolve_hierarchy("auto", block_layout(8, 8)), Hierarchy::kFlat);  // one host
-  EXPECT_EQ(resolve_hierarchy("auto", block_layout(8, 1)), Hierarchy::kFlat);  // one rank per host
-  EXPECT_EQ(resolve_hierarchy("auto", block_layout(8, 4)), Hierarchy::kTwoLevel);
-  EXPECT_EQ(resolve_hierarchy("flat", block_layout(8, 4)), Hierarchy::kFlat);
-  EXPECT_EQ(resolve_hierarchy("two_level", block_layout(8, 8)), Hierarchy::kTwoLevel);
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kAuto, block_layout(8, 8)), Hierarchy::kFlat);  // one host
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kAuto, block_layout(8, 1)), Hierarchy::kFlat);  // one rank per host
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kAuto, block_layout(8, 4)), Hierarchy::kTwoLevel);
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kFlat, block_layout(8, 4)), Hierarchy::kFlat);
+  EXPECT_EQ(resolve_hierarchy(Hierarchy::kTwoLevel, block_layout(8, 8)), Hierarchy::kTwoLevel);
   EXPECT_EQ(block_layout(8, 4).describe(), "2 hosts x 4 ranks");
 }
 

@@ -52,7 +52,8 @@ std::vector<Variant> collectives() {
 
 std::unique_ptr<Collective> make(const Variant& v) {
   if (v.fake_host_ranks > 0) return make_fake_two_level(v.fake_host_ranks, v.transport);
-  return make_collective(v.algorithm, World::get().comm(), test_stall(), v.transport);
+  const CollectiveSpec spec{*enum_named<Allreduce>(v.algorithm), *enum_named<TransportChoice>(v.transport)};
+  return make_collective(spec, World::get().comm(), test_stall());
 }
 
 TEST(Collectives, RingAndMpiAverageAwkwardSizesToTheClosedForm) {

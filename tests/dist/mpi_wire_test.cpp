@@ -67,7 +67,8 @@ const char* const kTransports[] = {"shm", "tcp", "mpi"};
 std::vector<std::unique_ptr<Collective>> rings(Wire wire) {
   std::vector<std::unique_ptr<Collective>> v;
   for (const char* transport : kTransports)
-    v.push_back(make_collective("ring", World::get().comm(), test_stall(), transport, "", wire));
+    v.push_back(make_collective({.transport = *enum_named<TransportChoice>(transport), .wire = wire},
+                                World::get().comm(), test_stall()));
   for (int k : fake_host_sizes(World::get().size())) v.push_back(make_fake_two_level(k, "tcp", wire));
   return v;
 }
@@ -89,7 +90,7 @@ TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
 // 40000 on every rank: any sum of two overflows fp16 (largest 65504); each rank's share does not.
 TEST(WireRing, Fp16DividesBeforeSendingSoLargeGradientsDoNotOverflow) {
   const World& w = World::get();
-  auto c = make_collective("ring", w.comm(), test_stall(), "shm", "", Wire::kFp16);
+  auto c = make_collective({.transport = TransportChoice::kShm, .wire = Wire::kFp16}, w.comm(), test_stall());
   std::vector<float> v = contribution(4099, w.rank(), 40000.0f);
   c->average(v.data(), static_cast<int64_t>(v.size()), {});
   expect_near_average(v, w.size(), 40000.0f, Wire::kFp16, c->describe() + ", values near 40000");
@@ -144,7 +145,7 @@ TEST(TwoLevelRing, NamesTheHostsItRunsOver) {
 
 TEST(WireRing, MpiAllreduceRefusesANarrowWire) {
   try {
-    make_collective("mpi", World::get().comm(), test_stall(), "auto", "", Wire::kFp16);
+    make_collective({.allreduce = Allreduce::kMpi, .wire = Wire::kFp16}, World::get().comm(), test_stall());
     FAIL() << "MPI_Allreduce accepted dist.wire = fp16";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("applies to ringtrain's ring"), std::string::npos) << e.what();

@@ -425,19 +425,5 @@ TEST(CudaMath, GraphEnginesKeepThePrecisionsPromise) {
   EXPECT_TRUE(cuda::engine_allowed(winograd, bf16_winograd));
 }
 
-TEST(CudaMath, CudnnGraphSettingReadsBackItsOwnNames) {
-  for (CudnnGraphUse u : {CudnnGraphUse::kNever, CudnnGraphUse::kWhereFaster, CudnnGraphUse::kAlways})
-    EXPECT_EQ(parse_cudnn_graph_use(cudnn_graph_use_name(u)), u);
-  EXPECT_EQ(parse_cudnn_graph_use("where_faster"), CudnnGraphUse::kWhereFaster);
-  try {
-    parse_cudnn_graph_use("1");
-    ADD_FAILURE() << "'1' was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("train.cudnn_graph is \"1\"; expected off, where_faster or always"),
-              std::string::npos)
-        << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace rt::testing

@@ -69,7 +69,7 @@ void conv_parity_through_the_graph_api(Precision precision, double tol) {
   int used = 0;
   for (const auto& [g, x] : conv_cases()) used += conv_parity(g, x, tol, plan);
   // 5 cases x 3 directions; cuDNN may lack a plan for some (grouped, dilated).
-  std::cout << precision_name(precision) << ": the graph API ran " << used << " of 15 convolution directions\n";
+  std::cout << name_of(precision) << ": the graph API ran " << used << " of 15 convolution directions\n";
   EXPECT_GE(used, 12);
 }
 

@@ -65,7 +65,7 @@ inline Config synthetic_config(const std::filesystem::path& dir) {
   c.train.lr_per_256 = 0.4;
   c.train.threads = 2;
   c.eval.batch = 50;
-  c.log.progress = "none";
+  c.log.progress = ProgressMode::kNone;
   c.checkpoint.dir = (dir / "run").string();
   return c;
 }

@@ -222,10 +222,10 @@ TEST(Simulate, TwoLevelRingCostsItsClosedForm) {
   EXPECT_NEAR(two_level_allreduce_seconds(bytes, bytes, 16, two_links(1)),
               ring_allreduce_seconds(bytes, 16, two_links(1)), 1e-15);
   EXPECT_NEAR(two_level_allreduce_seconds(bytes, bytes, 8, c), ring_allreduce_seconds(bytes, 8, c), 1e-15);
-  EXPECT_EQ(simulated_hierarchy("auto", 8, c), Hierarchy::kFlat);
-  EXPECT_EQ(simulated_hierarchy("auto", 16, c), Hierarchy::kTwoLevel);
-  EXPECT_EQ(simulated_hierarchy("auto", 12, c), Hierarchy::kFlat);  // hosts of 8 and 4
-  EXPECT_THROW(simulated_hierarchy("two_level", 12, c), Error);
+  EXPECT_EQ(simulated_hierarchy(Hierarchy::kAuto, 8, c), Hierarchy::kFlat);
+  EXPECT_EQ(simulated_hierarchy(Hierarchy::kAuto, 16, c), Hierarchy::kTwoLevel);
+  EXPECT_EQ(simulated_hierarchy(Hierarchy::kAuto, 12, c), Hierarchy::kFlat);  // hosts of 8 and 4
+  EXPECT_THROW(simulated_hierarchy(Hierarchy::kTwoLevel, 12, c), Error);
 }
 
 // A report's row for `ranks`, split into its columns.

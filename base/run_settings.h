@@ -1,0 +1,78 @@
+// The run's settings that take one of a fixed set of values, as the enums the config holds and
+// nn, data and dist take as they are; each with its names as the config file spells them. What
+// each value does is said where the config's schema explains its key (app/config_schema.h).
+#pragma once
+
+#include "base/named_enum.h"
+
+namespace rt {
+
+enum class DataSource { kIdx, kImageFolder, kSynthetic };  // data.source
+enum class TailPolicy { kDrop, kPad };                     // data.tail
+enum class BadFilePolicy { kSkip, kError };                // data.on_bad_file
+enum class Device { kCpu, kCuda };                         // train.device
+enum class ConvAlgorithm { kDirect, kWinograd };           // train.conv_algorithm
+// train.precision; Note [Mixed precision] in nn/ops/cuda/gpu_layout.h.
+enum class Precision { kFp32, kTf32, kBf16, kFp16 };
+enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };  // train.cudnn_graph
+enum class ScheduleKind { kConstant, kStep, kCosine };       // schedule.kind
+enum class Allreduce { kRing, kMpi, kNccl };                 // dist.allreduce
+enum class TransportChoice { kAuto, kShm, kTcp, kMpi };      // dist.transport
+enum class Hierarchy { kAuto, kFlat, kTwoLevel };            // dist.hierarchy
+enum class Wire { kFp32, kFp16, kBf16 };                     // dist.wire
+enum class ProgressMode { kAuto, kBar, kLines, kNone };      // log.progress
+
+template <>
+struct EnumNames<DataSource> {
+  static constexpr std::array<std::string_view, 3> names{"idx", "imagefolder", "synthetic"};
+};
+template <>
+struct EnumNames<TailPolicy> {
+  static constexpr std::array<std::string_view, 2> names{"drop", "pad"};
+};
+template <>
+struct EnumNames<BadFilePolicy> {
+  static constexpr std::array<std::string_view, 2> names{"skip", "error"};
+};
+template <>
+struct EnumNames<Device> {
+  static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"};
+};
+template <>
+struct EnumNames<ConvAlgorithm> {
+  static constexpr std::array<std::string_view, 2> names{"direct", "winograd"};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<std::string_view, 4> names{"fp32", "tf32", "bf16", "fp16"};
+};
+template <>
+struct EnumNames<CudnnGraphUse> {
+  static constexpr std::array<std::string_view, 3> names{"off", "where_faster", "always"};
+};
+template <>
+struct EnumNames<ScheduleKind> {
+  static constexpr std::array<std::string_view, 3> names{"constant", "step", "cosine"};
+};
+template <>
+struct EnumNames<Allreduce> {
+  static constexpr std::array<std::string_view, 3> names{"ring", "mpi", "nccl"};
+};
+template <>
+struct EnumNames<TransportChoice> {
+  static constexpr std::array<std::string_view, 4> names{"auto", "shm", "tcp", "mpi"};
+};
+template <>
+struct EnumNames<Hierarchy> {
+  static constexpr std::array<std::string_view, 3> names{"auto", "flat", "two_level"};
+};
+template <>
+struct EnumNames<Wire> {
+  static constexpr std::array<std::string_view, 3> names{"fp32", "fp16", "bf16"};
+};
+template <>
+struct EnumNames<ProgressMode> {
+  static constexpr std::array<std::string_view, 4> names{"auto", "bar", "lines", "none"};
+};
+
+}  // namespace rt
