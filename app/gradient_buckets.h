@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "app/config.h"
+#include "config/config.h"
 #include "dist/bucket_plan.h"
 #include "nn/graph.h"
 

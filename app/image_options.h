@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "app/config.h"
+#include "config/config.h"
 #include "data/image_sample.h"
 
 namespace rt {

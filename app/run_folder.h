@@ -9,7 +9,7 @@
 #include <string>
 
 #include "app/checkpoint.h"
-#include "app/config.h"
+#include "config/config.h"
 
 namespace rt {
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "app/config.h"
+#include "config/config.h"
 #include "dist/world.h"
 
 namespace rt {

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/signal_names.h"
+
 namespace rt {
 
 // Exit statuses a requeue script can test (documented in README.md).
@@ -26,12 +28,6 @@ inline constexpr int kExitAbandoned = 143;     // 128 + SIGTERM: stopped without
 // arriving while the process starts (before the config says which to watch) waits instead of
 // ending it; `ringtrain train` calls it first thing, StopSignals unblocks them.
 void hold_stop_signals();
-
-// "SIGTERM,SIGUSR1" as signal numbers; "" is none. Throws rt::Error naming the unknown name.
-std::vector<int> parse_signal_list(const std::string& text);  // each signal once
-// Every signal checkpoint.signals may name, in a fixed order (the same on every rank).
-const std::vector<int>& watchable_signals();
-std::string signal_name(int signal);
 
 class StopSignals {
  public:

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "app/checkpoint.h"
-#include "app/config.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/save_policy.h"
 #include "app/step_clock.h"
+#include "config/config.h"
 #include "data/batch_source.h"
 #include "data/sampler.h"
 #include "dist/gpu_choice.h"

@@ -1,6 +1,6 @@
 // The run's settings that take one of a fixed set of values, as the enums the config holds and
 // nn, data and dist take as they are; each with its names as the config file spells them. What
-// each value does is said where the config's schema explains its key (app/config_schema.h).
+// each value does is said where the config's schema explains its key (config/config_schema.h).
 #pragma once
 
 #include "base/named_enum.h"

@@ -105,7 +105,7 @@ Hierarchy choose_hierarchy(Hierarchy setting, MPI_Comm comm, const StallPolicy& 
 std::unique_ptr<Collective> make_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall,
                                             size_t region_floats) {
   if (spec.allreduce == Allreduce::kMpi) {
-    // A loaded config never asks these (app/config.cpp refuses them); a caller in code may.
+    // A loaded config never asks these (config/config.cpp refuses them); a caller in code may.
     RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel && spec.wire == Wire::kFp32, "make_collective: dist.hierarchy = \"",
              name_of(spec.hierarchy), "\" with dist.wire = \"", name_of(spec.wire),
              "\": a two-level or 16-bit wire applies to ringtrain's ring, not MPI_Allreduce");

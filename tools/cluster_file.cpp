@@ -2,8 +2,8 @@
 
 #include <toml++/toml.h>
 
-#include "app/schema_loader.h"
 #include "base/check.h"
+#include "config/schema_loader.h"
 
 namespace rt {
 namespace {

@@ -1,5 +1,5 @@
 // The simulator's cluster files (configs/clusters/), loaded as strictly as the run configuration:
-// by a key schema (app/schema.h), so an unknown key, a wrong type or a value out of range is an
+// by a key schema (config/schema.h), so an unknown key, a wrong type or a value out of range is an
 // rt::Error naming the file, the line and the key. The file's format:
 //   ranks_per_host = 4
 //   bandwidth_efficiency = 1.0          # optional: the share of each link's bandwidth a ring step gets
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "app/schema.h"
+#include "config/schema.h"
 #include "dist/step_simulator.h"
 
 namespace rt {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "app/config.h"
 #include "app/gradient_buckets.h"
-#include "app/step_profile.h"
+#include "config/config.h"
 #include "dist/step_simulator.h"
+#include "formats/step_profile.h"
 #include "nn/graph.h"
 #include "tools/cluster_file.h"
 
@@ -24,7 +24,7 @@ namespace rt {
 
 // The profile of a planned graph whose one-rank training step takes step_s.
 ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s);
-// The profile `ringtrain bench --profile` measured (app/step_profile.h) for this graph: rt::Error
+// The profile `ringtrain bench --profile` measured (formats/step_profile.h) for this graph: rt::Error
 // when its model or layers are not the graph's.
 ComputeProfile profile_from_measurement(const Graph& graph, const StepProfile& measured, const std::string& source);
 

@@ -396,7 +396,7 @@ std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExc
 
 std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, MPI_Comm comm,
                                                    const StallPolicy& stall) {
-  // A loaded config never asks the rest (app/config.cpp refuses them); a caller in code may.
+  // A loaded config never asks the rest (config/config.cpp refuses them); a caller in code may.
   RT_CHECK(spec.allreduce == Allreduce::kRing || spec.allreduce == Allreduce::kNccl,
            "make_device_collective: dist.allreduce = \"", name_of(spec.allreduce), "\" moves host memory");
   if (spec.allreduce == Allreduce::kNccl) {

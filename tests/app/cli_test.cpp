@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "app/checkpoint.h"
-#include "app/cli.h"
-#include "formats/safetensors.h"
 #include "base/check.h"
+#include "cli/cli.h"
+#include "formats/safetensors.h"
 #include "models/registry.h"
 #include "nn/device.h"
 

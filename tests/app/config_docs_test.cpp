@@ -1,4 +1,4 @@
-// The documentation's key tables against the config schema (app/config_schema.h) and the defaults
+// The documentation's key tables against the config schema (config/config_schema.h) and the defaults
 // to_toml prints, so that what users read about keys follows the code:
 // - README.md's row per `[table]` names exactly the table's keys, and a key with choices lists
 //   them all, and nothing else, in backticks in the parentheses after its name;
@@ -11,7 +11,7 @@
 // Keys are compared by the schema's table and key names, defaults and choices by what to_toml
 // prints ("key = value  # doc (one of: a, b)"), never by the C++ types behind them. A failure names
 // the file, the line, the key and what the config says.
-#include "app/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 
@@ -29,8 +29,8 @@
 #include <tuple>
 #include <vector>
 
-#include "app/config_schema.h"
 #include "base/check.h"
+#include "config/config_schema.h"
 
 namespace rt {
 namespace {

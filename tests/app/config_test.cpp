@@ -1,6 +1,6 @@
-// Tests of app/config: strict loading (each error's message is checked, since users read them),
+// Tests of config/config: strict loading (each error's message is checked, since users read them),
 // --set overrides, and to_toml's exact round trip.
-#include "app/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "app/config_schema.h"
 #include "base/check.h"
+#include "config/config_schema.h"
 #include "data/image_decode.h"
 
 namespace rt {

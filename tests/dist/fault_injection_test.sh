@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A fault on one rank, at each point of set-up and of the step, must end the whole job within
-# seconds, with that rank's own message first (Note [Fatal errors under MPI] in app/main.cpp).
+# seconds, with that rank's own message first (Note [Fatal errors under MPI] in cli/main.cpp).
 # Faults are injected with RINGTRAIN_TEST_FAULT (base/test_fault.h); one is real: a timeline file
 # that only rank 0 writes, in a folder that does not exist.
 # usage: fault_injection_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "app/config.h"
 #include "base/rng.h"
+#include "config/config.h"
 
 namespace rt::testing {
 

@@ -6,16 +6,16 @@
 #include <iostream>
 #include <string_view>
 
-#include "app/bench.h"
-#include "app/cli.h"
-#include "app/commands.h"
-#include "app/forward.h"
-#include "app/predict.h"
 #include "app/stop_signals.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "base/stderr_line.h"
 #include "base/whole_lines.h"
+#include "cli/bench.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/forward.h"
+#include "cli/predict.h"
 #include "dist/world.h"
 #include "tools/ring_demo.h"
 #include "tools/ring_demo_hosts.h"

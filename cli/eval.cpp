@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app/commands.h"
 #include "app/trainer.h"
+#include "cli/commands.h"
 
 namespace rt {
 

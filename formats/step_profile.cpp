@@ -1,10 +1,10 @@
-#include "app/step_profile.h"
+#include "formats/step_profile.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "formats/atomic_file.h"
 #include "base/check.h"
+#include "formats/atomic_file.h"
 
 namespace rt {
 

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <vector>
 
-#include "app/commands.h"
 #include "app/stop_signals.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "cli/commands.h"
 
 namespace rt {
 

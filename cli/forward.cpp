@@ -1,13 +1,13 @@
-#include "app/forward.h"
+#include "cli/forward.h"
 
 #include <omp.h>
 
 #include <cstring>
 
 #include "app/checkpoint.h"
-#include "formats/safetensors.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
+#include "formats/safetensors.h"
 #include "models/registry.h"
 #include "nn/graph_loss.h"
 

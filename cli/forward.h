@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "app/config.h"
+#include "config/config.h"
 
 namespace rt {
 

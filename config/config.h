@@ -1,6 +1,6 @@
 // The run configuration: TOML tables mirror these structs one to one (table [train] -> TrainConfig),
 // with the values a key takes when the file leaves it out. What each key means and which values it
-// takes is said once, in its schema entry (app/config_schema.h). Loading is strict: unknown keys,
+// takes is said once, in its schema entry (config/config_schema.h). Loading is strict: unknown keys,
 // wrong types, out-of-range values and settings that contradict each other are rt::Error naming
 // the file, line and key.
 #pragma once

@@ -1,7 +1,7 @@
 // A key schema for a strict TOML file: one entry per key naming its table ("" = the top level),
 // where its value lives in the Root struct the file loads into, what values are valid and a
-// one-line doc. app/schema_loader.h loads any Root by its schema: the run configuration
-// (app/config_schema.h) and the simulator's cluster files (tools/cluster_file.h).
+// one-line doc. config/schema_loader.h loads any Root by its schema: the run configuration
+// (config/config_schema.h) and the simulator's cluster files (tools/cluster_file.h).
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "app/bench.h"
+#include "cli/bench.h"
 
 #include <omp.h>
 #include <sys/resource.h>
@@ -10,11 +10,11 @@
 #include <optional>
 #include <ostream>
 
-#include "app/bench_report.h"
-#include "app/step_profile.h"
-#include "formats/json.h"
 #include "base/check.h"
 #include "base/rng.h"
+#include "cli/bench_report.h"
+#include "formats/json.h"
+#include "formats/step_profile.h"
 #include "nn/tensor.h"
 
 namespace rt {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.h"
 #include "base/check.h"
+#include "cli/commands.h"
 #include "dist/cuda/device_collective.h"
 #include "models/registry.h"
 #include "nn/device.h"

@@ -1,4 +1,4 @@
-#include "app/predict.h"
+#include "cli/predict.h"
 
 #include <omp.h>
 
@@ -10,10 +10,10 @@
 
 #include "app/checkpoint.h"
 #include "app/image_options.h"
-#include "formats/safetensors.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "data/image_folder.h"
+#include "formats/safetensors.h"
 #include "models/registry.h"
 
 namespace rt {

@@ -1,6 +1,6 @@
 // Loading, validating and printing the run configuration, all driven by the schema in
-// app/config_schema.h through app/schema_loader.h, plus the rules that tie keys together.
-#include "app/config.h"
+// config/config_schema.h through config/schema_loader.h, plus the rules that tie keys together.
+#include "config/config.h"
 
 #include <toml++/toml.h>
 
@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "app/config_schema.h"
-#include "app/stop_signals.h"
-#include "app/schema_loader.h"
 #include "base/check.h"
+#include "base/signal_names.h"
+#include "config/config_schema.h"
+#include "config/schema_loader.h"
 
 namespace rt {
 namespace {

@@ -1,4 +1,4 @@
-// Loads a TOML document into a Root struct by its key schema (app/schema.h): every problem found
+// Loads a TOML document into a Root struct by its key schema (config/schema.h): every problem found
 // is collected and reported at once, in file order, each line naming where the value came from
 // ("PATH:LINE" or "--set table.key=value") and the key. Rules that tie keys together are the
 // caller's, through fail() and origin_of() before finish().
@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "app/schema.h"
-#include "app/schema_suggest.h"
 #include "base/check.h"
+#include "config/schema.h"
+#include "config/schema_suggest.h"
 
 namespace rt {
 namespace schema_detail {

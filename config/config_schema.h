@@ -1,10 +1,10 @@
-// The config schema (app/schema.h): one entry per TOML key, in the order to_toml prints them.
-// Loading and --set overrides (app/schema_loader.h), validation and printing (app/config.cpp) are
-// all driven by it, so a new key is one line here plus its field in app/config.h.
+// The config schema (config/schema.h): one entry per TOML key, in the order to_toml prints them.
+// Loading and --set overrides (config/schema_loader.h), validation and printing (config/config.cpp) are
+// all driven by it, so a new key is one line here plus its field in config/config.h.
 #pragma once
 
-#include "app/config.h"
-#include "app/schema.h"
+#include "config/config.h"
+#include "config/schema.h"
 
 namespace rt {
 

@@ -1,4 +1,4 @@
-#include "app/bench_report.h"
+#include "cli/bench_report.h"
 
 #include <omp.h>
 

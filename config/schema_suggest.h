@@ -1,6 +1,6 @@
 // "Did you mean": which schema names, or allowed values, are close to a name the user wrote, so
 // that an unknown key, table or choice can be answered with the likely intended one. Pure string
-// work over a key schema (app/schema.h); used by app/schema_loader.h for its error messages.
+// work over a key schema (config/schema.h); used by config/schema_loader.h for its error messages.
 #pragma once
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "app/schema.h"
 #include "base/check.h"
+#include "config/schema.h"
 
 namespace rt::suggest {
 

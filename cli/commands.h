@@ -3,8 +3,8 @@
 // ring-demo) live in tools/.
 #pragma once
 
-#include "app/cli.h"
-#include "app/config.h"
+#include "cli/cli.h"
+#include "config/config.h"
 
 namespace rt {
 
@@ -12,8 +12,8 @@ namespace rt {
 // model table's usual class count; --model renames either way, and --set overrides come last.
 Config config_of(const CliArgs& args);
 
-int info_command(const CliArgs& args);   // app/info.cpp: the build, the model table, a planned model
-int train_command(const CliArgs& args);  // app/train.cpp: trains (the default command)
-int eval_command(const CliArgs& args);   // app/eval.cpp: a checkpoint on the test set
+int info_command(const CliArgs& args);   // cli/info.cpp: the build, the model table, a planned model
+int train_command(const CliArgs& args);  // cli/train.cpp: trains (the default command)
+int eval_command(const CliArgs& args);   // cli/eval.cpp: a checkpoint on the test set
 
 }  // namespace rt

@@ -23,7 +23,7 @@ struct BenchResult {
 // Every rank calls it; rank 0 prints the human report and the JSON line to `out`. With a
 // profile_path (one rank only), bench.steps_per_window more steps follow the windows with the
 // device drained around every phase and layer, and their mean times are written there
-// (app/step_profile.h) for `ringtrain simulate --profile`.
+// (formats/step_profile.h) for `ringtrain simulate --profile`.
 BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path = "");
 
 }  // namespace rt
