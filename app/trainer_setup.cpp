@@ -190,13 +190,13 @@ void Trainer::plan_schedule() {
 void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   const DistConfig& dc = config_.dist;
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
-  std::optional<ArenaUpdate> update;
+  std::optional<ShardUpdate> update;
   // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
   // GPU it follows the allreduce on the compute stream instead: the communication thread only
   // enqueues work (Note [Device collectives]).
   // Clipping needs the norm of all gradients before any parameter moves.
   if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0)
-    update = ArenaUpdate{[this](int64_t offset, int64_t count) {
+    update = ShardUpdate{[this](int64_t offset, int64_t count) {
                            // On the communication thread, beside the compute threads: an OpenMP team
                            // here would take their cores, and the update is bound by memory anyway.
                            static thread_local const bool alone = (omp_set_num_threads(1), true);

@@ -10,7 +10,7 @@ namespace rt {
 
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
                          std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-                         std::optional<ArenaUpdate> update)
+                         std::optional<ShardUpdate> update)
     : arena_(grad_arena),
       params_(std::move(params)),
       buckets_(std::move(buckets)),
@@ -103,7 +103,7 @@ void GradReducer::comm_loop() {
                                     timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1,
                                                     static_cast<int64_t>(b));
                                 },
-                                update_->param_arena + offset};
+                                update_->gather + offset};
         collective_->average_and_update(arena_ + offset, bucket.count, shard, context);
       } else {
         collective_->average(arena_ + bucket.offset, bucket.count, context);

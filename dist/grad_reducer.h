@@ -1,7 +1,9 @@
 // Averages the gradient arena across ranks bucket by bucket (see Note [Bucket order]), on a
 // communication thread that starts each bucket as soon as backward has finished it, so that
 // communication overlaps the rest of backward. With overlap off, all buckets run after backward.
-// Given an ArenaUpdate, it also runs the optimizer on each bucket, on the part this rank finished
+// Given an update (the optimizer as a ShardUpdate over the whole arena: apply(offset, count)
+// updates parameters [offset, offset + count) from the averaged gradients at the same offsets,
+// gather is the parameter arena), it also runs it on each bucket, on the part this rank finished
 // averaging (Note [Sharded update]), so that finish() returns with the parameters updated.
 //
 // Thread contract: the main thread calls begin_step, on_grad_ready (from Graph::backward) and
@@ -24,18 +26,11 @@
 
 namespace rt {
 
-// The optimizer, applied to arena ranges: apply(offset, count) updates parameters [offset,
-// offset + count) from the averaged gradients at the same offsets (Note [Gradient arena]).
-struct ArenaUpdate {
-  std::function<void(int64_t offset, int64_t count)> apply;
-  float* param_arena = nullptr;
-};
-
 class GradReducer {
  public:
   GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
               std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-              std::optional<ArenaUpdate> update = std::nullopt);
+              std::optional<ShardUpdate> update = std::nullopt);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -43,10 +38,10 @@ class GradReducer {
   void begin_step(int64_t step);
   // Parameter i (arena order) has its final gradient.
   void on_grad_ready(size_t param);
-  // Returns when every bucket is averaged (and, with an ArenaUpdate, applied); rethrows a
+  // Returns when every bucket is averaged (and, with an update, applied); rethrows a
   // communication error.
   void finish();
-  // Whether finish() leaves the parameters updated (an ArenaUpdate was given).
+  // Whether finish() leaves the parameters updated (an update was given).
   bool updates_parameters() const { return update_.has_value(); }
   // Shares optimizer state kept at the parameters' offsets (momentum) from the rank that updated
   // each part to all (Collective::gather_updated). Main thread, outside a step; every rank calls it.
@@ -66,7 +61,7 @@ class GradReducer {
   std::unique_ptr<Collective> collective_;
   bool overlap_;
   Timeline* timeline_;
-  std::optional<ArenaUpdate> update_;
+  std::optional<ShardUpdate> update_;  // over the whole arena: gather is the parameter arena
 
   std::mutex mu_;
   std::condition_variable cv_;
