@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 
+#include "app/config_model.h"
 #include "app/consistency.h"
 #include "app/gradient_buckets.h"
 #include "app/image_options.h"
@@ -80,8 +81,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 
   open_data(cpus - threads);
   inject_fault("open_data", world.rank());
-  const ModelOptions mo{input_shape_, config.model.num_classes, config.model.dropout, config.model.aux_logits};
-  graph_ = build_model(config.model.name, mo);
+  graph_ = build_config_model(config, input_shape_);
   // Made before planning: on the CPU the gradient arena is the collective's memory.
   std::unique_ptr<Collective> collective = world.size() > 1 ? make_rank_collective(device) : nullptr;
   inject_fault("collective", world.rank());
@@ -91,7 +91,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   dy_ = std::make_unique<OutputGradients>(*graph_);
   step_loss_ = std::make_unique<StepLoss>(*graph_);
   if (!synthetic_) {
-    eval_graph_ = build_model(config.model.name, mo);
+    eval_graph_ = build_config_model(config, input_shape_);
     eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
   }
   sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
@@ -118,8 +118,7 @@ void Trainer::open_data(int spare_cpus) {
   const DataConfig& d = config_.data;
   synthetic_ = d.source == DataSource::kSynthetic;
   if (synthetic_) {
-    input_shape_ = find_model(config_.model.name).default_input;
-    if (d.image_size > 0) input_shape_[1] = input_shape_[2] = d.image_size;
+    input_shape_ = usual_input(config_);
     return;
   }
   if (d.source == DataSource::kImageFolder) {

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "app/checkpoint.h"
+#include "app/config_model.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "formats/safetensors.h"
-#include "models/registry.h"
 #include "nn/graph_loss.h"
 
 namespace rt {
@@ -66,10 +66,8 @@ std::string run_forward(const ForwardRequest& r) {
   const std::vector<int32_t> targets =
       target ? read_targets(*target, n, c.model.num_classes, r.batch_path) : std::vector<int32_t>();
 
-  const ModelOptions mo{
-      {input->shape[1], input->shape[2], input->shape[3]}, c.model.num_classes, c.model.dropout, c.model.aux_logits};
-  std::unique_ptr<Graph> graph = build_model(c.model.name, mo);
-  graph->plan(n, Device::kCpu, r.training, {c.train.conv_algorithm});
+  const Shape sample = {input->shape[1], input->shape[2], input->shape[3]};
+  std::unique_ptr<Graph> graph = plan_config_model_on_cpu(c, sample, n, r.training);
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
   load_model_state(*graph, read_safetensors(r.weights_path), r.weights_path);
 
@@ -79,7 +77,7 @@ std::string run_forward(const ForwardRequest& r) {
   out.metadata = {{"model", c.model.name}, {"mode", r.training ? "training" : "eval"}};
   out.tensors.push_back({"logits", f32_tensor_of(graph->output(0))});
   if (graph->output_count() > 1) out.tensors.push_back({"aux_logits", f32_tensor_of(graph->output(1))});
-  std::string summary = str_cat("forward: ", c.model.name, ", batch ", n, " of ", shape_str(mo.input_shape), ", ",
+  std::string summary = str_cat("forward: ", c.model.name, ", batch ", n, " of ", shape_str(sample), ", ",
                                 r.training ? "training" : "eval", " mode");
   if (!targets.empty()) {
     OutputGradients dy(*graph);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/config_model.h"
 #include "base/check.h"
 #include "cli/commands.h"
 #include "dist/cuda/device_collective.h"
@@ -37,16 +38,12 @@ int info_command(const CliArgs& args) {
   // With --config: its batch and, for synthetic data, its image size; with --model: one image at
   // the table's usual input.
   const Config c = config_of(args);
-  const ModelEntry& entry = find_model(c.model.name);
-  Shape input = entry.default_input;
-  if (c.data.image_size > 0) input[1] = input[2] = c.data.image_size;
+  Shape input = usual_input(c);
   if (args.input > 0) input[1] = input[2] = args.input;
   const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
-  const ModelOptions mo{input, c.model.num_classes, c.model.dropout, c.model.aux_logits};
-  auto g = build_model(c.model.name, mo);
-  g->plan(batch, Device::kCpu, /*training=*/true, {c.train.conv_algorithm});
-  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", " << mo.num_classes
-            << " classes, " << g->parameter_count() << " parameters:\n"
+  const std::unique_ptr<Graph> g = plan_config_model_on_cpu(c, input, batch, /*training=*/true);
+  std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
+            << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();
   return 0;
 }

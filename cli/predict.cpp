@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "app/checkpoint.h"
+#include "app/config_model.h"
 #include "app/image_options.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
@@ -56,9 +57,7 @@ std::string run_predict(const Config& c, const std::string& weights_path, const 
     normalize_sample(transform_image(decoded, o, /*training=*/false, 0, 0, i), o, batch.data() + i * o.floats());
   }
 
-  const ModelOptions mo{{o.channels, o.size, o.size}, c.model.num_classes, c.model.dropout, c.model.aux_logits};
-  std::unique_ptr<Graph> graph = build_model(c.model.name, mo);
-  graph->plan(n, Device::kCpu, /*training=*/false, {c.train.conv_algorithm});
+  std::unique_ptr<Graph> graph = plan_config_model_on_cpu(c, {o.channels, o.size, o.size}, n, /*training=*/false);
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
   load_model_state(*graph, read_safetensors(weights_path), weights_path);
   const Tensor& logits = graph->forward(batch.data(), RunContext{false, 0, 0});

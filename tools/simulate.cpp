@@ -4,10 +4,10 @@
 #include <map>
 #include <sstream>
 
+#include "app/config_model.h"
 #include "app/gradient_buckets.h"
 #include "base/check.h"
 #include "dist/wire_format.h"
-#include "models/registry.h"
 
 namespace rt {
 namespace {
@@ -83,12 +83,8 @@ std::vector<int> parse_rank_list(const std::string& text) {
 }
 
 SimulatedModel plan_model_for_simulation(const Config& config) {
-  Shape input = find_model(config.model.name).default_input;
-  if (config.data.image_size > 0) input[1] = input[2] = config.data.image_size;
-  const ModelOptions mo{input, config.model.num_classes, config.model.dropout, config.model.aux_logits};
   SimulatedModel m;
-  m.graph = build_model(config.model.name, mo);
-  m.graph->plan(1, Device::kCpu, /*training=*/true);
+  m.graph = plan_config_model_on_cpu(config, usual_input(config), 1, /*training=*/true);
   m.gradients = plan_gradient_buckets(*m.graph, config.dist);
   return m;
 }

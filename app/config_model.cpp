@@ -1,0 +1,25 @@
+#include "app/config_model.h"
+
+#include "models/registry.h"
+
+namespace rt {
+
+Shape usual_input(const Config& config) {
+  Shape input = find_model(config.model.name).default_input;
+  if (config.data.image_size > 0) input[1] = input[2] = config.data.image_size;
+  return input;
+}
+
+std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sample) {
+  const ModelConfig& m = config.model;
+  return build_model(m.name, ModelOptions{sample, m.num_classes, m.dropout, m.aux_logits});
+}
+
+std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch,
+                                                bool training) {
+  std::unique_ptr<Graph> graph = build_config_model(config, sample);
+  graph->plan(batch, Device::kCpu, training, {config.train.conv_algorithm});
+  return graph;
+}
+
+}  // namespace rt

@@ -1,0 +1,24 @@
+// The model a config describes (the [model] keys), built and planned as every command does it:
+// the trainer, and the commands that look at a model without training it (info, forward,
+// predict, simulate).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "config/config.h"
+#include "nn/graph.h"
+
+namespace rt {
+
+// One sample's shape (C, H, W) where no data set says: the model table's usual input, with
+// data.image_size as its side where that is given.
+Shape usual_input(const Config& config);
+// model.name with model.num_classes, dropout and aux_logits, for samples of shape `sample`.
+std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sample);
+// The same, planned on the CPU for `batch` samples with train.conv_algorithm (the precision and
+// cuDNN's graph API are the GPU's, which these commands do not use).
+std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch,
+                                                bool training);
+
+}  // namespace rt
