@@ -78,19 +78,15 @@ std::vector<Broken> broken_rules(const Config& c) {
   rule(!t.cuda_graph || t.accumulate_steps == 1, "train", "cuda_graph",
        "train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = ", t.accumulate_steps,
        " leave it off");
-  if (dist.allreduce == Allreduce::kMpi) {
+  if (dist.allreduce != Allreduce::kRing) {  // a library's own allreduce, for comparison
+    const bool mpi = dist.allreduce == Allreduce::kMpi;
+    const char* library =
+        mpi ? "MPI_Allreduce (dist.allreduce = \"mpi\")" : "ncclAllReduce (dist.allreduce = \"nccl\")";
     rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist", "hierarchy",
-         "dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") "
-         "runs the MPI library's own algorithm");
-    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire,
-         "\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") sums in float32 on the wire");
-  }
-  if (dist.allreduce == Allreduce::kNccl) {
-    rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist", "hierarchy",
-         "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") "
-         "chooses its own rings and trees");
-    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire,
-         "\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") moves float32");
+         "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ", library,
+         mpi ? " runs the MPI library's own algorithm" : " chooses its own rings and trees");
+    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire, "\" applies to ringtrain's ring; ", library,
+         mpi ? " sums in float32 on the wire" : " moves float32");
   }
   try {
     parse_signal_list(c.checkpoint.signals);

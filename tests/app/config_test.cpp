@@ -281,6 +281,59 @@ TEST(ConfigLoad, MilestonesMustBePositiveAndStrictlyIncreasing) {
             "run.toml:2: 'schedule.milestones[0]' = 0.0 is out of range: expected > 0");
 }
 
+// The rules that tie keys together are checked at load, whichever command reads the config, and
+// reported at the line of the key to blame.
+TEST(ConfigRules, TheGpuRingTakesEveryWireNcclOnlyFloat32AndMpiNothing) {
+  const std::string cuda = "[train]\ndevice = \"cuda\"\n[dist]\n";
+  for (const char* wire : {"fp32", "fp16", "bf16"}) EXPECT_EQ(error_of(cuda + "wire = \"" + wire + "\"\n"), "") << wire;
+  EXPECT_EQ(error_of(cuda + "allreduce = \"nccl\"\n"), "");
+  EXPECT_EQ(error_of(cuda + "allreduce = \"nccl\"\nwire = \"bf16\"\n"),
+            "run.toml:5: dist.wire = \"bf16\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = \"nccl\") "
+            "moves float32");
+  EXPECT_EQ(error_of(cuda + "allreduce = \"mpi\"\n"),
+            "run.toml:4: dist.allreduce = \"mpi\" moves host memory; with device = \"cuda\" use ring (ours, over "
+            "NCCL point-to-point) or nccl (ncclAllReduce)");
+  EXPECT_EQ(error_of(cuda + "transport = \"tcp\"\n"),
+            "run.toml:4: dist.transport = \"tcp\" moves host memory; with device = \"cuda\" the ring moves GPU "
+            "memory with NCCL (leave dist.transport = \"auto\")");
+}
+
+TEST(ConfigRules, LibraryAllreducesRefuseTheRingsOwnSettings) {
+  EXPECT_EQ(error_of("[dist]\nallreduce = \"mpi\"\nhierarchy = \"two_level\"\nwire = \"fp16\"\n"),
+            "run.toml:3: dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = "
+            "\"mpi\") runs the MPI library's own algorithm\n"
+            "run.toml:4: dist.wire = \"fp16\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = \"mpi\") "
+            "sums in float32 on the wire");
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\n[dist]\nallreduce = \"nccl\"\nhierarchy = \"two_level\"\n"),
+            "run.toml:5: dist.hierarchy = \"two_level\" applies to ringtrain's ring; ncclAllReduce (dist.allreduce = "
+            "\"nccl\") chooses its own rings and trees");
+  EXPECT_EQ(error_of("[dist]\nallreduce = \"mpi\"\n"), "");
+}
+
+TEST(ConfigRules, CudaGraphsReplayOneMicroBatchAndTheOverrideIsBlamed) {
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\ncuda_graph = true\naccumulate_steps = 2\n"),
+            "run.toml:3: train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = 2 "
+            "leave it off");
+  EXPECT_EQ(error_of("[train]\nprecision = \"bf16\"\n", {"train.device=cuda"}), "");
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\nprecision = \"bf16\"\n", {"train.device=cpu"}),
+            "run.toml:3: train.precision = \"bf16\" applies to device = \"cuda\" only; the CPU computes in float32");
+}
+
+TEST(ConfigRules, AConfigMadeInCodeIsCheckedByTheSameRules) {
+  Config c;
+  EXPECT_NO_THROW(check_rules(c));
+  c.train.cuda_graph = true;
+  try {
+    check_rules(c);
+    ADD_FAILURE() << "cuda_graph on the CPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each op as it is called", 0),
+              0u)
+        << e.what();
+  }
+}
+
 TEST(ConfigLoad, AllErrorsAreReportedInLineOrder) {
   EXPECT_EQ(error_of("[train]\nseed = -1\nepochs = \"x\"\n[model]\nnmae = \"a\"\n"),
             "run.toml:2: 'train.seed' = -1 is out of range: expected >= 0\n"
@@ -422,14 +475,6 @@ Config every_key_changed() {
 TEST(ConfigToToml, DefaultConfigRoundTrips) {
   Config c;
   EXPECT_EQ(parse_config(to_toml(c), "printed.toml"), c) << to_toml(c);
-  Config cpu = c;  // the keys only the CPU takes changed
-  cpu.train.device = Device::kCpu;
-  cpu.train.precision = Precision::kFp32;
-  cpu.dist.allreduce = Allreduce::kMpi;
-  cpu.dist.transport = TransportChoice::kTcp;
-  cpu.dist.hierarchy = Hierarchy::kFlat;
-  cpu.dist.wire = Wire::kFp32;
-  EXPECT_EQ(parse_config(to_toml(cpu), "printed.toml"), cpu) << to_toml(cpu);
 }
 
 TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
