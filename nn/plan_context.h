@@ -8,6 +8,12 @@
 
 namespace rt {
 
+// How convolutions compute (train.conv_algorithm). "direct" is the exact reference: its results
+// match PyTorch's float32 convolutions. "winograd" uses Winograd's minimal filtering (F(4x4, 3x3):
+// about 4x fewer multiplications) for 3x3 stride-1 convolutions where the backend has it, and
+// direct everywhere else; it is faster but its rounding error grows with the inputs' mean, which
+// batch norm then amplifies (docs/models.md, "Convolution algorithm").
+//
 // What the CUDA backend computes in (train.precision); see Note [Mixed precision] in
 // nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and
 // matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and
