@@ -141,7 +141,7 @@ class Trainer {
   // so far; the ranks' live state is as before (Note [Checkpoint files]). Every rank calls it.
   std::string save(const EpochSums& sums);
   void average_buffers();
-  // The pieces of train_step, in its order.
+  // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
                               double loss_scale, bool replay, StepClock& clock);
