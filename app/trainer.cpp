@@ -56,10 +56,11 @@ struct Trainer::Run {
   int64_t last_epoch;  // where this run ends: train.epochs, or sooner under TrainLimits
   TrainResult result;
 
-  // The result as it stands, with the run's training time and speed.
-  TrainResult done() {
+  // The result as it stands, with the run's training time (and, where it ran to its end, speed).
+  TrainResult done(bool finished = false) {
     result.train_seconds = tally.run_seconds();
-    result.images_per_s = result.train_seconds > 0 ? static_cast<double>(tally.run_images()) / result.train_seconds : 0;
+    if (finished && result.train_seconds > 0)
+      result.images_per_s = static_cast<double>(tally.run_images()) / result.train_seconds;
     return result;
   }
 };
@@ -115,16 +116,17 @@ TrainResult Trainer::train() {
     end_epoch(run, epoch);
   }
   gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
-  return run.done();
+  return run.done(/*finished=*/true);
 }
 
 int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
   // Inside the epoch where a resumed checkpoint stopped: its remaining positions and figures.
   const int64_t first_step = steps_per_epoch_ - run.sampler.steps_from(position_.epoch_positions);
-  run.tally.begin_epoch(world_.rank() == 0 ? position_.epoch_sums : EpochSums{}, first_step);
+  const EpochSums carried = world_.rank() == 0 ? position_.epoch_sums : EpochSums{};
   position_.epoch_sums = EpochSums{};
   train_->start(epoch, run.sampler.epoch_indices(epoch, position_.epoch_positions), config_.train.batch_per_rank);
   run.progress.begin_epoch(epoch, config_.train.epochs, steps_per_epoch_);
+  run.tally.begin_epoch(carried, first_step);  // the epoch's clock starts with its first step
   return first_step;
 }
 
