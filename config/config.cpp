@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "base/signal_names.h"
@@ -23,75 +24,77 @@ using schema_detail::describe;
 using schema_detail::format_value;
 using suggest::join;
 
-// A rule that ties keys together, broken: the key to blame (where its value came from is where
-// the problem is reported; with a second key of the table, whichever came later) and what is wrong.
+// A rule that ties keys together, broken: the key to blame and the key it was judged against
+// (the problem is reported where the later of the two values came from: an override that broke
+// the rule names itself), and what is wrong.
 struct Broken {
   std::string_view table, key;
+  std::string_view other_table, other_key;
   std::string message;
-  std::string_view later_of = "";
 };
 
 // The rules that need no world, on the final values (after every override): every command that
 // reads a config refuses the same settings, with the same words, before any work.
 std::vector<Broken> broken_rules(const Config& c) {
   std::vector<Broken> broken;
-  const auto rule = [&](bool holds, std::string_view table, std::string_view key, auto&&... message) {
-    if (!holds) broken.push_back({table, key, str_cat(message...)});
+  // rule(holds, "table.key to blame", "table.key judged against", message...)
+  const auto rule = [&](bool holds, std::string_view blamed, std::string_view against, auto&&... message) {
+    if (holds) return;
+    const size_t b = blamed.find('.'), a = against.find('.');
+    broken.push_back(
+        {blamed.substr(0, b), blamed.substr(b + 1), against.substr(0, a), against.substr(a + 1), str_cat(message...)});
   };
   const DataConfig& d = c.data;
   const TrainConfig& t = c.train;
   const DistConfig& dist = c.dist;
   const std::string_view wire = name_of(dist.wire);
-  if (d.mean.size() != d.std.size() && !d.mean.empty() && !d.std.empty())
-    broken.push_back({"data", "mean",
-                      str_cat("'data.mean' has ", d.mean.size(), " values but 'data.std' has ", d.std.size(),
-                              ": give one of each per channel"),
-                      "std"});
-  for (const char* key : {"crop_scale", "crop_ratio"}) {
-    const std::vector<double>& range = std::string_view(key) == "crop_scale" ? d.crop_scale : d.crop_ratio;
-    rule(range.size() == 2 && range[0] <= range[1], "data", key, "'data.", key, "' must be [lowest, highest], got ",
-         range.size(), " value(s)", range.size() == 2 ? " in decreasing order" : "");
-  }
+  rule(d.mean.size() == d.std.size() || d.mean.empty() || d.std.empty(), "data.mean", "data.std", "'data.mean' has ",
+       d.mean.size(), " values but 'data.std' has ", d.std.size(), ": give one of each per channel");
+  for (const auto& [name, range] : {std::pair{"data.crop_scale", &d.crop_scale}, {"data.crop_ratio", &d.crop_ratio}})
+    rule(range->size() == 2 && (*range)[0] <= (*range)[1], name, name, "'", name, "' must be [lowest, highest], got ",
+         range->size(), " value(s)", range->size() == 2 ? " in decreasing order" : "");
   if (d.source == DataSource::kImageFolder) {
-    rule(d.channels == 1 || d.channels == 3, "data", "channels", "'data.channels' must be 1 or 3, got ", d.channels);
-    rule(static_cast<int64_t>(d.mean.size()) == d.channels, "data", "mean", "'data.mean' has ", d.mean.size(),
+    rule(d.channels == 1 || d.channels == 3, "data.channels", "data.channels", "'data.channels' must be 1 or 3, got ",
+         d.channels);
+    rule(static_cast<int64_t>(d.mean.size()) == d.channels, "data.mean", "data.mean", "'data.mean' has ", d.mean.size(),
          " value(s) but data.channels = ", d.channels,
          d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : "");
   }
   if (t.device == Device::kCpu) {
-    rule(t.precision == Precision::kFp32, "train", "precision", "train.precision = \"", name_of(t.precision),
-         "\" applies to device = \"cuda\" only; the CPU computes in float32");
-    rule(dist.allreduce != Allreduce::kNccl, "dist", "allreduce",
+    rule(t.precision == Precision::kFp32, "train.precision", "train.device", "train.precision = \"",
+         name_of(t.precision), "\" applies to device = \"cuda\" only; the CPU computes in float32");
+    rule(dist.allreduce != Allreduce::kNccl, "dist.allreduce", "train.device",
          "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
-    rule(t.cudnn_graph == CudnnGraphUse::kNever, "train", "cudnn_graph", "train.cudnn_graph = \"",
+    rule(t.cudnn_graph == CudnnGraphUse::kNever, "train.cudnn_graph", "train.device", "train.cudnn_graph = \"",
          name_of(t.cudnn_graph), "\" applies to device = \"cuda\" only: it chooses cuDNN's convolutions");
-    rule(!t.cuda_graph, "train", "cuda_graph",
+    rule(!t.cuda_graph, "train.cuda_graph", "train.device",
          "train.cuda_graph = true needs train.device = \"cuda\": the CPU runs each op as it is called");
   } else {
-    rule(dist.allreduce != Allreduce::kMpi, "dist", "allreduce",
+    rule(dist.allreduce != Allreduce::kMpi, "dist.allreduce", "train.device",
          "dist.allreduce = \"mpi\" moves host memory; with device = \"cuda\" use ring (ours, over NCCL "
          "point-to-point) or nccl (ncclAllReduce)");
-    rule(dist.transport == TransportChoice::kAuto, "dist", "transport", "dist.transport = \"", name_of(dist.transport),
+    rule(dist.transport == TransportChoice::kAuto, "dist.transport", "train.device", "dist.transport = \"",
+         name_of(dist.transport),
          "\" moves host memory; with device = \"cuda\" the ring moves GPU memory with NCCL (leave "
          "dist.transport = \"auto\")");
   }
-  rule(!t.cuda_graph || t.accumulate_steps == 1, "train", "cuda_graph",
+  rule(!t.cuda_graph || t.accumulate_steps == 1, "train.cuda_graph", "train.accumulate_steps",
        "train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = ", t.accumulate_steps,
        " leave it off");
   if (dist.allreduce != Allreduce::kRing) {  // a library's own allreduce, for comparison
     const bool mpi = dist.allreduce == Allreduce::kMpi;
     const char* library =
         mpi ? "MPI_Allreduce (dist.allreduce = \"mpi\")" : "ncclAllReduce (dist.allreduce = \"nccl\")";
-    rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist", "hierarchy",
+    rule(dist.hierarchy != Hierarchy::kTwoLevel, "dist.hierarchy", "dist.allreduce",
          "dist.hierarchy = \"two_level\" applies to ringtrain's ring; ", library,
          mpi ? " runs the MPI library's own algorithm" : " chooses its own rings and trees");
-    rule(dist.wire == Wire::kFp32, "dist", "wire", "dist.wire = \"", wire, "\" applies to ringtrain's ring; ", library,
-         mpi ? " sums in float32 on the wire" : " moves float32");
+    rule(dist.wire == Wire::kFp32, "dist.wire", "dist.allreduce", "dist.wire = \"", wire,
+         "\" applies to ringtrain's ring; ", library, mpi ? " sums in float32 on the wire" : " moves float32");
   }
   try {
     parse_signal_list(c.checkpoint.signals);
   } catch (const Error& e) {
-    broken.push_back({"checkpoint", "signals", str_cat("'checkpoint.signals': ", e.what())});
+    rule(false, "checkpoint.signals", "checkpoint.signals", "'checkpoint.signals': ", e.what());
   }
   return broken;
 }
@@ -110,10 +113,14 @@ Config parse_config(const std::string& text, const std::string& source_name,
   loader.apply_document(root);
   for (size_t i = 0; i < overrides.size(); ++i) loader.apply_override(overrides[i], i);
   loader.validate();
-  for (const Broken& b : broken_rules(loader.value())) {
-    const auto& at = loader.origin_of(b.table, b.key);
-    const auto& other = b.later_of.empty() ? at : loader.origin_of(b.table, b.later_of);
-    loader.fail(other.rank > at.rank ? other : at, b.message);
+  // A rule is judged on values that all loaded: a misspelt word leaves its key at the default,
+  // against which another key's rule would say something untrue.
+  if (!loader.failed()) {
+    for (const Broken& b : broken_rules(loader.value())) {
+      const auto& at = loader.origin_of(b.table, b.key);
+      const auto& other = loader.origin_of(b.other_table, b.other_key);
+      loader.fail(other.rank > at.rank ? other : at, b.message);
+    }
   }
   return loader.finish();
 }

@@ -308,6 +308,7 @@ class SchemaLoader {
   bool given(std::string_view table, std::string_view key) const { return given_[index_of(table, key)]; }
   bool has_value(std::string_view table, std::string_view key) const { return read_[index_of(table, key)]; }
   const Origin& origin_of(std::string_view table, std::string_view key) const { return origins_[index_of(table, key)]; }
+  bool failed() const { return !errors_.empty(); }
   void fail(const Origin& at, const std::string& message) {
     errors_.emplace_back(at.rank, str_cat(at.where, ": ", message));
   }

@@ -106,9 +106,10 @@ std::unique_ptr<Collective> make_collective(const CollectiveSpec& spec, MPI_Comm
                                             size_t region_floats) {
   if (spec.allreduce == Allreduce::kMpi) {
     // A loaded config never asks these (config/config.cpp refuses them); a caller in code may.
-    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel && spec.wire == Wire::kFp32, "make_collective: dist.hierarchy = \"",
-             name_of(spec.hierarchy), "\" with dist.wire = \"", name_of(spec.wire),
-             "\": a two-level or 16-bit wire applies to ringtrain's ring, not MPI_Allreduce");
+    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel,
+             "make_collective: the two-level ring applies to ringtrain's ring, not MPI_Allreduce");
+    RT_CHECK(spec.wire == Wire::kFp32, "make_collective: dist.wire = \"", name_of(spec.wire),
+             "\" applies to ringtrain's ring, not MPI_Allreduce");
     return std::make_unique<MpiCollective>(comm);
   }
   RT_CHECK(spec.allreduce == Allreduce::kRing, "make_collective: dist.allreduce = \"", name_of(spec.allreduce),

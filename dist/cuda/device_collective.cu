@@ -400,8 +400,10 @@ std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, M
   RT_CHECK(spec.allreduce == Allreduce::kRing || spec.allreduce == Allreduce::kNccl,
            "make_device_collective: dist.allreduce = \"", name_of(spec.allreduce), "\" moves host memory");
   if (spec.allreduce == Allreduce::kNccl) {
-    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel && spec.wire == Wire::kFp32,
-             "make_device_collective: a two-level or 16-bit wire applies to ringtrain's ring, not ncclAllReduce");
+    RT_CHECK(spec.hierarchy != Hierarchy::kTwoLevel,
+             "make_device_collective: the two-level ring applies to ringtrain's ring, not ncclAllReduce");
+    RT_CHECK(spec.wire == Wire::kFp32, "make_device_collective: dist.wire = \"", name_of(spec.wire),
+             "\" applies to ringtrain's ring, not ncclAllReduce");
     return std::make_unique<NcclAllreduce>(comm, stall);
   }
   HostLayout layout;

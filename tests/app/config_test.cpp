@@ -312,11 +312,15 @@ TEST(ConfigRules, LibraryAllreducesRefuseTheRingsOwnSettings) {
 
 TEST(ConfigRules, CudaGraphsReplayOneMicroBatchAndTheOverrideIsBlamed) {
   EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\ncuda_graph = true\naccumulate_steps = 2\n"),
-            "run.toml:3: train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = 2 "
+            "run.toml:4: train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = 2 "
             "leave it off");
   EXPECT_EQ(error_of("[train]\nprecision = \"bf16\"\n", {"train.device=cuda"}), "");
   EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\nprecision = \"bf16\"\n", {"train.device=cpu"}),
-            "run.toml:3: train.precision = \"bf16\" applies to device = \"cuda\" only; the CPU computes in float32");
+            "--set train.device=cpu: train.precision = \"bf16\" applies to device = \"cuda\" only; the CPU computes "
+            "in float32");
+  // A misspelt device is the one error: the rules are not judged against the default it left.
+  EXPECT_EQ(error_of("[train]\ndevice = \"gpu\"\nprecision = \"bf16\"\n"),
+            "run.toml:2: 'train.device' = \"gpu\" is not one of: cpu, cuda");
 }
 
 TEST(ConfigRules, AConfigMadeInCodeIsCheckedByTheSameRules) {
