@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
-            libtomlplusplus-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev libgtest-dev
+            libtomlplusplus-dev libxxhash-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev libgtest-dev
             libgmock-dev)
 # MPICH beside Open MPI (the default): cmake -DRINGTRAIN_MPI=mpich builds and tests against it.
 mpich_pkgs=(mpich libmpich-dev)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/ops/add.h"
+#include "nn/ops/agreed_reductions.h"
 #include "nn/ops/batch_norm.h"
 #include "nn/ops/concat.h"
 #include "nn/ops/conv2d.h"
@@ -40,4 +41,6 @@
   std::unique_ptr<SoftmaxCrossEntropyOp> make_softmax_cross_entropy(const TensorSpec& logits);               \
   void sgd_update(const SgdStep& step, float* w, const float* g, float* v, int64_t n);                       \
   bool all_finite(const float* x, int64_t n);                                                                \
+  double sum_of_squares(const float* x, int64_t n);                                                          \
+  uint64_t fingerprint(const float* x, int64_t n);                                                           \
   }

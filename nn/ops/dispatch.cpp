@@ -151,4 +151,8 @@ void sgd_update(Device device, const SgdStep& step, float* w, const float* g, fl
 
 bool all_finite(Device device, const float* x, int64_t n) { return BACKEND(device, all_finite)(x, n); }
 
+double sum_of_squares(Device device, const float* x, int64_t n) { return BACKEND(device, sum_of_squares)(x, n); }
+
+uint64_t fingerprint(Device device, const float* x, int64_t n) { return BACKEND(device, fingerprint)(x, n); }
+
 }  // namespace rt

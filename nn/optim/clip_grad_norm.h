@@ -13,8 +13,9 @@ struct GradNorm {
 };
 
 // The norm of graph's gradient arena multiplied by grad_scale (1 / the loss scale under fp16:
-// the norm of the true gradients). The arena's alignment padding is zero and adds nothing.
-// Gradients on the GPU are copied to the host for it.
+// the norm of the true gradients). The arena's alignment padding is zero and adds nothing. The
+// same on every rank that holds the same gradients, whatever its thread count; on the GPU it
+// is summed on the device.
 GradNorm clip_grad_norm(Graph& graph, double max_norm, double grad_scale = 1);
 
 }  // namespace rt
