@@ -33,6 +33,16 @@ Json parse_json(std::string_view text, std::string_view source) {
     const size_t colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw Error(str_cat(source, ": invalid JSON at byte ", e.byte > 0 ? e.byte - 1 : 0, ": ", what));
+  } catch (const Json::exception& e) {
+    // The library's other refusals, such as a number beyond a double ("5e999": out_of_range.406,
+    // which carries no position): the text's error all the same, at the number where one is named.
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    const size_t quote = what.find('\''), end = what.rfind('\'');
+    const size_t at = quote < end ? text.find(what.substr(quote + 1, end - quote - 1)) : std::string_view::npos;
+    if (at != std::string_view::npos) throw Error(str_cat(source, ": invalid JSON at byte ", at, ": ", what));
+    throw Error(str_cat(source, ": invalid JSON: ", what));
   }
 }
 

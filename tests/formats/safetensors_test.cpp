@@ -285,6 +285,18 @@ TEST(Safetensors, MalformedHeaderJsonNamesTheFileAndByte) {
                   {"arr.safetensors", "expected a JSON object"});
 }
 
+// A number no double holds is refused by the JSON library itself, which says nothing of where:
+// the error names the file and the number's byte all the same.
+TEST(Safetensors, NumberBeyondADoubleNamesTheFileAndByte) {
+  ScratchDir dir;
+  const std::string header = R"({"conv.weight":{"dtype":"F32","shape":[6,1,5,5e999],"data_offsets":[0,8]}})";
+  const std::string msg = read_error(dir, "overflow.safetensors", st_bytes(header, kF32x2));
+  expect_contains(msg, {"overflow.safetensors", "invalid JSON at byte 45", "number overflow parsing '5e999'"});
+  EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+  expect_contains(error_of([&] { read_safetensors_metadata(dir / "overflow.safetensors"); }),
+                  {"overflow.safetensors", "number overflow"});
+}
+
 TEST(Safetensors, UnknownDtypeNamesTheTensor) {
   ScratchDir dir;
   expect_contains(read_error(dir, "dt.safetensors",
