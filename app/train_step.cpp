@@ -1,6 +1,8 @@
 // One training step of the Trainer: forward, loss and backward of each micro-batch, the gradients
 // summed and averaged across ranks, and the optimizer's update.
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "app/trainer.h"
 #include "base/check.h"
@@ -62,8 +64,35 @@ LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
     }
     update(grad_scale, clock);
   }
+  if (fault_requested("flip_parameter_bit", world_.rank(), position_.step)) flip_parameter_bit();
   end_step(clock);
   return loss;
+}
+
+// The smallest silent corruption, for the tests of Note [Replica check]: the lowest mantissa bit
+// of the parameter in the middle of the arena.
+void Trainer::flip_parameter_bit() {
+  float* p = graph_->param_arena() + graph_->arena_floats() / 2;
+  uint32_t bits = 0;
+  copy_bytes(&bits, Device::kCpu, p, graph_->device(), sizeof bits);
+  bits ^= 1u;
+  copy_bytes(p, graph_->device(), &bits, Device::kCpu, sizeof bits);
+}
+
+void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
+  // Its message names the step as metrics.jsonl counts it; the fatal-error report's own "at step"
+  // (counted from 0) would contradict it.
+  const int64_t step = current_training_step();
+  set_current_training_step(-1);
+  check_replicas(replica_print(*graph_, *sgd_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_, when);
+  set_current_training_step(step);
+}
+
+void Trainer::check_replicas_after_step() {
+  const int64_t every = config_.dist.check_replicas_every_steps;
+  if (world_.size() == 1 || every == 0 || position_.step % every != 0) return;
+  // The momentum where every rank holds all of it (Note [Replica check]).
+  check_replicas_now(str_cat("after step ", position_.step), !(reducer_ && reducer_->updates_parameters()));
 }
 
 void Trainer::add_to_grad_sum(bool first) {

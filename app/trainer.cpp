@@ -156,6 +156,7 @@ void Trainer::train_logged_step(Run& run, int64_t epoch, int64_t s) {
               {"images_per_s", static_cast<double>(run.global_batch) / run.tally.last_step_seconds()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = grad_norm_.total;
   run.folder.write_metric(record);
+  check_replicas_after_step();
 }
 
 TrainResult Trainer::stop_on_signal(Run& run, const SaveDecision& d) {
@@ -202,6 +203,7 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
 
 std::string Trainer::save(const EpochSums& sums) {
   gather_optimizer_state();
+  check_replicas_now(str_cat("before the save after step ", position_.step), /*with_momentum=*/true);
   position_.epoch_sums = sums;
   world_.allreduce_sum(position_.epoch_sums.data(), EpochSums::kCount);
   loss_scaling_->save(position_);

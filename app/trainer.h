@@ -13,6 +13,7 @@
 #include "app/checkpoint.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
+#include "app/replica_check.h"
 #include "app/save_policy.h"
 #include "app/step_clock.h"
 #include "config/config.h"
@@ -103,6 +104,9 @@ class Trainer {
   // train.clip_grad_norm: the last step's gradient norm (after averaging) and the factor it was
   // scaled by (1 where it was under the limit).
   const GradNorm& last_grad_norm() const { return grad_norm_; }
+  // Note [Replica check] after a step, where dist.check_replicas_every_steps divides the steps
+  // done (several ranks only). Every rank calls it after each train_step: train() does, and bench.
+  void check_replicas_after_step();
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
@@ -148,6 +152,9 @@ class Trainer {
   // SGD with each gradient times grad_scale, where the reducer did not apply it.
   void update(double grad_scale, StepClock& clock);
   void add_to_grad_sum(bool first);  // grad_sum_ (+)= the gradient arena
+  void flip_parameter_bit();         // RINGTRAIN_TEST_FAULT's flip_parameter_bit
+  // Note [Replica check] at `when` ("after the save after step 12"): every rank calls it.
+  void check_replicas_now(const std::string& when, bool with_momentum);
   void end_step(StepClock& clock);
 
   Config config_;

@@ -29,10 +29,13 @@ std::optional<Fault> parse_fault(const char* text) {
 
 }  // namespace
 
-void inject_fault(std::string_view point, int rank, int64_t step) {
+bool fault_requested(std::string_view point, int rank, int64_t step) {
   static const std::optional<Fault> fault = parse_fault(std::getenv("RINGTRAIN_TEST_FAULT"));
-  if (!fault || fault->rank != rank || fault->point != point || (fault->step >= 0 && fault->step != step)) return;
-  throw Error(str_cat("injected fault at ", point, " on rank ", rank));
+  return fault && fault->rank == rank && fault->point == point && (fault->step < 0 || fault->step == step);
+}
+
+void inject_fault(std::string_view point, int rank, int64_t step) {
+  if (fault_requested(point, rank, step)) throw Error(str_cat("injected fault at ", point, " on rank ", rank));
 }
 
 }  // namespace rt

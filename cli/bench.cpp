@@ -93,6 +93,27 @@ SyntheticBatch synthetic_batch(Trainer& trainer) {
 // bench.windows windows of bench.steps_per_window steps, each ending with the device idle: the
 // job's images/s of each (all ranks' images over the slowest rank's time) go to *images_per_s,
 // and a line each to *out where given. Returns this rank's own seconds over all windows.
+// What Note [Replica check] costs: one fingerprint of parameters and momentum (the median of
+// five; the ranks' one allgather of four words is not counted), next to dist.check_replicas_every_steps
+// steps of step_s seconds each.
+void report_replica_check(Trainer& trainer, double step_s, std::ostream& out) {
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)replica_print(trainer.graph(), trainer.optimizer(), trainer.loss_scaling().scale(), 0, true);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const int64_t every = trainer.config().dist.check_replicas_every_steps;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "bench: replica check: %.2f ms per fingerprint of %lld parameters and their momentum; every %lld "
+                "steps (dist.check_replicas_every_steps) that is %.3f%% of a %.1f ms step\n",
+                seconds[2] * 1e3, static_cast<long long>(trainer.graph().arena_floats()), static_cast<long long>(every),
+                every > 0 ? 100 * seconds[2] / (static_cast<double>(every) * step_s) : 0.0, step_s * 1e3);
+  out << line << std::flush;
+}
+
 template <typename Step>
 double time_windows(Trainer& trainer, Step& step, std::ostream* out, std::vector<double>* images_per_s) {
   using Clock = std::chrono::steady_clock;
@@ -139,6 +160,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
     // every_minutes); bench itself never saves.
     (void)trainer.save_policy().after_step(trainer.position().step);
+    trainer.check_replicas_after_step();  // and for proving the replicas the same
     if (tl) tl->flush(run_step);
     ++run_step;
   };
@@ -152,6 +174,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
       world.allgather(static_cast<double>(trainer.config().train.batch_per_rank *
                                           trainer.config().train.accumulate_steps * b.steps_per_window * b.windows) /
                       own_seconds);
+  if (talk) report_replica_check(trainer, own_seconds / static_cast<double>(b.windows * b.steps_per_window), out);
   std::optional<double> host_s_per_step;
   if (!profile_path.empty())
     host_s_per_step = write_profile(trainer, step, b.steps_per_window, profile_path,

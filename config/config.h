@@ -90,6 +90,7 @@ struct DistConfig {
   bool sharded_update = true;
   double stall_warn_s = 60;
   double stall_abort_s = 300;
+  int64_t check_replicas_every_steps = 20;
   bool operator==(const DistConfig&) const = default;
 };
 

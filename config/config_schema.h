@@ -362,6 +362,13 @@ inline const SchemaOf<Config>& config_schema() {
        .doc = "abort the job when a collective waits this many seconds",
        .bound = above(0),
        .also = {"timeout"}},
+      {.table = "dist",
+       .key = "check_replicas_every_steps",
+       .field = &member<&C::dist, &DistConfig::check_replicas_every_steps>,
+       .doc = "compare the ranks' fingerprints of parameters, momentum and loss scale this often, and "
+              "before every save; stop naming the ranks that differ; 0 = before saves only",
+       .bound = at_least(0),
+       .also = {"check_replicas", "replica_check_interval"}},
 
       {.table = "bench",
        .key = "warmup_steps",

@@ -157,6 +157,14 @@ std::vector<double> World::allgather(double value) const {
   return all;
 }
 
+std::vector<uint64_t> World::allgather(const std::vector<uint64_t>& values) const {
+  if (size_ == 1) return values;
+  std::vector<uint64_t> all(values.size() * static_cast<size_t>(size_));
+  const int n = static_cast<int>(values.size());
+  check_mpi(MPI_Allgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_), "MPI_Allgather");
+  return all;
+}
+
 std::vector<std::string> World::allgather(const std::string& value) const {
   if (size_ == 1) return {value};
   const std::vector<double> lengths = allgather(static_cast<double>(value.size()));

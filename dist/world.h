@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <cstdint>
 #include <vector>
 
 #include "base/cpu_budget.h"
@@ -48,6 +49,8 @@ class World {
   // Every rank's `value`, indexed by rank, on every rank.
   std::vector<double> allgather(double value) const;
   std::vector<std::string> allgather(const std::string& value) const;
+  // Every rank's `values` (the same count on every rank), rank after rank, on every rank.
+  std::vector<uint64_t> allgather(const std::vector<uint64_t>& values) const;
   void broadcast(float* values, int64_t count, int root) const;
   void barrier() const;
 
