@@ -1,4 +1,4 @@
-// write-temp / fsync / rename / fsync-folder, O_APPEND lines and whole-file reads (formats/atomic_file.h).
+// write-temp / fsync / rename / fsync-folder, O_APPEND records and whole-file reads (formats/atomic_file.h).
 #include "formats/atomic_file.h"
 
 #include <fcntl.h>
@@ -90,21 +90,25 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   }
 }
 
-void append_line(const std::string& path, std::string_view line) {
+void append_bytes(const std::string& path, std::string_view bytes) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   RT_CHECK(fd.get() >= 0, "cannot append to ", path, ": ", errno_text(errno));
+  ssize_t n;
+  do {
+    n = ::write(fd.get(), bytes.data(), bytes.size());
+  } while (n < 0 && errno == EINTR);
+  RT_CHECK(n >= 0, "cannot append to ", path, ": ", errno_text(errno));
+  // A short write leaves a partial record; say so rather than retry and split the record.
+  RT_CHECK(static_cast<size_t>(n) == bytes.size(), "cannot append to ", path, ": short write (", n, " of ",
+           bytes.size(), " bytes; disk full?)");
+}
+
+void append_line(const std::string& path, std::string_view line) {
   std::string record;
   record.reserve(line.size() + 1);
   record.append(line);
   record += '\n';
-  ssize_t n;
-  do {
-    n = ::write(fd.get(), record.data(), record.size());
-  } while (n < 0 && errno == EINTR);
-  RT_CHECK(n >= 0, "cannot append to ", path, ": ", errno_text(errno));
-  // A short write leaves a partial line; say so rather than retry and split the record.
-  RT_CHECK(static_cast<size_t>(n) == record.size(), "cannot append to ", path, ": short write (", n, " of ",
-           record.size(), " bytes; disk full?)");
+  append_bytes(path, record);
 }
 
 std::string read_file(const std::string& path) {

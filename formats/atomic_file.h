@@ -13,8 +13,10 @@ namespace rt {
 // On failure the temp file is removed and `path` is left as it was.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
-// Appends `line` + '\n' with one write() on an O_APPEND descriptor (creating the file), so lines
-// from one process never interleave mid-line. `line` should not itself contain '\n'.
+// Appends `bytes` with one write() on an O_APPEND descriptor (creating the file), so records
+// from one process never interleave, and a process killed at any moment leaves whole records.
+void append_bytes(const std::string& path, std::string_view bytes);
+// append_bytes of `line` + '\n'. `line` should not itself contain '\n'.
 void append_line(const std::string& path, std::string_view line);
 
 // The whole file as bytes.

@@ -5,12 +5,14 @@ set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
             libtomlplusplus-dev libxxhash-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev libgtest-dev
-            libgmock-dev)
+            libgmock-dev libprotobuf-dev libboost-dev)
 # MPICH beside Open MPI (the default): cmake -DRINGTRAIN_MPI=mpich builds and tests against it.
 mpich_pkgs=(mpich libmpich-dev)
 data_pkgs=(dataset-fashion-mnist)
 # gnuplot draws the scaling sweep's chart (bench/scaling_sweep.sh), which a test runs.
 bench_pkgs=(gnuplot-nox)
+# The TensorBoard tests read event files back with Python's protobuf, from a .proto protoc compiles.
+tensorboard_test_pkgs=(python3-protobuf protobuf-compiler)
 # The style check (ctest -L style, tests/style/clang_format_test.sh) formats with clang-format 14.
 style_pkgs=(clang-format)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
@@ -18,7 +20,8 @@ oracle_pkgs=(python3-torch python3-torchvision)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
-want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${style_pkgs[@]}" "${slurm_pkgs[@]}")
+want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${tensorboard_test_pkgs[@]}"
+      "${style_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()
