@@ -27,13 +27,18 @@ RunFolder::RunFolder(const Config& config, const std::string& resolved_config, i
              " (or --auto-resume), or give this run another checkpoint.dir");
   }
   write_file_atomically((std::filesystem::path(dir) / "config.toml").string(), resolved_config);
-  if (config.log.metrics.empty()) return;
-  metrics_path_ = (std::filesystem::path(dir) / config.log.metrics).string();
-  remove_metrics_after(resumed ? *resumed : TrainingPosition{});
+  const TrainingPosition from = resumed ? *resumed : TrainingPosition{};
+  if (!config.log.metrics.empty()) {
+    metrics_path_ = (std::filesystem::path(dir) / config.log.metrics).string();
+    remove_metrics_after(from);
+  }
+  // Steps are numbered as the run that saved counted them, like the records to drop.
+  if (config.log.tensorboard) tensorboard_.emplace(dir, from.step + 1);
 }
 
 void RunFolder::write_metric(const Json& record) const {
   if (!metrics_path_.empty()) append_line(metrics_path_, to_json(record));
+  if (tensorboard_) tensorboard_->write(record);
 }
 
 void RunFolder::remove_metrics_after(const TrainingPosition& from) const {

@@ -110,6 +110,7 @@ struct EvalConfig {
 struct LogConfig {
   int64_t every_steps = 50;
   std::string metrics = "metrics.jsonl";
+  bool tensorboard = false;
   ProgressMode progress = ProgressMode::kAuto;
   std::string timeline = "";
   int64_t timeline_first_step = 5;

@@ -471,7 +471,7 @@ Config every_key_changed() {
             30.0};
   c.bench = {3, 4, 5};
   c.eval = {250, 2};
-  c.log = {10, "", ProgressMode::kLines, "trace.json", 2, 7, 1.5};
+  c.log = {10, "", true, ProgressMode::kLines, "trace.json", 2, 7, 1.5};
   c.checkpoint = {"runs/x", 3, 100, 30.5, 4, "SIGUSR2", 12.5};
   return c;
 }
