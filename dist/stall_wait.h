@@ -42,4 +42,10 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
 // ": rank 3 is stuck, dead or running a different schedule".
 std::string blame_rank(int rank);
 
+// The abort time of a two-level ring's waits across hosts, whose policy says abort_s inside a
+// host. A rank waiting across hosts sees only its peer there, which may itself wait on a stuck
+// rank of its own host; the longer time lets that host's ranks, which can name the stuck one,
+// report first.
+inline double across_hosts_abort_s(double abort_s) { return abort_s + (abort_s * 0.1 > 2.0 ? abort_s * 0.1 : 2.0); }
+
 }  // namespace rt

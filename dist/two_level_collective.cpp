@@ -1,6 +1,5 @@
 #include "dist/two_level_collective.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "base/check.h"
@@ -38,10 +37,9 @@ class TwoLevelCollective final : public Collective {
                           place_.local_ring.back(), ")");
     across.world_ranks = place_.cross_ring;
     across.ring = " in the ring across hosts";
-    // A rank waiting across hosts sees only its peer there, which may itself wait on a stuck rank
-    // of its own host; that host's ranks name the stuck one (the shared-memory blame chain), so
-    // they are given the first word.
-    across.abort_s = stall.abort_s + std::max(2.0, 0.1 * stall.abort_s);
+    // The stuck host's ranks name the stuck one (the shared-memory blame chain), so they are
+    // given the first word.
+    across.abort_s = across_hosts_abort_s(stall.abort_s);
     local_t_ = make_transport(local_name_, local_comm_, inside, spec.tcp_interface);
     cross_t_ = make_transport(cross_name_, cross_comm_, across, spec.tcp_interface);
     const float inv_world = 1.0f / static_cast<float>(layout.world());
