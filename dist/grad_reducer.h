@@ -39,7 +39,10 @@ class GradReducer {
   // Parameter i (arena order) has its final gradient.
   void on_grad_ready(size_t param);
   // Returns when every bucket is averaged (and, with an update, applied); rethrows a
-  // communication error.
+  // communication error. Waits without a time limit: every wait of the communication thread is
+  // watched (the transports' stall policy on the CPU, the GPU watchdog on the GPU), and once the
+  // watchdog decides to abort, the communication thread parks (CommGate in
+  // dist/device_watch.h), so this thread waits here until the process ends.
   void finish();
   // Whether finish() leaves the parameters updated (an update was given).
   bool updates_parameters() const { return update_.has_value(); }

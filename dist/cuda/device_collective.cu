@@ -72,31 +72,63 @@ ncclComm_t make_nccl_comm(MPI_Comm comm) {
   return c;
 }
 
+// Calls into a communicator pass its gate (CommGate in dist/device_watch.h): once an abort is
+// decided, the calling thread parks there instead.
+#define RT_NCCL_GATED(gate, kind, call) \
+  check_nccl((gate).pass((kind), [&] { return (call); }), #call, __FILE__, __LINE__)
+constexpr CommGate::Call kEnqueues = CommGate::Call::kEnqueues, kMayBlock = CommGate::Call::kMayBlock;
+
+// The communicator's asynchronous error in NCCL's words, "" while it has none; on the watchdog's
+// thread, through the gate, so that a closed (aborted, freed) communicator is never asked.
+std::string nccl_async_error(CommGate& gate, ncclComm_t comm) {
+  std::string words;
+  gate.attempt([&] {
+    ncclResult_t error = ncclSuccess;
+    if (ncclCommGetAsyncError(comm, &error) != ncclSuccess || error == ncclSuccess || error == ncclInProgress) return;
+    // The last warning NCCL printed, process-wide: often the cause, as NCCL words it.
+    const char* last = ncclGetLastError(comm);
+    words = str_cat(ncclGetErrorString(error), last && *last ? str_cat(" (NCCL's last warning: ", last, ")") : "");
+  });
+  return words;
+}
+
 class NcclExchange final : public DeviceExchange {
  public:
   explicit NcclExchange(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
     RT_NCCL(ncclCommUserRank(comm_, &rank_));
     RT_NCCL(ncclCommCount(comm_, &world_));
   }
-  ~NcclExchange() override { ncclCommDestroy(comm_); }
+  // An aborted communicator was freed by ncclCommAbort.
+  ~NcclExchange() override {
+    if (!aborted()) ncclCommDestroy(comm_);
+  }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string describe() const override { return "NCCL point-to-point"; }
-  void abort() override { ncclCommAbort(comm_); }
+  void warm_up(void* stream) override {
+    warm_.grow_to(8);
+    warm_up_ring(warm_.as<char>(), warm_.as<char>() + 4, stream);
+  }
+  std::string async_error() override { return nccl_async_error(gate(), comm_); }
   void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
                 void* stream) override {
     // One group: NCCL runs the send and the receive together, so no rank's send waits for a
     // receive its neighbour has not reached. A chunk is empty on both of its ends or on neither.
+    // ncclGroupEnd is where NCCL connects to a peer it has not met, waiting for it.
     const auto s = static_cast<cudaStream_t>(stream);
-    RT_NCCL(ncclGroupStart());
-    if (send_bytes > 0) RT_NCCL(ncclSend(send, send_bytes, ncclUint8, next, comm_, s));
-    if (recv_bytes > 0) RT_NCCL(ncclRecv(recv, recv_bytes, ncclUint8, prev, comm_, s));
-    RT_NCCL(ncclGroupEnd());
+    RT_NCCL_GATED(gate(), kEnqueues, ncclGroupStart());
+    if (send_bytes > 0) RT_NCCL_GATED(gate(), kEnqueues, ncclSend(send, send_bytes, ncclUint8, next, comm_, s));
+    if (recv_bytes > 0) RT_NCCL_GATED(gate(), kEnqueues, ncclRecv(recv, recv_bytes, ncclUint8, prev, comm_, s));
+    RT_NCCL_GATED(gate(), kMayBlock, ncclGroupEnd());
   }
+
+ protected:
+  void end_transfers() override { ncclCommAbort(comm_); }
 
  private:
   ncclComm_t comm_;
   int rank_ = 0, world_ = 1;
+  DeviceBuffer warm_;
 };
 
 // The communication stream and the events that order it against the compute stream (Note
@@ -138,6 +170,9 @@ class DeviceCollective : public Collective {
   }
 
  protected:
+  // The phases of a bucket's work, at most (the two-level ring's three).
+  static constexpr int kPhases = 3;
+
   // Buffers for buckets of up to `floats`, allocated before the step loop.
   virtual void reserve(int64_t floats) { (void)floats; }
   // On the communication thread, before a bucket's work: this thread works on the rank's GPU, and
@@ -154,40 +189,49 @@ class DeviceCollective : public Collective {
     }
   }
 
-  // Starts the watchdog; before_abort ends the subclass's transfers in flight. Call from the
-  // subclass's constructor, and stop_watching() first in its destructor: the watchdog may call
-  // before_abort until it stops.
-  void start_watching(std::function<void()> before_abort) {
-    watch_ = std::make_unique<StallWatch>(stall_, std::move(before_abort));
+  // Starts the watchdog over the subclass's communicators, then warms their connections up
+  // (DeviceWatch::warm_up). Call from the subclass's constructor, and stop_watching() first in its
+  // destructor: the watchdog may abort the communicators until it stops.
+  void start_watching(std::vector<DeviceWatch::Ring> rings) {
+    watch_ = std::make_unique<DeviceWatch>(stall_, std::move(rings),
+                                           [this](int bucket, int phase) { return mark_done(bucket, phase); });
+    cudaError_t synced = cudaSuccess;
+    watch_->warm_up(stream_, [&] { synced = cudaStreamSynchronize(stream_); });
+    RT_CU(synced);
   }
   void stop_watching() { watch_.reset(); }
-  // On the communication thread, after a bucket's work is enqueued: the watchdog waits for it.
-  void watch_bucket(const WaitContext& context, std::string what, std::string blame) {
-    if (!watch_) return;
-    const auto b = static_cast<size_t>(std::max(context.bucket, 0));
-    while (done_.size() <= b) {
-      done_.emplace_back();
-      RT_CU(cudaEventCreateWithFlags(&done_.back(), cudaEventDisableTiming));
-    }
-    const cudaEvent_t done = done_[b];
-    RT_CU(cudaEventRecord(done, stream_));
-    watch_->watch(
-        [done, device = device_] {
-          cudaSetDevice(device);  // the watchdog's thread
-          return cudaEventQuery(done) != cudaErrorNotReady;
-        },
-        context, std::move(what), std::move(blame));
+  // On the communication thread: a bucket's work, phase by phase, each registered with the
+  // watchdog before NCCL is called (it may block there, connecting).
+  void run_watched(const WaitContext& context, const std::vector<DeviceWatch::Phase>& phases) {
+    watch_->run(context, phases);
   }
+  const StallPolicy& stall() const { return stall_; }
 
   int device_ = 0;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
 
  private:
+  // After the work of a phase of a bucket (bucket -1: the set-up's) is enqueued: an event records
+  // its end, and the watchdog's thread queries it.
+  std::function<bool()> mark_done(int bucket, int phase) {
+    const auto i = static_cast<size_t>((bucket + 1) * kPhases + phase);
+    while (done_.size() <= i) {
+      done_.emplace_back();
+      RT_CU(cudaEventCreateWithFlags(&done_.back(), cudaEventDisableTiming));
+    }
+    const cudaEvent_t done = done_[i];
+    RT_CU(cudaEventRecord(done, stream_));
+    return [done, device = device_] {
+      cudaSetDevice(device);  // the watchdog's thread
+      return cudaEventQuery(done) != cudaErrorNotReady;
+    };
+  }
+
   StallPolicy stall_;
-  std::vector<cudaEvent_t> done_;  // per bucket: its work has finished
-  std::unique_ptr<StallWatch> watch_;
+  std::vector<cudaEvent_t> done_;   // per bucket and phase: its work has finished
   std::vector<cudaEvent_t> ready_;  // per bucket
   cudaEvent_t joined_ = nullptr, now_ = nullptr;
+  std::unique_ptr<DeviceWatch> watch_;
 };
 
 // Note [Ring schedule] on the GPU. Each step is one exchange followed by one kernel, all on the
@@ -264,7 +308,7 @@ class DeviceRing final : public DeviceCollective {
  public:
   DeviceRing(std::unique_ptr<DeviceExchange> exchange, Wire wire, StallPolicy stall)
       : DeviceCollective(std::move(stall)), x_(std::move(exchange)), wire_(wire) {
-    start_watching([x = x_.get()] { x->abort(); });
+    start_watching({DeviceWatch::Ring{x_.get(), "the ring's exchange"}});
   }
   ~DeviceRing() override { stop_watching(); }
   std::string describe() const override {
@@ -274,14 +318,12 @@ class DeviceRing final : public DeviceCollective {
 
   void average(float* data, int64_t count, const WaitContext& context) override {
     wait_for_gradients(context);
-    const int world = x_->world(), rank = x_->rank();
+    const int world = x_->world();
     if (world == 1 || count == 0) return;
-    steps_.enqueue(*x_, data, count, 0, ring_step_count(world), 1.0f / static_cast<float>(world), wire_, stream_);
-    const int next = ring_next(rank, world), prev = ring_prev(rank, world);
-    watch_bucket(context,
-                 str_cat("the ring's exchange over ", x_->describe(), ", receiving from rank ", prev,
-                         " and sending to rank ", next),
-                 str_cat(": rank ", prev, " or rank ", next, " is stuck, dead or running a different schedule"));
+    run_watched(context, {{0, [&] {
+                             steps_.enqueue(*x_, data, count, 0, ring_step_count(world),
+                                            1.0f / static_cast<float>(world), wire_, stream_);
+                           }}});
   }
 
  protected:
@@ -307,10 +349,13 @@ class DeviceTwoLevelRing final : public DeviceCollective {
     RT_CHECK(local_->world() == static_cast<int>(place_.local_ring.size()) &&
                  cross_->world() == static_cast<int>(place_.cross_ring.size()),
              "the two-level ring's exchanges do not match its place in the host layout");
-    start_watching([l = local_.get(), c = cross_.get()] {
-      l->abort();
-      c->abort();
-    });
+    // Each ring names its own neighbours as world ranks. The ring across hosts waits longer, so
+    // that the host with a stuck rank reports first (Note [GPU watchdog]).
+    const std::string host = str_cat(" inside host ", place_.cross, " (ranks ", place_.local_ring.front(), " to ",
+                                     place_.local_ring.back(), ")");
+    start_watching({DeviceWatch::Ring{local_.get(), "the two-level ring's exchange" + host, place_.local_ring},
+                    DeviceWatch::Ring{cross_.get(), "the two-level ring's exchange across hosts", place_.cross_ring,
+                                      true, across_hosts_abort_s(this->stall().abort_s)}});
   }
   ~DeviceTwoLevelRing() override { stop_watching(); }
   std::string describe() const override {
@@ -325,14 +370,17 @@ class DeviceTwoLevelRing final : public DeviceCollective {
     const int L = local_->world(), H = cross_->world();
     const float inv_world = 1.0f / static_cast<float>(L * H);
     const ChunkRange share = host_share(count, place_);
-    inside_.enqueue(*local_, data, count, 0, L - 1, 1.0f, Wire::kFp32, stream_);
-    across_.enqueue(*cross_, data + share.begin, share.count, 0, ring_step_count(H), inv_world, wire_, stream_);
-    inside_.enqueue(*local_, data, count, L - 1, ring_step_count(L), 1.0f, Wire::kFp32, stream_);
-    watch_bucket(context,
-                 str_cat("the two-level ring's exchanges over ", local_->describe(), " inside the host and ",
-                         cross_->describe(), " between hosts"),
-                 str_cat(": a rank of this host (ranks ", place_.local_ring.front(), " to ", place_.local_ring.back(),
-                         ") or of the ring across hosts is stuck, dead or running a different schedule"));
+    // Three pieces for the watchdog: the reduce-scatter inside the host, the ring across hosts,
+    // the all-gather inside the host.
+    run_watched(
+        context,
+        {{kInside, [&] { inside_.enqueue(*local_, data, count, 0, L - 1, 1.0f, Wire::kFp32, stream_); }},
+         {kAcross,
+          [&] {
+            across_.enqueue(*cross_, data + share.begin, share.count, 0, ring_step_count(H), inv_world, wire_, stream_);
+          }},
+         {kInside,
+          [&] { inside_.enqueue(*local_, data, count, L - 1, ring_step_count(L), 1.0f, Wire::kFp32, stream_); }}});
   }
 
  protected:
@@ -342,34 +390,67 @@ class DeviceTwoLevelRing final : public DeviceCollective {
   }
 
  private:
+  static constexpr size_t kInside = 0, kAcross = 1;  // the watchdog's rings
+
   std::unique_ptr<DeviceExchange> local_, cross_;
   TwoLevelPlace place_;
   Wire wire_;
   RingSteps inside_, across_;
 };
 
+// ncclAllReduce's communicator, as the watchdog sees it.
+class NcclAllreduceComm final : public DeviceComm {
+ public:
+  explicit NcclAllreduceComm(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
+    RT_NCCL(ncclCommUserRank(comm_, &rank_));
+    RT_NCCL(ncclCommCount(comm_, &world_));
+  }
+  ~NcclAllreduceComm() override {
+    if (!aborted()) ncclCommDestroy(comm_);
+  }
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string describe() const override { return "ncclAllReduce"; }
+  // One float: NCCL connects what its choice for small messages needs; a larger bucket may still
+  // connect more at its first call, which the watchdog then times.
+  void warm_up(void* stream) override {
+    warm_.grow_to(4);
+    average(warm_.as<float>(), 1, stream);
+  }
+  std::string async_error() override { return nccl_async_error(gate(), comm_); }
+  void average(float* data, size_t count, void* stream) {
+    RT_NCCL_GATED(gate(), kMayBlock,
+                  ncclAllReduce(data, data, count, ncclFloat, ncclAvg, comm_, static_cast<cudaStream_t>(stream)));
+  }
+
+ protected:
+  void end_transfers() override { ncclCommAbort(comm_); }
+
+ private:
+  ncclComm_t comm_;
+  int rank_ = 0, world_ = 1;
+  DeviceBuffer warm_;
+};
+
 // NCCL's own allreduce, averaging in one call: the baseline the ring is measured against.
 class NcclAllreduce final : public DeviceCollective {
  public:
-  NcclAllreduce(MPI_Comm comm, StallPolicy stall) : DeviceCollective(std::move(stall)), comm_(make_nccl_comm(comm)) {
-    start_watching([c = comm_] { ncclCommAbort(c); });
+  NcclAllreduce(MPI_Comm comm, StallPolicy stall) : DeviceCollective(std::move(stall)), comm_(comm) {
+    start_watching({DeviceWatch::Ring{&comm_, "ncclAllReduce", {}, /*names_neighbours=*/false}});
   }
   ~NcclAllreduce() override {
     stop_watching();
     cudaStreamSynchronize(stream_);
-    ncclCommDestroy(comm_);
   }
   std::string describe() const override { return "ncclAllReduce"; }
   void average(float* data, int64_t count, const WaitContext& context) override {
     wait_for_gradients(context);
     if (count == 0) return;
-    RT_NCCL(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclAvg, comm_, stream_));
-    watch_bucket(context, "ncclAllReduce",
-                 ": a rank is stuck, dead or running a different schedule (NCCL does not say which)");
+    run_watched(context, {{0, [&] { comm_.average(data, static_cast<size_t>(count), stream_); }}});
   }
 
  private:
-  ncclComm_t comm_;
+  NcclAllreduceComm comm_;
 };
 
 }  // namespace

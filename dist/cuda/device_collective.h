@@ -12,35 +12,19 @@
 #include <string>
 
 #include "dist/collective.h"
+#include "dist/device_watch.h"
 #include "dist/host_layout.h"
 #include "dist/stall_wait.h"
 #include "dist/wire_format.h"
 
 namespace rt {
 
-// How the device ring moves one step's bytes: `send_bytes` from `send` to rank `next` and
-// `recv_bytes` into `recv` from rank `prev`, enqueued on `stream` so that neither waits for the
-// other. NCCL point-to-point in the trainer. NCCL refuses two ranks on one GPU, so the tests also
-// run the ring over a host-staged exchange, to check its steps and kernels at several ranks on
-// the one GPU a test machine has.
-class DeviceExchange {
- public:
-  virtual ~DeviceExchange() = default;
-  virtual int rank() const = 0;
-  virtual int world() const = 0;
-  virtual void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
-                        void* stream) = 0;
-  virtual std::string describe() const = 0;
-  // The job is being aborted: end any transfer in flight so that no call stays blocked in it
-  // (ncclCommAbort). Called from the GPU watchdog's thread (Note [GPU watchdog]).
-  virtual void abort() {}
-};
-
 // spec.allreduce kRing (ours over NCCL point-to-point) or kNccl (ncclAllReduce) over comm's ranks,
 // one GPU each, on the GPU select_cuda_device chose; each bucket's work is watched with `stall`
-// (Note [GPU watchdog] in dist/stall_watch.h). spec.hierarchy as for make_collective: the ring is
-// then two-level, NCCL inside each host and NCCL across; spec.transport is not asked (NCCL moves
-// the bytes). Collective over comm. rt::Error in a build without CUDA.
+// (Note [GPU watchdog] in dist/stall_watch.h), and so is the warm-up that makes NCCL's connections
+// at set-up. spec.hierarchy as for make_collective: the ring is then two-level, NCCL inside each
+// host and NCCL across; spec.transport is not asked (NCCL moves the bytes). Collective over comm.
+// rt::Error in a build without CUDA.
 std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall);
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
@@ -50,7 +34,8 @@ std::string nccl_version();
 std::unique_ptr<Collective> make_device_ring(std::unique_ptr<DeviceExchange> exchange, Wire wire,
                                              const StallPolicy& stall);
 // The two-level ring (Note [Two-level ring]) on GPU memory: `local` joins this rank's host's ranks
-// in place.local_ring's order, `cross` the ranks of place.cross_ring.
+// in place.local_ring's order, `cross` the ranks of place.cross_ring. Its phase across hosts is
+// watched with across_hosts_abort_s(stall.abort_s).
 std::unique_ptr<Collective> make_device_two_level_ring(std::unique_ptr<DeviceExchange> local,
                                                        std::unique_ptr<DeviceExchange> cross,
                                                        const TwoLevelPlace& place, Wire wire, const StallPolicy& stall);

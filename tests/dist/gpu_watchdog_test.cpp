@@ -54,16 +54,16 @@ TEST(GpuWatchdog, APeerThatNeverAnswersIsNamedThenTheCommunicatorsAbortedThenThe
                      }};
   {
     StallWatch watch(policy, [&] { record("communicators aborted"); });
-    watch.watch(
-        [&] {
+    watch
+        .watch("step 7, bucket 3",
+               str_cat("the ring's exchange, receiving from rank ", prev, " and sending to rank ", next),
+               str_cat(": rank ", prev, " or rank ", next, " is stuck, dead or running a different schedule"))
+        ->enqueued([&] {
           int done = 0;
           MPI_Test(&receive, &done, MPI_STATUS_IGNORE);  // only the watchdog calls MPI meanwhile
           if (done) answered = true;
           return done != 0;
-        },
-        WaitContext{7, 3, "exchange"},
-        str_cat("the ring's exchange, receiving from rank ", prev, " and sending to rank ", next),
-        str_cat(": rank ", prev, " or rank ", next, " is stuck, dead or running a different schedule"));
+        });
     const auto start = std::chrono::steady_clock::now();
     while (watch.pending() > 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -98,15 +98,15 @@ TEST(GpuWatchdog, FinishedWorkIsForgottenQuietly) {
   std::atomic<bool> first{false};
   {
     StallWatch watch(policy, [&] { ++said; });
-    watch.watch([&] { return first.load(); }, WaitContext{1, 0, "exchange"}, "first", "");
-    watch.watch([] { return true; }, WaitContext{1, 1, "exchange"}, "second", "");
+    watch.watch("step 1, bucket 0", "first", "")->enqueued([&] { return first.load(); });
+    watch.watch("step 1, bucket 1", "second", "")->enqueued([] { return true; });
     EXPECT_EQ(watch.pending(), 2u);
     first = true;
     const auto start = std::chrono::steady_clock::now();
     while (watch.pending() > 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(watch.pending(), 0u);
-    watch.watch([] { return false; }, WaitContext{2, 0, "exchange"}, "never", "");
+    watch.watch("step 2, bucket 0", "never", "")->enqueued([] { return false; });
   }  // destroyed while "never" is pending: no hang, no abort
   EXPECT_EQ(said.load(), 0);
 }
