@@ -7,11 +7,20 @@
 #   stall_two_level: as stall, at -np 4 as 2 fake hosts x 2 ranks (the two-level ring, whose
 #          rings run on sub-communicators), freezing rank 3: the messages must name world rank 3
 #          and the ring it sits in, not its position in that ring.
-# usage: rank_failure_test.sh RINGTRAIN CONFIG kill|stall|stall_two_level      (exit 77 = skipped)
+#   stall_gpu: as stall, at -np 2 with train.device = "cuda", one GPU per rank (skipped without 2
+#          GPUs): the GPU watchdog must warn, then end the job, naming step, bucket and rank 1, and
+#          no rank may crash on an aborted NCCL communicator.
+# usage: rank_failure_test.sh RINGTRAIN CONFIG kill|stall|stall_two_level|stall_gpu      (exit 77 = skipped)
 set -u
 ringtrain=$1 config=$2 mode=$3
 np=3 victim_rank=1
 if [[ $mode == stall_two_level ]]; then np=4 victim_rank=3; export RINGTRAIN_FAKE_HOST_RANKS=2; fi
+device=()
+if [[ $mode == stall_gpu ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
+  if [[ ${gpus:-0} -lt 2 ]]; then echo "SKIP: stall_gpu needs 2 GPUs, this machine has ${gpus:-0}"; exit 77; fi
+  np=2 device=(--set train.device=cuda)
+fi
 # shellcheck source=tests/support/fashion_mnist.sh
 source "$(dirname "$0")/../support/fashion_mnist.sh"
 require_fashion_mnist
@@ -22,7 +31,7 @@ launch=$(dirname "$0")/../../scripts/mpi_launch.sh  # Open MPI or MPICH, as conf
 "$launch" --testing -np $np "$ringtrain" --config "$config" \
   --set train.epochs=50 --set train.threads=1 --set checkpoint.dir="$work/run" \
   --set log.progress=lines --set log.every_steps=5 \
-  --set dist.stall_warn_s=2 --set dist.stall_abort_s=6 > "$work/out" 2>&1 &
+  --set dist.stall_warn_s=2 --set dist.stall_abort_s=6 "${device[@]}" > "$work/out" 2>&1 &
 launcher=$!
 
 # Wait until training is under way (rank 0 printed a step line).
@@ -56,6 +65,14 @@ if [[ $mode == kill ]]; then
   grep -Eq "rank 1 .*(exited on signal 9|Killed)" "$work/out" ||
     { grep -q "BAD TERMINATION" "$work/out" && grep -q "EXIT CODE: 9" "$work/out"; } ||
     { echo "FAIL: the output names neither rank 1 nor a process killed by signal 9"; cat "$work/out"; exit 1; }
+elif [[ $mode == stall_gpu ]]; then
+  grep -q "warning: step [0-9]*, bucket [0-9]*: the ring's exchange over NCCL point-to-point, .* has waited" "$work/out" ||
+    { echo "FAIL: no GPU watchdog warning"; cat "$work/out"; exit 1; }
+  grep -Eq "rank 0 of 2 .*step [0-9]+, bucket [0-9]+: .*dist.stall_abort_s = 6\): rank 1 is stuck, dead" "$work/out" ||
+    { echo "FAIL: the abort message does not name step, bucket and rank 1"; cat "$work/out"; exit 1; }
+  if grep -Eiq "segmentation|terminate called|NCCL error" "$work/out"; then
+    echo "FAIL: a rank crashed or reported an NCCL error after the abort"; cat "$work/out"; exit 1
+  fi
 elif [[ $mode == stall_two_level ]]; then
   grep -q "warning: step [0-9]*, bucket [0-9]*: .* rank 3 has waited [0-9]* s in the ring" "$work/out" ||
     { echo "FAIL: no stall warning naming rank 3 and its ring"; cat "$work/out"; exit 1; }
