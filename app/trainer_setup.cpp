@@ -94,8 +94,11 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     eval_graph_ = build_config_model(config, input_shape_);
     eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
   }
-  sgd_ = std::make_unique<Sgd>(*graph_, SgdOptions{config.train.momentum, config.train.nesterov,
-                                                   config.train.weight_decay, config.train.decay_bias_and_bn});
+  sgd_ = std::make_unique<Sgd>(
+      *graph_, SgdOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
+                          config.train.decay_bias_and_bn,
+                          LarsOptions{config.train.optimizer == OptimizerKind::kLars, config.train.trust_coefficient,
+                                      config.train.lars_epsilon}});
   loss_scaling_ = make_loss_scaling(plan_context.precision);
 
   require_same_on_all_ranks("config key", config_items(resolved_), world);
@@ -182,6 +185,7 @@ void Trainer::plan_schedule() {
   for (double m : s.milestones) schedule_.milestones.push_back(in_steps(m));
   schedule_.factor = s.factor;
   schedule_.final_fraction = s.final_fraction;
+  schedule_.power = s.power;
   schedule_.total_steps = steps_per_epoch_ * t.epochs;
   position_.seed = t.seed;
 }
@@ -193,8 +197,9 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
   // GPU it follows the allreduce on the compute stream instead: the communication thread only
   // enqueues work (Note [Device collectives]).
-  // Clipping needs the norm of all gradients before any parameter moves.
-  if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0)
+  // Clipping needs the norm of all gradients before any parameter moves, LARS each weight's.
+  if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0 &&
+      config_.train.optimizer == OptimizerKind::kSgd)
     update = ShardUpdate{[this](int64_t offset, int64_t count) {
                            // On the communication thread, beside the compute threads: an OpenMP team
                            // here would take their cores, and the update is bound by memory anyway.
@@ -246,6 +251,10 @@ void Trainer::print_start(int threads) const {
        << steps_per_epoch_ << " steps per epoch\n";
   if (config.train.clip_grad_norm > 0)
     out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
+  if (config.train.optimizer == OptimizerKind::kLars)
+    out_ << "ringtrain: LARS (trust coefficient " << config.train.trust_coefficient << ", epsilon "
+         << config.train.lars_epsilon << "): each weight's rate scaled by its trust ratio; biases and batch norm "
+         << "plain\n";
   if (reducer_)
     out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
          << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")

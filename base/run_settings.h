@@ -14,13 +14,14 @@ enum class Device { kCpu, kCuda };                         // train.device
 enum class ConvAlgorithm { kDirect, kWinograd };           // train.conv_algorithm
 // train.precision; Note [Mixed precision] in nn/ops/cuda/gpu_layout.h.
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
-enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };  // train.cudnn_graph
-enum class ScheduleKind { kConstant, kStep, kCosine };       // schedule.kind
-enum class Allreduce { kRing, kMpi, kNccl };                 // dist.allreduce
-enum class TransportChoice { kAuto, kShm, kTcp, kMpi };      // dist.transport
-enum class Hierarchy { kAuto, kFlat, kTwoLevel };            // dist.hierarchy
-enum class Wire { kFp32, kFp16, kBf16 };                     // dist.wire
-enum class ProgressMode { kAuto, kBar, kLines, kNone };      // log.progress
+enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };    // train.cudnn_graph
+enum class ScheduleKind { kConstant, kStep, kCosine, kPoly };  // schedule.kind
+enum class OptimizerKind { kSgd, kLars };                      // train.optimizer
+enum class Allreduce { kRing, kMpi, kNccl };                   // dist.allreduce
+enum class TransportChoice { kAuto, kShm, kTcp, kMpi };        // dist.transport
+enum class Hierarchy { kAuto, kFlat, kTwoLevel };              // dist.hierarchy
+enum class Wire { kFp32, kFp16, kBf16 };                       // dist.wire
+enum class ProgressMode { kAuto, kBar, kLines, kNone };        // log.progress
 
 template <>
 struct EnumNames<DataSource> {
@@ -52,7 +53,11 @@ struct EnumNames<CudnnGraphUse> {
 };
 template <>
 struct EnumNames<ScheduleKind> {
-  static constexpr std::array<std::string_view, 3> names{"constant", "step", "cosine"};
+  static constexpr std::array<std::string_view, 4> names{"constant", "step", "cosine", "poly"};
+};
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr std::array<std::string_view, 2> names{"sgd", "lars"};
 };
 template <>
 struct EnumNames<Allreduce> {

@@ -59,6 +59,9 @@ struct TrainConfig {
   bool decay_bias_and_bn = false;
   double label_smoothing = 0.0;
   double clip_grad_norm = 0.0;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  double trust_coefficient = 0.001;
+  double lars_epsilon = 0.0;
   int64_t seed = 1;
   int64_t threads = 0;
   Device device = Device::kCpu;
@@ -75,6 +78,7 @@ struct ScheduleConfig {
   std::vector<double> milestones = {};
   double factor = 0.1;
   double final_fraction = 0.0;
+  double power = 2.0;
   bool operator==(const ScheduleConfig&) const = default;
 };
 

@@ -16,9 +16,15 @@ RT_HD inline float relu_forward(float x) { return x > 0.0f ? x : 0.0f; }
 // From the output, as the CPU's eltwise_relu_use_dst_for_bwd: y > 0 exactly where x > 0.
 RT_HD inline float relu_backward(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
 
-// torch.optim.SGD on one element (dampening 0); updates w and v.
+// torch.optim.SGD on one element (dampening 0), or MLPerf's LARS momentum with the rate inside
+// the buffer (lr_in_momentum); updates w and v.
 RT_HD inline void sgd_element(const SgdStep& s, float& w, float g, float& v) {
   const float d = g * s.grad_scale + s.weight_decay * w;
+  if (s.lr_in_momentum) {
+    v = s.momentum * v + s.lr * d;
+    w -= s.nesterov ? s.momentum * v + s.lr * d : v;
+    return;
+  }
   const float m = s.momentum * v + d;
   v = m;
   w -= s.lr * (s.nesterov ? d + s.momentum * m : m);

@@ -1,6 +1,7 @@
 // The SGD step over flat parameter, gradient and momentum buffers, as torch.optim.SGD
 // (dampening 0): d = s g + wd w;  v = m v + d;  w -= lr (nesterov ? d + m v : v), where s is
-// grad_scale (1 / the loss scale under fp16, Note [Mixed precision]; else 1).
+// grad_scale (1 / the loss scale under fp16, Note [Mixed precision]; else 1). With
+// lr_in_momentum, as MLPerf's LARS: v = m v + lr d;  w -= nesterov ? m v + lr d : v.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@ struct SgdStep {
   float lr = 0, momentum = 0, weight_decay = 0;
   bool nesterov = false;
   float grad_scale = 1;
+  bool lr_in_momentum = false;
 };
 
 // Updates w and v in place over n elements.

@@ -22,6 +22,11 @@ double LrSchedule::at(int64_t step) const {
       const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
       return base * (final_fraction + (1 - final_fraction) * 0.5 * (1 + std::cos(M_PI * t)));
     }
+    case Kind::kPoly: {
+      const int64_t span = std::max<int64_t>(total_steps - warmup_steps, 1);
+      const double t = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(span));
+      return base * (final_fraction + (1 - final_fraction) * std::pow(1 - t, power));
+    }
   }
   return base;
 }

@@ -1,5 +1,6 @@
-// Learning-rate schedules by step: constant, step (milestones x factor) and cosine, each with an
-// optional linear warmup from base/warmup to base. Pure functions of the step: a resumed run
+// Learning-rate schedules by step: constant, step (milestones x factor), cosine and polynomial
+// decay (MLPerf's for LARS: (base - final) (1 - t)^power + final, t the share of the steps after
+// warmup), each with an optional linear warmup from base/warmup to base. Pure functions of the step: a resumed run
 // gets the same rates as an uninterrupted one.
 #pragma once
 
@@ -18,7 +19,8 @@ struct LrSchedule {
   int64_t warmup_steps = 0;
   std::vector<int64_t> milestones;  // steps at which the rate is multiplied by factor
   double factor = 0.1;
-  double final_fraction = 0;  // cosine ends at base x this
+  double final_fraction = 0;  // cosine and poly end at base x this
+  double power = 2;           // poly's exponent
   int64_t total_steps = 1;
 
   double at(int64_t step) const;

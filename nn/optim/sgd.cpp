@@ -1,8 +1,10 @@
 #include "nn/optim/sgd.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/check.h"
+#include "nn/ops/agreed_reductions.h"
 #include "nn/ops/sgd_update.h"
 
 namespace rt {
@@ -14,6 +16,9 @@ Sgd::Sgd(Graph& graph, SgdOptions options)
   RT_CHECK(options.momentum >= 0 && options.momentum < 1, "momentum must be in [0, 1), got ", options.momentum);
   RT_CHECK(options.weight_decay >= 0, "weight decay must be >= 0, got ", options.weight_decay);
   RT_CHECK(!options.nesterov || options.momentum > 0, "Nesterov momentum needs momentum > 0");
+  RT_CHECK(!options.lars.on || (options.lars.trust > 0 && options.lars.epsilon >= 0),
+           "LARS needs a trust coefficient > 0 and an epsilon >= 0, got ", options.lars.trust, " and ",
+           options.lars.epsilon);
   for (const ParamRef& p : graph.params())
     momentum_views_.emplace_back(p.value.spec(), momentum_.data() + p.offset, nullptr);
 }
@@ -41,14 +46,29 @@ void Sgd::step_range(double lr, int64_t begin, int64_t end, double grad_scale) {
     const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.value.numel());
     if (lo >= hi) continue;  // alignment padding
     const bool decays = options_.decay_bias_and_bn || p.role == ParamRole::kWeight;
-    const SgdStep s{static_cast<float>(lr), static_cast<float>(options_.momentum),
-                    decays ? static_cast<float>(options_.weight_decay) : 0.0f, options_.nesterov,
-                    static_cast<float>(grad_scale)};
-    if (run_hi > run_lo && s.weight_decay != run.weight_decay) flush();
+    const bool lars = options_.lars.on;
+    RT_CHECK(!lars || (lo == p.offset && hi == p.offset + p.value.numel()), "LARS updates whole parameters only; ",
+             p.name, " is cut at arena floats [", begin, ", ", end, ")");
+    const double rate = lars && p.role == ParamRole::kWeight ? lr * trust_ratio(p, grad_scale) : lr;
+    const SgdStep s{static_cast<float>(rate),
+                    static_cast<float>(options_.momentum),
+                    decays ? static_cast<float>(options_.weight_decay) : 0.0f,
+                    options_.nesterov,
+                    static_cast<float>(grad_scale),
+                    lars};
+    if (run_hi > run_lo && (s.weight_decay != run.weight_decay || s.lr != run.lr)) flush();
     if (run_hi == run_lo) run = s, run_lo = lo;
     run_hi = hi;
   }
   flush();
+}
+
+double Sgd::trust_ratio(const ParamRef& p, double grad_scale) const {
+  const int64_t n = p.value.numel();
+  const double w = std::sqrt(sum_of_squares(graph_.device(), graph_.param_arena() + p.offset, n));
+  const double g = std::sqrt(sum_of_squares(graph_.device(), graph_.grad_arena() + p.offset, n)) * grad_scale;
+  if (w == 0 || g == 0) return 1;
+  return options_.lars.trust * w / (g + options_.weight_decay * w + options_.lars.epsilon);
 }
 
 }  // namespace rt

@@ -223,6 +223,11 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[schedule]\nfactor = 0", "'schedule.factor' = 0.0 is out of range: expected in (0, 1]"},
       {"[schedule]\nfactor = 1.5", "'schedule.factor' = 1.5 is out of range: expected in (0, 1]"},
       {"[schedule]\nfinal_fraction = 1.01", "'schedule.final_fraction' = 1.01 is out of range: expected in [0, 1]"},
+      {"[schedule]\npower = 0", "'schedule.power' = 0.0 is out of range: expected > 0"},
+      {"[schedule]\nkind = \"linear\"", "'schedule.kind' = \"linear\" is not one of: constant, step, cosine, poly"},
+      {"[train]\noptimizer = \"adam\"", "'train.optimizer' = \"adam\" is not one of: sgd, lars"},
+      {"[train]\ntrust_coefficient = -0.001", "'train.trust_coefficient' = -0.001 is out of range: expected > 0"},
+      {"[train]\nlars_epsilon = -1e-9", "'train.lars_epsilon' = -1e-09 is out of range: expected >= 0"},
       {"[eval]\nbatch = 0", "'eval.batch' = 0 is out of range: expected >= 1"},
       {"[eval]\nevery_epochs = 0", "'eval.every_epochs' = 0 is out of range: expected >= 1"},
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
@@ -251,7 +256,7 @@ TEST(ConfigLoad, EdgesInsideTheRangeAreAccepted) {
 
 TEST(ConfigLoad, BadChoiceListsTheChoicesAndSuggestsTheNearOne) {
   EXPECT_EQ(error_of("[schedule]\nkind = \"cosin\"\n"),
-            "run.toml:2: 'schedule.kind' = \"cosin\" is not one of: constant, step, cosine "
+            "run.toml:2: 'schedule.kind' = \"cosin\" is not one of: constant, step, cosine, poly "
             "(did you mean 'cosine'?)");
 }
 
@@ -451,12 +456,15 @@ Config every_key_changed() {
              true,
              0.1,
              0.75,
+             OptimizerKind::kLars,
+             0.002,
+             1e-9,
              42,
              3,
              Device::kCuda,
              ConvAlgorithm::kWinograd,
              Precision::kTf32};
-  c.schedule = {ScheduleKind::kStep, 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01};
+  c.schedule = {ScheduleKind::kStep, 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01, 1.5};
   // On the GPU the ring's transport stays "auto" (NCCL moves the bytes): the CPU round trip below changes it.
   c.dist = {Allreduce::kRing,
             TransportChoice::kAuto,
@@ -542,7 +550,7 @@ TEST(ConfigToToml, EveryKeyAppearsInSchemaOrderWithItsDoc) {
   }
   EXPECT_CONTAINS(text, "epochs = 5  ");
   EXPECT_CONTAINS(text, "# passes over the training set (>= 1)");
-  EXPECT_CONTAINS(text, "# learning-rate schedule (one of: constant, step, cosine)");
+  EXPECT_CONTAINS(text, "# learning-rate schedule (one of: constant, step, cosine, poly)");
 }
 
 TEST(ConfigSchema, NamesEachKeyOnceAndKeepsTablesTogether) {
@@ -568,6 +576,29 @@ namespace {
 // data.max_image_pixels defaults to the decoder's own budget, Pillow's (Note [Pixel budget]).
 TEST(ConfigDefaults, ImagePixelBudgetIsTheDecodersDefault) {
   EXPECT_EQ(DataConfig{}.max_image_pixels, kDefaultMaxImagePixels);
+}
+
+}  // namespace
+}  // namespace rt
+
+namespace rt {
+namespace {
+
+// Every config the repository ships loads, rules included (configs/clusters describe clusters
+// for `simulate`, not runs); the large-batch recipes say what they promise.
+TEST(ShippedConfigs, EveryRunConfigLoads) {
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RT_SOURCE_DIR "/configs")) {
+    if (entry.path().extension() != ".toml" || entry.path().parent_path().filename() == "clusters") continue;
+    EXPECT_NO_THROW(load_config(entry.path().string())) << entry.path();
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 10);
+  const Config c = load_config(RT_SOURCE_DIR "/configs/large_batch/resnet50_32k.toml");
+  EXPECT_EQ(c.train.optimizer, OptimizerKind::kLars);
+  EXPECT_EQ(c.schedule.kind, ScheduleKind::kPoly);
+  EXPECT_NEAR(c.train.lr_per_256 * 32768 / 256, 21.2, 1e-9);  // MLPerf's base rate at 32k
+  EXPECT_NEAR(c.schedule.final_fraction * 21.2, 1e-4, 1e-7);  // its end rate
 }
 
 }  // namespace

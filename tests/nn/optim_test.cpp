@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "base/check.h"
 #include "nn/graph.h"
@@ -42,7 +43,7 @@ void build_conv_bn(Graph& g, uint64_t seed) {
 void check_sgd(bool nesterov) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 3);
-  Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false});
+  Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false, {}});
   std::vector<std::vector<TorchSgdScalar>> ref;
   for (ParamRef& p : g.params()) {
     ref.emplace_back();
@@ -67,6 +68,71 @@ void check_sgd(bool nesterov) {
 }
 
 TEST(Sgd, MomentumMatchesTorchsRuleAndSparesBiasAndNormFromDecay) { check_sgd(false); }
+
+// Note [LARS] written out from You et al. 2017 and MLPerf's reference, in double precision, per
+// tensor: trust = eta ||w|| / (||g|| + wd ||w|| + eps) (1 if a norm is 0) on the true gradient
+// g = grad_scale x the arena's; v = m v + lr trust (g + wd w); w -= v. Biases and batch-norm
+// parameters: v = m v + lr g; w -= v.
+struct LarsReference {
+  std::vector<double> w, v;
+  bool weight;
+  void step(const std::vector<double>& g, double lr, double m, double wd, double eta, double eps) {
+    double wn = 0, gn = 0;
+    for (size_t i = 0; i < w.size(); ++i) wn += w[i] * w[i], gn += g[i] * g[i];
+    wn = std::sqrt(wn), gn = std::sqrt(gn);
+    const double trust = weight && wn > 0 && gn > 0 ? eta * wn / (gn + wd * wn + eps) : 1.0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      v[i] = m * v[i] + lr * trust * (g[i] + (weight ? wd * w[i] : 0.0));
+      w[i] -= v[i];
+    }
+  }
+};
+
+TEST(Lars, TwentyStepsMatchTheFormulaOnAWeightABiasAndBatchNormParameters) {
+  Graph g(Shape{2, 3, 3});
+  build_conv_bn(g, 11);
+  const double m = 0.94, wd = 5e-5, eta = 0.001, eps = 1e-9, grad_scale = 0.25;
+  Sgd lars(g, SgdOptions{m, false, wd, false, LarsOptions{true, eta, eps}});
+  std::vector<LarsReference> ref;
+  for (const ParamRef& p : g.params())
+    ref.push_back({std::vector<double>(p.value.data(), p.value.data() + p.value.numel()),
+                   std::vector<double>(static_cast<size_t>(p.value.numel()), 0.0), p.role == ParamRole::kWeight});
+  ASSERT_GE(ref.size(), 4u);  // conv weight and bias, batch-norm scale and shift
+  for (int step = 0; step < 20; ++step) {
+    const double lr = 10.5 * (1 - step / 20.0) * (1 - step / 20.0);  // poly, as LARS runs
+    for (size_t k = 0; k < g.params().size(); ++k) {
+      ParamRef& p = g.params()[k];
+      std::vector<double> true_grad;
+      for (int64_t i = 0; i < p.value.numel(); ++i) {
+        // Gradients of varied size and sign; step 3 leaves the bias's all zero (trust 1).
+        const float grad = step == 3 && p.role == ParamRole::kBias
+                               ? 0.0f
+                               : 0.02f * std::sin(static_cast<float>(1 + i + 7 * step + 13 * k)) * (1 + k);
+        p.grad.data()[i] = grad;
+        true_grad.push_back(grad * grad_scale);
+      }
+      ref[k].step(true_grad, lr, m, wd, eta, eps);
+    }
+    lars.step(lr, grad_scale);
+  }
+  for (size_t k = 0; k < g.params().size(); ++k) {
+    const ParamRef& p = g.params()[k];
+    for (int64_t i = 0; i < p.value.numel(); ++i) {
+      EXPECT_NEAR(p.value.data()[i], ref[k].w[static_cast<size_t>(i)], 1e-6) << p.name << "[" << i << "]";
+      EXPECT_NEAR(lars.momentum(k).data()[i], ref[k].v[static_cast<size_t>(i)], 1e-6) << p.name << "[" << i << "]";
+    }
+  }
+}
+
+TEST(Lars, RefusesACutThroughAParameterAndABadTrustCoefficient) {
+  Graph g(Shape{2, 3, 3});
+  build_conv_bn(g, 11);
+  Sgd lars(g, SgdOptions{0.9, false, 1e-4, false, LarsOptions{true, 0.001, 0}});
+  const ParamRef& first = g.params().front();
+  ASSERT_GT(first.value.numel(), 1);
+  EXPECT_THROW(lars.step_range(0.1, first.offset, first.offset + first.value.numel() - 1), Error);
+  EXPECT_THROW(Sgd(g, SgdOptions{0.9, false, 1e-4, false, LarsOptions{true, -0.001, 0}}), Error);
+}
 TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 
 // Note [Sharded update]: ranks apply SGD to arbitrary arena ranges, cutting through parameters
@@ -74,7 +140,7 @@ TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 5);
-  Sgd sgd(g, SgdOptions{0.9, true, 0.01, false});
+  Sgd sgd(g, SgdOptions{0.9, true, 0.01, false, {}});
   const int64_t n = g.arena_floats();
   // Parameter elements only: alignment padding is zero in every arena, as the graph makes them.
   for (const ParamRef& p : g.params())
@@ -136,6 +202,21 @@ TEST(LrSchedule, CosineFallsFromBaseToTheFinalFractionAfterWarmup) {
   EXPECT_DOUBLE_EQ(s.at(10), 2.0);
   EXPECT_NEAR(s.at(60), 2.0 * (0.1 + 0.9 * 0.5), 1e-12);  // halfway: cos(pi/2) = 0
   EXPECT_NEAR(s.at(110), 0.2, 1e-12);
+}
+
+TEST(LrSchedule, PolyFallsAsAPowerOfTheStepsLeftToTheFinalFraction) {
+  LrSchedule s;
+  s.kind = LrSchedule::Kind::kPoly;
+  s.base = 8.0;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  s.final_fraction = 0.01;
+  s.power = 2;
+  EXPECT_DOUBLE_EQ(s.at(9), 8.0);
+  EXPECT_DOUBLE_EQ(s.at(10), 8.0);
+  EXPECT_NEAR(s.at(60), (8.0 - 0.08) * 0.25 + 0.08, 1e-12);  // halfway: (1 - 1/2)^2
+  EXPECT_NEAR(s.at(110), 0.08, 1e-12);
+  EXPECT_NEAR(s.at(500), 0.08, 1e-12);  // past the end it stays there
 }
 
 TEST(LrSchedule, ScalesLinearlyWithTheGlobalBatch) {
