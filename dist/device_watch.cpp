@@ -42,6 +42,14 @@ void CommGate::park() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
+void DeviceComm::abort_all(const std::vector<DeviceComm*>& comms) {
+  for (DeviceComm* comm : comms) comm->gate_.close();
+  std::vector<std::thread> ending;
+  for (DeviceComm* comm : comms)
+    if (!comm->ended_.exchange(true)) ending.emplace_back([comm] { comm->end_transfers(); });
+  for (std::thread& t : ending) t.join();
+}
+
 void DeviceExchange::warm_up_ring(void* send, void* recv, void* stream) {
   const int n = world(), r = rank();
   if (n > 1) exchange(send, 4, ring_next(r, n), recv, 4, ring_prev(r, n), stream);
@@ -70,9 +78,7 @@ DeviceWatch::DeviceWatch(const StallPolicy& policy, std::vector<Ring> rings, Mar
       policy,
       // Runs in a thread of its own, which may outlive this object in a test: it keeps the
       // communicators, not this.
-      [comms = communicators()] {
-        for (DeviceComm* comm : comms) comm->abort();
-      },
+      [comms = communicators()] { DeviceComm::abort_all(comms); },
       [this]() -> std::string {
         for (const Ring& ring : rings_) {
           const std::string error = ring.comm->async_error();

@@ -109,12 +109,13 @@ class DeviceComm {
   // The watchdog's thread: the communicator's asynchronous error in NCCL's words
   // (ncclCommGetAsyncError), "" while it has none or once the gate is closed.
   virtual std::string async_error() { return ""; }
-  // Once an abort is decided (the watchdog's before_abort): closes the gate, then ends the
-  // transfers still in flight (end_transfers: ncclCommAbort), so that no call stays blocked.
-  void abort() {
-    gate_.close();
-    end_transfers();
-  }
+  // Once an abort is decided (the watchdog's before_abort): closes the gates of all of comms
+  // first, then ends the transfers still in flight on each (end_transfers: ncclCommAbort, once per
+  // communicator) all at once, one thread each, and returns when all have ended. Not one after
+  // another: aborting one communicator may wait for the GPU, which still runs another's kernel,
+  // one that only that other's abort ends (the two-level ring's two). Its caller bounds the time
+  // (StallWatch::kBeforeAbortS), as an abort may hang.
+  static void abort_all(const std::vector<DeviceComm*>& comms);
   bool aborted() const { return gate_.closed(); }
   CommGate& gate() { return gate_; }
 
@@ -123,6 +124,7 @@ class DeviceComm {
 
  private:
   CommGate gate_;
+  std::atomic<bool> ended_{false};  // end_transfers has been called
 };
 
 // How the device ring moves one step's bytes: `send_bytes` from `send` to rank `next` and

@@ -19,7 +19,8 @@
 //   says so, runs before_abort (given at most kBeforeAbortS), then the policy's abort.
 //   before_abort closes the communicators' gates (CommGate in dist/device_watch.h), so that no
 //   thread calls into a communicator again (whoever tries parks there, until the process ends),
-//   and then aborts them (ncclCommAbort), which ends any NCCL call still blocked.
+//   and then aborts them all at once (ncclCommAbort, a thread each: DeviceComm::abort_all), which
+//   ends any NCCL call still blocked.
 // - With every poll it also asks failure(): the communicators' asynchronous errors
 //   (ncclCommGetAsyncError). A broken link or a dead peer is reported at once, in NCCL's words,
 //   and the job aborted the same way, instead of after dist.stall_abort_s.

@@ -7,11 +7,14 @@
 //   and nothing reaches the communicator after the abort;
 // - the set-up's warm-up exchanges with both neighbours, watched the same way;
 // - an asynchronous error aborts at once, in the communicator's words;
-// - the ring across hosts waits longer than the ring inside a host.
+// - the ring across hosts waits longer than the ring inside a host;
+// - an abort closes every gate first, then aborts the communicators at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -75,9 +78,13 @@ class StandIn final : public DeviceExchange {
   std::mutex mutex;
   std::vector<std::string> exchanges;
   std::string error;
+  std::function<void()> on_end;  // runs first in end_transfers, where the test may block it
 
  protected:
-  void end_transfers() override { ended = true; }
+  void end_transfers() override {
+    if (on_end) on_end();
+    ended = true;
+  }
 
  private:
   void reached() {
@@ -361,6 +368,58 @@ TEST(DeviceWatch, TheRingAcrossHostsWaitsLongerThanTheRingInsideAHost) {
                           "(dist.stall_abort_s = 3)"),
             std::string::npos)
       << later[2];
+}
+
+// The two-level ring's abort: ncclCommAbort of one communicator may wait for the GPU, which still
+// runs the other's kernel until that one is aborted too. Every gate closes first, then the
+// communicators are aborted at once: the second one's abort runs even while the first one's
+// blocks, and the job's abort follows once both have returned.
+TEST(DeviceWatch, EveryGateClosesFirstThenTheCommunicatorsAreAbortedAtOnce) {
+  auto* local = new StandIn(0, 2);  // the parked thread keeps them
+  auto* cross = new StandIn(0, 2);
+  local->answered = true;  // the bucket waits across hosts
+  struct Seen {
+    std::atomic<bool> release{false};  // lets the local abort return
+    std::atomic<bool> local_ending{false};
+    std::atomic<int> gates_open_at_an_end{0};
+  };
+  auto seen = std::make_shared<Seen>();  // the communicators' aborts keep it
+  struct Release {
+    std::shared_ptr<Seen> seen;
+    ~Release() { seen->release = true; }  // whatever the test's outcome
+  } release{seen};
+  local->on_end = [seen, local, cross] {
+    if (!local->aborted() || !cross->aborted()) ++seen->gates_open_at_an_end;
+    seen->local_ending = true;
+    while (!seen->release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  cross->on_end = [seen, local, cross] {
+    if (!local->aborted() || !cross->aborted()) ++seen->gates_open_at_an_end;
+  };
+  Record record;
+  {
+    DeviceWatch watch(record.policy(0.2, 0.5), {DeviceWatch::Ring(local, "inside"), DeviceWatch::Ring(cross, "across")},
+                      finished_at_once());
+    std::thread([&watch, local, cross] {
+      char send[4], recv[4];
+      watch.run(WaitContext{3, 0, ""}, {{0, [&] { local->exchange(send, 4, 1, recv, 4, 1, nullptr); }},
+                                        {1, [&] { cross->exchange(send, 4, 1, recv, 4, 1, nullptr); }}});
+    }).detach();
+    ASSERT_TRUE(eventually([&] { return seen->local_ending.load(); }, 20)) << joined(record.seen());
+    ASSERT_TRUE(eventually([&] { return cross->ended.load(); }))
+        << "the communicator across hosts was not aborted while the one inside the host was being aborted";
+    EXPECT_FALSE(local->ended.load());
+    EXPECT_EQ(record.aborts.load(), 0) << "the job was aborted before its communicators";
+    seen->release = true;
+    ASSERT_TRUE(eventually([&] { return record.aborts.load() > 0; }, 20)) << joined(record.seen());
+    EXPECT_TRUE(local->ended.load());
+    // Freed by the abort, the bucket's thread parks instead of going on.
+    EXPECT_TRUE(eventually([&] { return cross->gate().parked() == 1; }));
+  }
+  EXPECT_EQ(seen->gates_open_at_an_end.load(), 0) << "a communicator was aborted before every gate was closed";
+  EXPECT_EQ(local->after_end.load() + cross->after_end.load(), 0);
+  EXPECT_EQ(local->exchanges.size(), 1u);
+  EXPECT_EQ(cross->exchanges.size(), 1u);
 }
 
 }  // namespace
