@@ -190,14 +190,22 @@ class DeviceCollective : public Collective {
   }
 
   // Starts the watchdog over the subclass's communicators, then warms their connections up
-  // (DeviceWatch::warm_up). Call from the subclass's constructor, and stop_watching() first in its
-  // destructor: the watchdog may abort the communicators until it stops.
+  // (DeviceWatch::warm_up). Call last in the subclass's constructor, and stop_watching() first in
+  // its destructor: the watchdog may abort the communicators, and asks them for errors, until it
+  // stops. A warm-up that throws stops it here, since the subclass's destructor then never runs
+  // and its members, the communicators, are destroyed before this class's destructor would stop
+  // it.
   void start_watching(std::vector<DeviceWatch::Ring> rings) {
     watch_ = std::make_unique<DeviceWatch>(stall_, std::move(rings),
                                            [this](int bucket, int phase) { return mark_done(bucket, phase); });
-    cudaError_t synced = cudaSuccess;
-    watch_->warm_up(stream_, [&] { synced = cudaStreamSynchronize(stream_); });
-    RT_CU(synced);
+    try {
+      cudaError_t synced = cudaSuccess;
+      watch_->warm_up(stream_, [&] { synced = cudaStreamSynchronize(stream_); });
+      RT_CU(synced);
+    } catch (...) {
+      stop_watching();
+      throw;
+    }
   }
   void stop_watching() { watch_.reset(); }
   // On the communication thread: a bucket's work, phase by phase, each registered with the
