@@ -6,7 +6,8 @@
 // (the victim) freezes; the others' watchdog must end the job, naming it, and no thread may call
 // into a communicator after the abort.
 //
-// usage: device_watch_job flat|two_level none|before_warm_up|before_first_step|mid_run VICTIM ABORT_S
+// usage: device_watch_job flat|two_level none|before_warm_up|before_first_step|mid_run VICTIM ABORT_S WARN_S
+//   (ABORT_S and WARN_S: dist.stall_abort_s and dist.stall_warn_s)
 //   none: 8 steps, each checked against the average; exit 0.
 //   before_warm_up: the victim sleeps before the set-up's warm-up, its first exchange.
 //   before_first_step: the victim sleeps after set-up, before step 1's first exchange.
@@ -183,14 +184,15 @@ class StagedCollective final : public Collective {
 
 int run(int argc, char** argv) {
   const World& w = World::init(&argc, &argv);
-  RT_CHECK(argc == 5,
+  RT_CHECK(argc == 6,
            "usage: device_watch_job flat|two_level none|before_warm_up|before_first_step|mid_run VICTIM "
-           "ABORT_S");
+           "ABORT_S WARN_S");
   const std::string hierarchy = argv[1], mode = argv[2];
   const int victim = std::atoi(argv[3]);
   const bool frozen = mode != "none" && w.rank() == victim;
   std::atomic<StagedCollective*> collective{nullptr};
-  StallPolicy stall{1.0, std::atof(argv[4]), [&](const std::string& m) { stderr_line(w.tag() + "warning: " + m); },
+  const double abort_s = std::atof(argv[4]), warn_s = std::atof(argv[5]);
+  StallPolicy stall{warn_s, abort_s, [&](const std::string& m) { stderr_line(w.tag() + "warning: " + m); },
                     [&](const std::string& m) {
                       // Threads that would call into a communicator after the abort get time to.
                       std::this_thread::sleep_for(std::chrono::milliseconds(500));

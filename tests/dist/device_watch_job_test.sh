@@ -4,10 +4,10 @@
 # the host as NCCL's calls do while connecting). First a clean run, which must average every step;
 # then the victim rank freezes three ways: it sleeps before the set-up's warm-up (its first
 # exchange), sleeps after set-up before step 1's first exchange, or stops (SIGSTOP) mid-run. Each
-# time the job must end within dist.stall_abort_s (3 s here) plus 5 s of the freeze, warned about
-# first, its first abort message coming from a rank that waits on the victim and naming the
-# victim, that rank reporting no call into a communicator after the abort and its blocked thread
-# parked, and nothing crashing.
+# time the job must end within dist.stall_abort_s (3 s here, dist.stall_warn_s 1 s) plus 5 s of
+# the freeze, warned about first, its first abort message coming from a rank that waits on the
+# victim and naming the victim, that rank reporting no call into a communicator after the abort
+# and its blocked thread parked, and nothing crashing.
 #   flat_np2: the flat ring at 2 ranks, victim 1: rank 0 aborts, naming rank 1 alone.
 #   flat_np3: the flat ring at 3 ranks, victim 1: rank 0 or 2 aborts, naming rank 1 as one of
 #             its two neighbours (NCCL cannot say which of them stopped).
@@ -17,7 +17,10 @@
 # usage: device_watch_job_test.sh JOB SOURCE_DIR flat_np2|flat_np3|two_level_np4
 set -u
 job=$1 src=$2 case=$3
-abort_s=3
+abort_s=3 warn_s=1
+# The clean run must not warn: on a loaded machine (3 or 4 ranks on 2 cores) a step may take
+# longer than the freeze runs' 1 s, so it waits 10 s to warn and 30 s to abort.
+clean_abort_s=30 clean_warn_s=10
 case $case in
   flat_np2) np=2 hierarchy=flat victim=1 aborter='0' names='rank 1 is stuck' ;;
   flat_np3) np=3 hierarchy=flat victim=1 aborter='[02]' names='(rank 1 or rank [0-9]|or rank 1) is stuck' ;;
@@ -30,7 +33,8 @@ work=$(mktemp -d /tmp/ringtrain_device_watch_XXXXXX)
 trap 'rm -rf "$work"' EXIT
 launch=$src/scripts/mpi_launch.sh
 
-timeout 60 "$launch" --testing -np $np "$job" $hierarchy none $victim $abort_s > "$work/none.out" 2>&1 ||
+timeout 60 "$launch" --testing -np $np "$job" $hierarchy none $victim $clean_abort_s $clean_warn_s \
+  > "$work/none.out" 2>&1 ||
   { echo "FAIL: the run without a frozen rank failed"; cat "$work/none.out"; exit 1; }
 grep -q "device_watch_job: 8 steps averaged on $np ranks" "$work/none.out" ||
   { echo "FAIL: the run without a frozen rank did not finish its steps"; cat "$work/none.out"; exit 1; }
@@ -38,7 +42,7 @@ if grep -q "warning" "$work/none.out"; then echo "FAIL: warnings without a froze
 
 for mode in before_warm_up before_first_step mid_run; do
   out=$work/$mode.out
-  timeout 60 "$launch" --testing -np $np "$job" $hierarchy $mode $victim $abort_s > "$out" 2>&1
+  timeout 60 "$launch" --testing -np $np "$job" $hierarchy $mode $victim $abort_s $warn_s > "$out" 2>&1
   rc=$?
   end=$(date +%s.%N)
   fail() { echo "FAIL: $case, rank $victim frozen $mode: $1"; cat "$out"; exit 1; }
