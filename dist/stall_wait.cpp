@@ -27,6 +27,7 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
     // 20 us. No PAUSE in the spin: under a hypervisor with pause-loop exiting it deschedules the
     // vCPU (measured on the development VM: 4x slower transfers).
     const bool sleepy = policy.idle == StallPolicy::Idle::kSleep;
+    bool gave_up_the_core = true;
     if (idle > (sleepy ? 16 : 2000)) {
       // Where compute threads own the core, every wake-up preempts one of them; a wait for a
       // neighbour still in its backward pass can last milliseconds, so the sleeps grow to 0.32
@@ -35,8 +36,13 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
       std::this_thread::sleep_for(std::chrono::microseconds(20 << shift));
     } else if (idle > 0 && policy.idle == StallPolicy::Idle::kYield) {
       std::this_thread::yield();
+    } else {
+      gave_up_the_core = false;
     }
-    if ((polls & 1023) != 0) continue;
+    // A spinning poll takes nanoseconds: it reads the clock every 1024th time. A poll that slept
+    // or yielded reads it every time, as on a loaded machine it may come back only milliseconds
+    // later (1024 of those would push the warning and the abort seconds late).
+    if (!gave_up_the_core && (polls & 1023) != 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited > policy.abort_s) {
       policy.abort(describe(waited) + str_cat(" (dist.stall_abort_s = ", policy.abort_s, ")") + blame());

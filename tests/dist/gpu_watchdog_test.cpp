@@ -31,8 +31,8 @@ TEST(GpuWatchdog, APeerThatNeverAnswersIsNamedThenTheCommunicatorsAbortedThenThe
   MPI_Irecv(&from_prev, 1, MPI_INT, prev, 71, w.comm(), &receive);
 
   // The first of each kind, in the order they happened (until the peer answers, the watchdog
-  // repeats its abort every third of a second, as a real abort never returns to let it). Kinds
-  // are told apart by their first 10 characters.
+  // repeats its abort at every poll, as a real abort never returns to let it). Kinds are told
+  // apart by their first 10 characters.
   std::mutex mutex;
   std::vector<std::string> events;
   auto record = [&](std::string e) {
