@@ -23,7 +23,10 @@ namespace rt {
 // passes the gate; once the gate is closed, a thread that comes to it parks: it sleeps until the
 // process ends (the watchdog's abort follows within StallWatch::kBeforeAbortS), never calling
 // NCCL on a communicator that ncclCommAbort has freed, and never reporting the error that the
-// aborted call returns.
+// aborted call returns. What the gate cannot stop, with NCCL's blocking communicators: a call
+// already inside NCCL when ncclCommAbort frees the communicator (the abort is what ends it), and a
+// kMayBlock call whose thread was held up more than kEnteringS between passing the gate and
+// entering NCCL (close() no longer waits for it). Non-blocking communicators would close that gap.
 class CommGate {
  public:
   // kEnqueues: a call that returns at once (ncclGroupStart, ncclSend inside a group).

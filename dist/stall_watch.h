@@ -18,9 +18,9 @@
 // - Past the warning time it names step, bucket and the peers waited for. Past the abort time it
 //   says so, runs before_abort (given at most kBeforeAbortS), then the policy's abort.
 //   before_abort closes the communicators' gates (CommGate in dist/device_watch.h), so that no
-//   thread calls into a communicator again (whoever tries parks there, until the process ends),
-//   and then aborts them all at once (ncclCommAbort, a thread each: DeviceComm::abort_all), which
-//   ends any NCCL call still blocked.
+//   thread calls into a communicator again (whoever tries parks there, until the process ends;
+//   CommGate says what a gate cannot stop), and then aborts them all at once (ncclCommAbort, a
+//   thread each: DeviceComm::abort_all), which ends any NCCL call still blocked.
 // - With every poll it also asks failure(): the communicators' asynchronous errors
 //   (ncclCommGetAsyncError). A broken link or a dead peer is reported at once, in NCCL's words,
 //   and the job aborted the same way, instead of after dist.stall_abort_s.
