@@ -32,7 +32,8 @@ TEST(RunSettings, EveryNameReadsBackAsItsValue) {
   expect_names_read_back<ConvAlgorithm>(2);
   expect_names_read_back<Precision>(4);
   expect_names_read_back<CudnnGraphUse>(3);
-  expect_names_read_back<ScheduleKind>(3);
+  expect_names_read_back<ScheduleKind>(4);
+  expect_names_read_back<OptimizerKind>(2);
   expect_names_read_back<Allreduce>(3);
   expect_names_read_back<TransportChoice>(4);
   expect_names_read_back<Hierarchy>(3);
