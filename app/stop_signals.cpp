@@ -64,7 +64,11 @@ StopSignals::~StopSignals() {
   }
   done_cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
-  for (size_t i = 0; i < previous_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (size_t i = 0; i < previous_.size(); ++i)
+    sigaction(signals_[i], ignore_at_end_ ? &ignore : &previous_[i], nullptr);
 }
 
 int StopSignals::received() { return g_first_signal.load(); }

@@ -46,12 +46,18 @@ class StopSignals {
   static int received();
   // The save the signal asked for is complete: from now on the watcher gives up on nothing.
   static void saved();
+  // Training is over (finished, or saved on a signal). A watched signal that comes while the
+  // process ends (MPI_Finalize, the threads' joins) has nothing left to stop, and with its default
+  // action back it would turn a finished job's status 0, or a saved one's 75, into a signal's: the
+  // destructor leaves the watched signals ignored instead of giving back the handlers from before.
+  void ignore_after_training() { ignore_at_end_ = true; }
 
  private:
   void watch();
 
   std::vector<int> signals_;
   std::vector<struct sigaction> previous_;  // the handlers before ours, in signals_' order
+  bool ignore_at_end_ = false;
   double grace_s_;
   std::function<void(const std::string&)> give_up_;
   std::mutex mutex_;

@@ -22,8 +22,8 @@ int train_command(const CliArgs& args) {
               << to_toml(config) << std::endl;
   // Note [Stopping on a signal]: from here, before the data loads, a signal waits for the first
   // step's end. Giving up ends every rank with the status a requeue script tests.
-  const StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,
-                            [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
+  StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,
+                      [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
   if (args.auto_resume) {
@@ -37,6 +37,7 @@ int train_command(const CliArgs& args) {
     if (found[0] > 0) trainer.resume(config.checkpoint.dir);
   }
   const TrainResult r = trainer.train();
+  signals.ignore_after_training();
   if (r.stopped_by_signal) return kExitSavedOnSignal;  // the trainer has said where it saved
   char line[160];
   std::snprintf(line, sizeof line, "done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in ",

@@ -106,5 +106,21 @@ TEST(StopSignals, PreviousHandlersComeBack) {
   EXPECT_EQ(after.sa_handler, SIG_IGN);
 }
 
+// After training a watched signal is ignored to the end: one that Slurm sends while the ranks
+// finalize must not replace the job's status with its own (raise() would end this test).
+TEST(StopSignals, IgnoredOnceTrainingIsOver) {
+  struct sigaction before {
+  }, after{};
+  ASSERT_EQ(sigaction(SIGUSR1, nullptr, &before), 0);
+  {
+    StopSignals s({SIGUSR1}, 0, [](const std::string&) {});
+    s.ignore_after_training();
+  }
+  ASSERT_EQ(sigaction(SIGUSR1, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);
+  ASSERT_EQ(::raise(SIGUSR1), 0);
+  ASSERT_EQ(sigaction(SIGUSR1, &before, nullptr), 0);
+}
+
 }  // namespace
 }  // namespace rt
