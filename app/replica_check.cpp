@@ -79,17 +79,18 @@ std::string replica_difference(const std::vector<ReplicaPrint>& prints, const st
   return text;
 }
 
-void check_replicas(const ReplicaPrint& mine, const World& world, const std::string& when) {
+void check_replicas(const ReplicaPrint& mine, const World& world, const std::string& when, const StallPolicy* stall) {
   if (world.size() == 1) return;
+  const CollectiveWatch watch{stall, "the replica check " + when};
   const std::vector<uint64_t> all =
-      world.allgather(std::vector<uint64_t>{mine.parameters, mine.momentum, mine.loss_scale, mine.grad_norm});
+      world.allgather(std::vector<uint64_t>{mine.parameters, mine.momentum, mine.loss_scale, mine.grad_norm}, watch);
   std::vector<ReplicaPrint> prints(static_cast<size_t>(world.size()));
   for (size_t r = 0; r < prints.size(); ++r)
     prints[r] = ReplicaPrint{all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]};
   if (std::all_of(prints.begin(), prints.end(), [&](const ReplicaPrint& p) { return p == prints[0]; })) return;
   // Every rank saw the same prints, so every rank takes this path: the host names' allgather is
   // on every rank's schedule too.
-  const std::string difference = replica_difference(prints, world.allgather(world.host()));
+  const std::string difference = replica_difference(prints, world.allgather(world.host(), watch));
   throw Error(str_cat("the ranks' models differ ", when, ": ", difference,
                       ". A faulty CPU, GPU or memory can do this, or a reduction whose order is not fixed. "
                       "The job stops; nothing of this state is saved, and the last checkpoint stands"));

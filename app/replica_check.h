@@ -41,6 +41,8 @@ std::string replica_difference(const std::vector<ReplicaPrint>& prints, const st
 // Compares this rank's print with every other's (one allgather of four words per rank) and
 // throws rt::Error naming `when` ("after step 120", "before saving after step 120") and the
 // ranks that differ. Collective: every rank calls it at the same point of its schedule.
-void check_replicas(const ReplicaPrint& mine, const World& world, const std::string& when);
+// Its collectives wait as `stall` says (Note [Watched collectives]).
+void check_replicas(const ReplicaPrint& mine, const World& world, const std::string& when,
+                    const StallPolicy* stall = nullptr);
 
 }  // namespace rt

@@ -8,8 +8,8 @@
 
 namespace rt {
 
-SavePolicy::SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world)
-    : checkpoint_(checkpoint), epochs_(epochs), world_(world) {}
+SavePolicy::SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world, const StallPolicy* stall)
+    : checkpoint_(checkpoint), epochs_(epochs), world_(world), stall_(stall) {}
 
 SaveDecision SavePolicy::after_step(int64_t step) const {
   const CheckpointConfig& c = checkpoint_;
@@ -23,7 +23,8 @@ SaveDecision SavePolicy::after_step(int64_t step) const {
   RT_CHECK(watchable.size() < std::size(flags), "more watchable signals than flags");
   for (size_t i = 0; i < watchable.size(); ++i) flags[1 + i] = watchable[i] == signal ? 1.0 : 0.0;
   const int count = static_cast<int>(1 + watchable.size());
-  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0)) world_.allreduce_sum(flags, count);
+  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0))
+    world_.allreduce_sum(flags, count, {stall_, str_cat("step ", step, ": the save agreement after it")});
   SaveDecision d;
   for (size_t i = 0; i < watchable.size(); ++i) {
     d.signalled_ranks += static_cast<int>(flags[1 + i]);

@@ -21,7 +21,8 @@ struct SaveDecision {
 
 class SavePolicy {
  public:
-  SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world);
+  // `stall`: how the agreement's allreduce waits (Note [Watched collectives]); it must outlive this.
+  SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world, const StallPolicy* stall);
 
   // At the end of step `step` (counted from 1): sums the ranks' signal and clock flags in one
   // allreduce of 5 doubles where signals are watched or checkpoint.every_minutes is set. Every rank
@@ -36,6 +37,7 @@ class SavePolicy {
   const CheckpointConfig& checkpoint_;
   int64_t epochs_;
   const World& world_;
+  const StallPolicy* stall_;
   std::chrono::steady_clock::time_point last_save_ = std::chrono::steady_clock::now();
 };
 

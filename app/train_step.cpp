@@ -84,7 +84,9 @@ void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
   // (counted from 0) would contradict it.
   const int64_t step = current_training_step();
   set_current_training_step(-1);
-  check_replicas(replica_print(*graph_, *sgd_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_, when);
+  if (fault_requested("freeze_before_replica_check", world_.rank(), position_.step)) freeze_this_process();
+  check_replicas(replica_print(*graph_, *sgd_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_, when,
+                 &between_steps_);
   set_current_training_step(step);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <vector>
@@ -179,7 +180,7 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
   position_.epoch_positions = 0;
   position_.epoch_sums = EpochSums{};  // a save inside the epoch left its figures there
   EpochSums sums = run.tally.sums(train_->skipped());
-  world_.allreduce_sum(sums.data(), EpochSums::kCount);
+  world_.allreduce_sum(sums.data(), EpochSums::kCount, watched(str_cat("epoch ", epoch + 1, "'s training figures")));
   EpochReport report{.epoch = epoch + 1,
                      .epochs = config_.train.epochs,
                      .step = position_.step,
@@ -205,7 +206,8 @@ std::string Trainer::save(const EpochSums& sums) {
   gather_optimizer_state();
   check_replicas_now(str_cat("before the save after step ", position_.step), /*with_momentum=*/true);
   position_.epoch_sums = sums;
-  world_.allreduce_sum(position_.epoch_sums.data(), EpochSums::kCount);
+  world_.allreduce_sum(position_.epoch_sums.data(), EpochSums::kCount,
+                       watched(str_cat("the save after step ", position_.step, ": the epoch's figures")));
   loss_scaling_->save(position_);
   // The file holds batch-norm statistics averaged over ranks, as evaluation uses them; each rank
   // goes on from its own, as a run that does not save does.
@@ -221,8 +223,11 @@ std::string Trainer::save(const EpochSums& sums) {
                            config_.checkpoint.keep);
   // Every rank waits for rank 0's file: a rank that stopped on a signal and exited first could
   // make the launcher end rank 0 mid-write.
+  // A busy file system is no fault: a slow write only warns, past dist.stall_warn_s.
+  StallPolicy patient = between_steps_;
+  patient.abort_s = std::numeric_limits<double>::infinity();
   double written = 1;
-  world_.allreduce_sum(&written, 1);
+  world_.allreduce_sum(&written, 1, {&patient, str_cat("the save after step ", position_.step, ": rank 0's write")});
   for (size_t i = 0; i < own.size(); ++i) {
     const Tensor& v = graph_->buffers()[i].value;
     copy_bytes(const_cast<float*>(v.data()), graph_->device(), own[i].data(), Device::kCpu, v.bytes());

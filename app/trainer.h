@@ -161,6 +161,10 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
+  // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
+  // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
+  StallPolicy between_steps_;
+  CollectiveWatch watched(std::string what) const { return {&between_steps_, std::move(what)}; }
   GpuChoice gpu_;  // device = "cuda": which GPU this rank uses, and why
   StepTimes* profile_ = nullptr;
   bool synthetic_ = false;                     // data.source = "synthetic": no data sets, only train_step (bench)

@@ -30,7 +30,7 @@ void Trainer::average_buffers() {
   const float inv = 1.0f / static_cast<float>(world_.size());
   for (const BufferRef& b : graph_->buffers())
     on_host(const_cast<float*>(b.value.data()), b.value.numel(), graph_->device(), [&](float* v) {
-      world_.allreduce_sum(v, b.value.numel());
+      world_.allreduce_sum(v, b.value.numel(), watched("the batch-norm statistics' average"));
       for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
     });
 }
@@ -65,7 +65,8 @@ EvalResult Trainer::evaluate() {
     totals[2] += static_cast<double>(l.correct5);
     totals[3] += static_cast<double>(valid);
   }
-  world_.allreduce_sum(totals, 4);  // exact: counts, summed over every rank's shard
+  // Exact: counts, summed over every rank's shard.
+  world_.allreduce_sum(totals, 4, watched("the evaluation's totals"));
   EvalResult r;
   r.samples = static_cast<int64_t>(totals[3]);
   r.loss = totals[0] / totals[3];

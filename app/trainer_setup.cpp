@@ -54,6 +54,12 @@ std::function<void(const std::string&)> rank_warning(const World& world) {
   return [&world](const std::string& m) { stderr_line(str_cat(world.tag(), "ringtrain: warning: ", m)); };
 }
 
+// dist.stall_warn_s and dist.stall_abort_s: a warning on this rank, then the job taken down.
+StallPolicy stall_policy(const DistConfig& dc, const World& world, StallPolicy::Idle idle) {
+  return StallPolicy{dc.stall_warn_s, dc.stall_abort_s, rank_warning(world),
+                     [&world](const std::string& m) { world.abort(m); }, idle};
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
@@ -61,7 +67,11 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       resolved_(to_toml(config)),
       out_(out),
       world_(world),
-      save_policy_(config_.checkpoint, config_.train.epochs, world) {
+      // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
+      // one may.
+      between_steps_(stall_policy(config_.dist, world,
+                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin)),
+      save_policy_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const int cpus = world.cpu_share().cpus;
@@ -144,11 +154,9 @@ void Trainer::open_data(int spare_cpus) {
 
 std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   const DistConfig& dc = config_.dist;
-  StallPolicy stall{dc.stall_warn_s, dc.stall_abort_s, rank_warning(world_),
-                    [this](const std::string& m) { world_.abort(m); },
-                    // The compute threads fill this rank's cores, and a spinning communication
-                    // thread would take its core from them during backward.
-                    StallPolicy::Idle::kSleep};
+  // The compute threads fill this rank's cores, and a spinning communication thread would take its
+  // core from them during backward.
+  const StallPolicy stall = stall_policy(dc, world_, StallPolicy::Idle::kSleep);
   // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
   const CollectiveSpec spec{dc.allreduce, dc.transport, dc.tcp_interface, dc.hierarchy, dc.wire};
   if (device == Device::kCuda) return make_device_collective(spec, world_.comm(), stall);

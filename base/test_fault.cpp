@@ -1,5 +1,7 @@
 #include "base/test_fault.h"
 
+#include <signal.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -37,5 +39,7 @@ bool fault_requested(std::string_view point, int rank, int64_t step) {
 void inject_fault(std::string_view point, int rank, int64_t step) {
   if (fault_requested(point, rank, step)) throw Error(str_cat("injected fault at ", point, " on rank ", rank));
 }
+
+void freeze_this_process() { ::raise(SIGSTOP); }
 
 }  // namespace rt

@@ -13,5 +13,7 @@ void inject_fault(std::string_view point, int rank, int64_t step = -1);
 // Whether RINGTRAIN_TEST_FAULT names this point, rank and step: for faults that are not an
 // exception (the trainer flips a parameter's bit at "flip_parameter_bit").
 bool fault_requested(std::string_view point, int rank, int64_t step = -1);
+// Stops this process as a hung rank would (SIGSTOP): its peers must see the stall and end the job.
+void freeze_this_process();
 
 }  // namespace rt

@@ -143,31 +143,61 @@ void World::finalize() {
   }
 }
 
-void World::allreduce_sum(double* values, int count) const {
-  if (size_ > 1) check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
+void World::complete(MPI_Request request, const char* call, const CollectiveWatch& watch) const {
+  if (watch.stall == nullptr) {
+    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), call);
+    return;
+  }
+  wait_until(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+        return done ? PollResult::kDone : PollResult::kIdle;
+      },
+      *watch.stall,
+      [&](double waited_s) {
+        return str_cat(watch.what, ": ", call, " over ", size_, " ranks has waited ", static_cast<int>(waited_s), " s");
+      },
+      [] {
+        return std::string(
+            ": a rank that has not joined it is stuck, dead or running a different schedule (MPI does not say "
+            "which; it is the rank that reports nothing)");
+      });
+}
+
+void World::allreduce_sum(double* values, int count, const CollectiveWatch& watch) const {
+  if (size_ == 1) return;
+  MPI_Request r;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_, &r), "MPI_Iallreduce");
+  complete(r, "MPI_Iallreduce", watch);
 }
 
 void World::allreduce_max(double* values, int count) const {
   if (size_ > 1) check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
 }
 
-std::vector<double> World::allgather(double value) const {
+std::vector<double> World::allgather(double value, const CollectiveWatch& watch) const {
   std::vector<double> all(static_cast<size_t>(size_), value);
-  if (size_ > 1) check_mpi(MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_), "MPI_Allgather");
+  if (size_ == 1) return all;
+  MPI_Request r;
+  check_mpi(MPI_Iallgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_, &r), "MPI_Iallgather");
+  complete(r, "MPI_Iallgather", watch);
   return all;
 }
 
-std::vector<uint64_t> World::allgather(const std::vector<uint64_t>& values) const {
+std::vector<uint64_t> World::allgather(const std::vector<uint64_t>& values, const CollectiveWatch& watch) const {
   if (size_ == 1) return values;
   std::vector<uint64_t> all(values.size() * static_cast<size_t>(size_));
   const int n = static_cast<int>(values.size());
-  check_mpi(MPI_Allgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_), "MPI_Allgather");
+  MPI_Request r;
+  check_mpi(MPI_Iallgather(values.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm_, &r), "MPI_Iallgather");
+  complete(r, "MPI_Iallgather", watch);
   return all;
 }
 
-std::vector<std::string> World::allgather(const std::string& value) const {
+std::vector<std::string> World::allgather(const std::string& value, const CollectiveWatch& watch) const {
   if (size_ == 1) return {value};
-  const std::vector<double> lengths = allgather(static_cast<double>(value.size()));
+  const std::vector<double> lengths = allgather(static_cast<double>(value.size()), watch);
   std::vector<int> counts, offsets;
   int total = 0;
   for (double n : lengths) {
@@ -176,21 +206,26 @@ std::vector<std::string> World::allgather(const std::string& value) const {
     total += static_cast<int>(n);
   }
   std::string all(static_cast<size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, all.data(), counts.data(),
-                           offsets.data(), MPI_CHAR, comm_),
-            "MPI_Allgatherv");
+  MPI_Request r;
+  check_mpi(MPI_Iallgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, all.data(), counts.data(),
+                            offsets.data(), MPI_CHAR, comm_, &r),
+            "MPI_Iallgatherv");
+  complete(r, "MPI_Iallgatherv", watch);
   std::vector<std::string> values;
   for (size_t r = 0; r < counts.size(); ++r)
     values.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
   return values;
 }
 
-void World::allreduce_sum(float* values, int64_t count) const {
+void World::allreduce_sum(float* values, int64_t count, const CollectiveWatch& watch) const {
   constexpr int64_t kMaxCount = int64_t{1} << 30;  // MPI counts are int
-  for (int64_t at = 0; size_ > 1 && at < count; at += kMaxCount)
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, values + at, static_cast<int>(std::min(kMaxCount, count - at)), MPI_FLOAT,
-                            MPI_SUM, comm_),
-              "MPI_Allreduce");
+  for (int64_t at = 0; size_ > 1 && at < count; at += kMaxCount) {
+    MPI_Request r;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values + at, static_cast<int>(std::min(kMaxCount, count - at)), MPI_FLOAT,
+                             MPI_SUM, comm_, &r),
+              "MPI_Iallreduce");
+    complete(r, "MPI_Iallreduce", watch);
+  }
 }
 
 void World::broadcast(float* values, int64_t count, int root) const {

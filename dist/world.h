@@ -11,8 +11,21 @@
 #include <vector>
 
 #include "base/cpu_budget.h"
+#include "dist/stall_wait.h"
 
 namespace rt {
+
+// Note [Watched collectives]: a rank that freezes or dies between the ring's steps, unnoticed by
+// its launcher, leaves the others waiting in one of World's collectives: the save agreement after
+// every step, the replica check, an epoch's figures, the evaluation's totals. A blocking MPI call
+// would wait there for ever. So a collective given a stall policy starts MPI's non-blocking form
+// and polls it as the ring polls a transfer (stall_wait.h): past dist.stall_warn_s it warns, past
+// dist.stall_abort_s it ends the job, naming what it waited for. MPI's collectives cannot say
+// which rank has not joined; the frozen rank is the one that reports nothing.
+struct CollectiveWatch {
+  const StallPolicy* stall = nullptr;  // nullptr: wait as long as it takes
+  std::string what;                    // "the replica check after step 20": named in a stall's report
+};
 
 class World {
  public:
@@ -42,15 +55,16 @@ class World {
   [[noreturn]] void abort(const std::string& message, int status = 1) const;
   void finalize();
 
-  // Collectives used outside the gradient ring (all ranks must call them, in the same order).
-  void allreduce_sum(double* values, int count) const;
-  void allreduce_sum(float* values, int64_t count) const;
+  // Collectives used outside the gradient ring (all ranks must call them, in the same order),
+  // waiting as `watch` says (Note [Watched collectives]).
+  void allreduce_sum(double* values, int count, const CollectiveWatch& watch = {}) const;
+  void allreduce_sum(float* values, int64_t count, const CollectiveWatch& watch = {}) const;
   void allreduce_max(double* values, int count) const;
   // Every rank's `value`, indexed by rank, on every rank.
-  std::vector<double> allgather(double value) const;
-  std::vector<std::string> allgather(const std::string& value) const;
+  std::vector<double> allgather(double value, const CollectiveWatch& watch = {}) const;
+  std::vector<std::string> allgather(const std::string& value, const CollectiveWatch& watch = {}) const;
   // Every rank's `values` (the same count on every rank), rank after rank, on every rank.
-  std::vector<uint64_t> allgather(const std::vector<uint64_t>& values) const;
+  std::vector<uint64_t> allgather(const std::vector<uint64_t>& values, const CollectiveWatch& watch = {}) const;
   void broadcast(float* values, int64_t count, int root) const;
   void barrier() const;
 
@@ -58,6 +72,8 @@ class World {
   World() = default;
   // Throws where a launcher started several tasks but this one is a world of 1 (launcher_check.h).
   void refuse_lone_task() const;
+  // Completes a collective that `call` (its MPI name) started, waiting as `watch` says.
+  void complete(MPI_Request request, const char* call, const CollectiveWatch& watch) const;
   bool mpi_ = false;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
