@@ -12,7 +12,18 @@
 namespace rt::cpu {
 namespace {
 
-int64_t chunks_of(int64_t n) { return (n + kAgreedChunk - 1) / kAgreedChunk; }
+// f(chunk, its length) for each kAgreedChunk-sized chunk of x, in parallel, in chunk order.
+template <typename F>
+auto per_chunk(const float* x, int64_t n, F f) {
+  std::vector<decltype(f(x, n))> results(static_cast<size_t>((n + kAgreedChunk - 1) / kAgreedChunk));
+  const auto chunks = static_cast<int64_t>(results.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kAgreedChunk;
+    results[static_cast<size_t>(c)] = f(x + begin, std::min(kAgreedChunk, n - begin));
+  }
+  return results;
+}
 
 // Eight running sums, element i into sum i % 8, then added in lane order: a fixed order the
 // compiler can still vectorise.
@@ -30,27 +41,15 @@ double chunk_sum_of_squares(const float* x, int64_t n) {
 }  // namespace
 
 double sum_of_squares(const float* x, int64_t n) {
-  const int64_t chunks = chunks_of(n);
-  std::vector<double> partial(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kAgreedChunk;
-    partial[static_cast<size_t>(c)] = chunk_sum_of_squares(x + begin, std::min(kAgreedChunk, n - begin));
-  }
   double sum = 0;
-  for (double p : partial) sum += p;
+  for (double p : per_chunk(x, n, chunk_sum_of_squares)) sum += p;
   return sum;
 }
 
 uint64_t fingerprint(const float* x, int64_t n) {
-  const int64_t chunks = chunks_of(n);
-  std::vector<XXH64_hash_t> hashes(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kAgreedChunk;
-    hashes[static_cast<size_t>(c)] =
-        XXH3_64bits(x + begin, sizeof(float) * static_cast<size_t>(std::min(kAgreedChunk, n - begin)));
-  }
+  const std::vector<XXH64_hash_t> hashes = per_chunk(x, n, [](const float* chunk, int64_t length) {
+    return XXH3_64bits(chunk, sizeof(float) * static_cast<size_t>(length));
+  });
   return XXH3_64bits(hashes.data(), sizeof(XXH64_hash_t) * hashes.size());
 }
 
