@@ -23,22 +23,8 @@ run() {
   shift 2
   timeout 120 "$launch" --testing -np "$np" "$ringtrain" "${common[@]}" "$@" > "$work/$name.out" 2>&1
 }
-# The pid of rank R of the job training into DIR (Open MPI's and MPICH's rank variables).
-rank_pid() {
-  local dir=$1 rank=$2 p
-  for p in $(pgrep -f "checkpoint.dir=$dir"); do
-    tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$rank" && { echo "$p"; return; }
-  done
-}
-# Waits until DIR's metrics hold at least N step records.
-wait_for_steps() {
-  local dir=$1 n=$2
-  for _ in $(seq 1 1000); do
-    [[ -f $dir/metrics.jsonl ]] && (($(grep -c '"kind":"step"' "$dir/metrics.jsonl") >= n)) && return 0
-    sleep 0.01
-  done
-  fail "$dir never reached step $n"
-}
+# shellcheck source=tests/support/rank_jobs.sh
+source "$src/tests/support/rank_jobs.sh"
 # signal_one_rank NAME DIR RANK SIGNAL AFTER_STEPS [args...]: starts a 2-rank job, sends SIGNAL to
 # RANK once AFTER_STEPS steps are logged; the job's exit status in $stopped_rc
 signal_one_rank() {
@@ -48,7 +34,7 @@ signal_one_rank() {
   local job=$!
   wait_for_steps "$dir" "$after"
   local pid
-  pid=$(rank_pid "$dir" "$rank")
+  pid=$(rank_pid "checkpoint.dir=$dir" "$rank")
   [[ -n $pid ]] || fail "$name: rank $rank not found"
   kill -"$signal" "$pid"
   wait "$job"
@@ -103,7 +89,7 @@ for at in 30 240 520; do
   run "killed_$at" 2 --set checkpoint.dir="$dir" --set checkpoint.every_steps=50 --set checkpoint.keep=2 --auto-resume &
   job=$!
   wait_for_steps "$dir" "$at"
-  kill -9 "$(rank_pid "$dir" $((at % 2)))"
+  kill -9 "$(rank_pid "checkpoint.dir=$dir" $((at % 2)))"
   wait "$job" && fail "kill -9 at step $at: the job succeeded"
   ls "$dir"/*.tmp > /dev/null 2>&1 && echo "note: a save was cut short at step $at"
 done

@@ -32,13 +32,8 @@ run() {
   shift 2
   timeout 120 "$launch" --testing -np "$np" "$ringtrain" "${common[@]}" "$@" > "$work/$name.out" 2>&1
 }
-# The pid of rank R of the job training into DIR (Open MPI's and MPICH's rank variables).
-rank_pid() {
-  local dir=$1 rank=$2 p
-  for p in $(pgrep -f "checkpoint.dir=$dir"); do
-    tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$rank" && { echo "$p"; return; }
-  done
-}
+# shellcheck source=tests/support/rank_jobs.sh
+source "$src/tests/support/rank_jobs.sh"
 resumed_step() { grep -o "now step [0-9]*" "$1" | grep -o "[0-9]*"; }
 
 # A whole run, saving every 4 steps and keeping every checkpoint.
@@ -66,11 +61,8 @@ fashion_mnist_subset "$work/data8k" 8192 256 > /dev/null || fail "subset"
 dir=$work/killed
 run killed 2 --set checkpoint.dir="$dir" --set checkpoint.every_steps=8 --set train.epochs=1 "${subset_data[@]}" &
 job=$!
-for _ in $(seq 1 3000); do
-  [[ -f $dir/metrics.jsonl ]] && (($(grep -c '"kind":"step"' "$dir/metrics.jsonl") >= 20)) && break
-  sleep 0.01
-done
-kill -9 "$(rank_pid "$dir" 0)" || fail "rank 0 of the killed run not found"
+wait_for_steps "$dir" 20 30
+kill -9 "$(rank_pid "checkpoint.dir=$dir" 0)" || fail "rank 0 of the killed run not found"
 wait "$job" && fail "kill -9: the job succeeded"
 check killed "$dir" || fail "the killed run's event file"
 run killed_resumed 2 --set checkpoint.dir="$dir" --set checkpoint.every_steps=8 --set train.epochs=1 \

@@ -30,6 +30,8 @@ if [[ $mode == stall_gpu ]]; then
 fi
 # shellcheck source=tests/support/fashion_mnist.sh
 source "$(dirname "$0")/../support/fashion_mnist.sh"
+# shellcheck source=tests/support/rank_jobs.sh
+source "$(dirname "$0")/../support/rank_jobs.sh"
 require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_failure_XXXXXX)
 trap 'pkill -9 -f "$work/run" 2>/dev/null; rm -rf "$work"' EXIT
@@ -45,11 +47,7 @@ launcher=$!
 for _ in $(seq 240); do grep -q "step 5/" "$work/out" && break; sleep 0.5; done
 grep -q "step 5/" "$work/out" || { echo "FAIL: training did not start"; cat "$work/out"; exit 1; }
 
-victim=""
-for p in $(pgrep -f "$work/run"); do
-  # Open MPI and Hydra each tell a rank its number in their own variable.
-  if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$victim_rank"; then victim=$p; fi
-done
+victim=$(rank_pid "$work/run" "$victim_rank")
 [[ -n $victim ]] || { echo "FAIL: could not find rank $victim_rank"; exit 1; }
 
 case $mode in
