@@ -92,24 +92,39 @@ std::string nccl_async_error(CommGate& gate, ncclComm_t comm) {
   return words;
 }
 
-class NcclExchange final : public DeviceExchange {
+// What every NCCL communicator the watchdog sees shares (Comm: DeviceComm or a subclass): its
+// making, rank and size, its asynchronous error, its abort and its end.
+template <typename Comm>
+class NcclComm : public Comm {
  public:
-  explicit NcclExchange(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
+  explicit NcclComm(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
     RT_NCCL(ncclCommUserRank(comm_, &rank_));
     RT_NCCL(ncclCommCount(comm_, &world_));
   }
   // An aborted communicator was freed by ncclCommAbort.
-  ~NcclExchange() override {
-    if (!aborted()) ncclCommDestroy(comm_);
+  ~NcclComm() override {
+    if (!this->aborted()) ncclCommDestroy(comm_);
   }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
+  std::string async_error() override { return nccl_async_error(this->gate(), comm_); }
+
+ protected:
+  void end_transfers() override { ncclCommAbort(comm_); }
+
+  ncclComm_t comm_;
+  int rank_ = 0, world_ = 1;
+  DeviceBuffer warm_;  // for warm_up
+};
+
+class NcclExchange final : public NcclComm<DeviceExchange> {
+ public:
+  using NcclComm::NcclComm;
   std::string describe() const override { return "NCCL point-to-point"; }
   void warm_up(void* stream) override {
     warm_.grow_to(8);
     warm_up_ring(warm_.as<char>(), warm_.as<char>() + 4, stream);
   }
-  std::string async_error() override { return nccl_async_error(gate(), comm_); }
   void exchange(const void* send, size_t send_bytes, int next, void* recv, size_t recv_bytes, int prev,
                 void* stream) override {
     // One group: NCCL runs the send and the receive together, so no rank's send waits for a
@@ -121,14 +136,6 @@ class NcclExchange final : public DeviceExchange {
     if (recv_bytes > 0) RT_NCCL_GATED(gate(), kEnqueues, ncclRecv(recv, recv_bytes, ncclUint8, prev, comm_, s));
     RT_NCCL_GATED(gate(), kMayBlock, ncclGroupEnd());
   }
-
- protected:
-  void end_transfers() override { ncclCommAbort(comm_); }
-
- private:
-  ncclComm_t comm_;
-  int rank_ = 0, world_ = 1;
-  DeviceBuffer warm_;
 };
 
 // The communication stream and the events that order it against the compute stream (Note
@@ -407,17 +414,9 @@ class DeviceTwoLevelRing final : public DeviceCollective {
 };
 
 // ncclAllReduce's communicator, as the watchdog sees it.
-class NcclAllreduceComm final : public DeviceComm {
+class NcclAllreduceComm final : public NcclComm<DeviceComm> {
  public:
-  explicit NcclAllreduceComm(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
-    RT_NCCL(ncclCommUserRank(comm_, &rank_));
-    RT_NCCL(ncclCommCount(comm_, &world_));
-  }
-  ~NcclAllreduceComm() override {
-    if (!aborted()) ncclCommDestroy(comm_);
-  }
-  int rank() const override { return rank_; }
-  int world() const override { return world_; }
+  using NcclComm::NcclComm;
   std::string describe() const override { return "ncclAllReduce"; }
   // One float: NCCL connects what its choice for small messages needs; a larger bucket may still
   // connect more at its first call, which the watchdog then times.
@@ -425,19 +424,10 @@ class NcclAllreduceComm final : public DeviceComm {
     warm_.grow_to(4);
     average(warm_.as<float>(), 1, stream);
   }
-  std::string async_error() override { return nccl_async_error(gate(), comm_); }
   void average(float* data, size_t count, void* stream) {
     RT_NCCL_GATED(gate(), kMayBlock,
                   ncclAllReduce(data, data, count, ncclFloat, ncclAvg, comm_, static_cast<cudaStream_t>(stream)));
   }
-
- protected:
-  void end_transfers() override { ncclCommAbort(comm_); }
-
- private:
-  ncclComm_t comm_;
-  int rank_ = 0, world_ = 1;
-  DeviceBuffer warm_;
 };
 
 // NCCL's own allreduce, averaging in one call: the baseline the ring is measured against.
