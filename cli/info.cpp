@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/config_model.h"
+#include "app/recipe_summary.h"
 #include "base/check.h"
 #include "cli/commands.h"
 #include "dist/cuda/device_collective.h"
@@ -42,6 +43,9 @@ int info_command(const CliArgs& args) {
   if (args.input > 0) input[1] = input[2] = args.input;
   const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
   const std::unique_ptr<Graph> g = plan_config_model_on_cpu(c, input, batch, /*training=*/true);
+  if (!args.config_path.empty())
+    std::cout << "  optimizer: " << optimizer_summary(c.train) << "\n"
+              << "  schedule: " << schedule_summary(c.schedule, c.train.epochs) << "\n";
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
             << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();

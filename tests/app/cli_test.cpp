@@ -226,6 +226,32 @@ TEST(RingtrainBinary, InfoModelPrintsTheLayerTableWithReferenceTotals) {
   EXPECT_NEAR(macs / 7.80e9, 1.0, 0.01);  // torchvision's table: 7.80 GFLOPS (multiply-adds) at 224x224
 }
 
+// The recipe in words, each figure as the config file wrote it.
+TEST(RingtrainBinary, InfoConfigSaysTheOptimizerAndTheSchedule) {
+  const fs::path p = write_config("recipe.toml",
+                                  "[model]\nname = \"lenet\"\n[train]\nepochs = 56\noptimizer = \"lars\"\n"
+                                  "trust_coefficient = 0.002\nmomentum = 0.94\nweight_decay = 2.5e-5\n"
+                                  "lr_per_256 = 0.165625\n[schedule]\nkind = \"poly\"\nwarmup_epochs = 16\n"
+                                  "power = 2.0\nfinal_fraction = 0.001\n");
+  const ProcessResult r = ringtrain("info --config " + p.string());
+  const ProcessResult step = ringtrain("info --config " + p.string() +
+                                       " --set train.optimizer=sgd --set schedule.kind=step --set "
+                                       "schedule.warmup_epochs=0 --set schedule.milestones=[30,45]");
+  fs::remove(p);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("optimizer: lars (trust coefficient 0.002, epsilon 0), momentum 0.94, weight decay 2.5e-05 "
+                          "(biases and batch norm: neither trust ratio nor decay), 0.165625 per 256 images\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("schedule: linear warmup over 16 epochs, then poly decay (power 2) to 0.001 x the rate at "
+                          "epoch 56\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(step.status, 0) << step.output;
+  EXPECT_NE(step.output.find("optimizer: sgd, momentum 0.94"), std::string::npos) << step.output;
+  EXPECT_NE(step.output.find("schedule: x 0.1 at epochs 30, 45\n"), std::string::npos) << step.output;
+}
+
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
   const ProcessResult r = ringtrain("info --model vgg16 --input -3");
   EXPECT_EQ(r.status, 1);

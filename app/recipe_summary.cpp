@@ -1,0 +1,46 @@
+#include "app/recipe_summary.h"
+
+#include "base/check.h"
+
+namespace rt {
+
+std::string optimizer_summary(const TrainConfig& t) {
+  std::string s(name_of(t.optimizer));
+  const bool lars = t.optimizer == OptimizerKind::kLars;
+  if (lars) s += str_cat(" (trust coefficient ", t.trust_coefficient, ", epsilon ", t.lars_epsilon, ")");
+  s += str_cat(", momentum ", t.momentum, t.nesterov ? " (Nesterov)" : "", ", weight decay ", t.weight_decay);
+  if (lars)
+    s += t.decay_bias_and_bn ? " (biases and batch norm: no trust ratio)"
+                             : " (biases and batch norm: neither trust ratio nor decay)";
+  else if (!t.decay_bias_and_bn)
+    s += " (not on biases and batch norm)";
+  s += str_cat(", ", t.lr_per_256, " per 256 images");
+  if (t.label_smoothing > 0) s += str_cat(", label smoothing ", t.label_smoothing);
+  if (t.clip_grad_norm > 0) s += str_cat(", gradients clipped to norm ", t.clip_grad_norm);
+  return s;
+}
+
+std::string schedule_summary(const ScheduleConfig& s, int64_t epochs) {
+  std::string decay;
+  switch (s.kind) {
+    case ScheduleKind::kConstant:
+      decay = "constant";
+      break;
+    case ScheduleKind::kStep: {
+      decay = str_cat("x ", s.factor, " at epoch");
+      if (s.milestones.size() > 1) decay += "s";
+      for (size_t i = 0; i < s.milestones.size(); ++i) decay += str_cat(i == 0 ? " " : ", ", s.milestones[i]);
+      break;
+    }
+    case ScheduleKind::kCosine:
+      decay = str_cat("cosine decay to ", s.final_fraction, " x the rate at epoch ", epochs);
+      break;
+    case ScheduleKind::kPoly:
+      decay = str_cat("poly decay (power ", s.power, ") to ", s.final_fraction, " x the rate at epoch ", epochs);
+      break;
+  }
+  if (s.warmup_epochs <= 0) return decay;
+  return str_cat("linear warmup over ", s.warmup_epochs, " epoch", s.warmup_epochs == 1 ? "" : "s", ", then ", decay);
+}
+
+}  // namespace rt
