@@ -21,9 +21,11 @@
 #include "data/sampler.h"
 #include "dist/gpu_choice.h"
 #include "dist/grad_reducer.h"
+#include "dist/statistics_group.h"
 #include "dist/timeline.h"
 #include "dist/world.h"
 #include "nn/graph_loss.h"
+#include "nn/layers/group_batch_norm.h"
 #include "nn/optim/clip_grad_norm.h"
 #include "nn/optim/lr_schedule.h"
 
@@ -129,8 +131,9 @@ class Trainer {
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
   void open_data(int spare_cpus);
   std::unique_ptr<Collective> make_rank_collective(Device device);
-  void plan_schedule();                // steps_per_epoch_ and schedule_
-  EpochSampler train_sampler() const;  // this rank's share of each training epoch
+  const BatchNormGroup& make_bn_group();  // train.bn_group > 1 (Note [Group batch norm])
+  void plan_schedule();                   // steps_per_epoch_ and schedule_
+  EpochSampler train_sampler() const;     // this rank's share of each training epoch
   void attach_reducer(std::unique_ptr<Collective> collective);
   void accumulate_gradients();          // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
   void print_start(int threads) const;  // rank 0's summary of the run
@@ -170,6 +173,9 @@ class Trainer {
   bool synthetic_ = false;                     // data.source = "synthetic": no data sets, only train_step (bench)
   std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data
   Shape input_shape_;
+  // train.bn_group > 1: this rank's group, which the training graph's batch-norm layers use.
+  std::unique_ptr<StatisticsGroup> bn_statistics_;
+  BatchNormGroup bn_group_;
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<StepLoss> step_loss_;

@@ -87,7 +87,9 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
     RT_CHECK(shared.empty(), shared);
   }
-  const PlanContext plan_context{config.train.conv_algorithm, config.train.precision, config.train.cudnn_graph};
+  PlanContext plan_context{config.train.conv_algorithm, config.train.precision, config.train.cudnn_graph, nullptr};
+  const PlanContext eval_context = plan_context;  // evaluation normalises with the running statistics
+  if (config.train.bn_group > 1) plan_context.bn_group = &make_bn_group();
 
   open_data(cpus - threads);
   inject_fault("open_data", world.rank());
@@ -102,7 +104,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   step_loss_ = std::make_unique<StepLoss>(*graph_);
   if (!synthetic_) {
     eval_graph_ = build_config_model(config, input_shape_);
-    eval_graph_->plan(config.eval.batch, device, /*training=*/false, plan_context);
+    eval_graph_->plan(config.eval.batch, device, /*training=*/false, eval_context);
   }
   sgd_ = std::make_unique<Sgd>(
       *graph_, SgdOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
@@ -150,6 +152,14 @@ void Trainer::open_data(int spare_cpus) {
            " classes but model.num_classes = ", config_.model.num_classes);
   const auto [c, h, w] = train_->sample_shape();
   input_shape_ = {c, h, w};
+}
+
+const BatchNormGroup& Trainer::make_bn_group() {
+  const int G = static_cast<int>(config_.train.bn_group);
+  if (world_.size() == 1) throw Error(statistics_group_refusal(G, block_layout(1, 1)));
+  bn_statistics_ = make_statistics_group(G, world_.comm(), between_steps_, [] { return current_training_step(); });
+  bn_group_ = BatchNormGroup{G, [this](float* values, int64_t count) { bn_statistics_->average(values, count); }};
+  return bn_group_;
 }
 
 std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
@@ -259,6 +269,9 @@ void Trainer::print_start(int threads) const {
        << steps_per_epoch_ << " steps per epoch\n";
   if (config.train.clip_grad_norm > 0)
     out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
+  if (config.train.bn_group > 1)
+    out_ << "ringtrain: batch-norm statistics pooled over groups of " << config.train.bn_group
+         << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each\n";
   if (config.train.optimizer == OptimizerKind::kLars)
     out_ << "ringtrain: LARS (trust coefficient " << config.train.trust_coefficient << ", epsilon "
          << config.train.lars_epsilon << "): each weight's rate scaled by its trust ratio; biases and batch norm "

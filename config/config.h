@@ -62,6 +62,7 @@ struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::kSgd;
   double trust_coefficient = 0.001;
   double lars_epsilon = 0.0;
+  int64_t bn_group = 1;
   int64_t seed = 1;
   int64_t threads = 0;
   Device device = Device::kCpu;

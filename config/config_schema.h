@@ -235,6 +235,13 @@ inline const SchemaOf<Config>& config_schema() {
        .bound = at_least(0),
        .also = {"epsilon", "eps"}},
       {.table = "train",
+       .key = "bn_group",
+       .field = &member<&C::train, &TrainConfig::bn_group>,
+       .doc = "ranks whose batch-norm statistics are pooled in training: this many consecutive ranks of a host "
+              "(it must divide every host's ranks); 1 = each rank its own, as PyTorch's BatchNorm2d",
+       .bound = at_least(1),
+       .also = {"bn_span", "sync_bn", "batch_norm_group", "bn_group_size"}},
+      {.table = "train",
        .key = "clip_grad_norm",
        .field = &member<&C::train, &TrainConfig::clip_grad_norm>,
        .doc = "scale the averaged gradients down to this global L2 norm where it is above, as PyTorch's "

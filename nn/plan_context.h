@@ -27,10 +27,15 @@ namespace rt {
 // Whether matrix products and convolutions may round float32 inputs to TF32: all but fp32.
 inline bool allows_tf32(Precision precision) { return precision != Precision::kFp32; }
 
+struct BatchNormGroup;  // nn/layers/group_batch_norm.h
+
 struct PlanContext {
   ConvAlgorithm conv_algorithm = ConvAlgorithm::kDirect;
   Precision precision = Precision::kFp32;
   CudnnGraphUse cudnn_graph = CudnnGraphUse::kNever;
+  // train.bn_group: the ranks each batch-norm layer pools its training statistics over (Note
+  // [Group batch norm]); null for a rank's own.
+  const BatchNormGroup* bn_group = nullptr;
 };
 
 }  // namespace rt

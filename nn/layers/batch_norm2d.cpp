@@ -19,12 +19,16 @@ TensorSpec BatchNorm2d::plan_impl(const std::vector<TensorSpec>& x, const std::v
   RT_CHECK(x[0].shape.size() == 4 && x[0].shape[1] == channels_, "batch_norm2d(", channels_, ") got input ",
            shape_str(x[0].shape));
   op_ = make_batch_norm(options_, x[0]);
+  const BatchNormGroup* group = plan_context().bn_group;
+  group_ = group && group->size > 1 ? std::make_unique<GroupBatchNorm>(*group, options_, x[0]) : nullptr;
   if (!need_dx[0]) dx_scratch_ = Tensor(x[0]);
   return x[0];
 }
 
 void BatchNorm2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
-  if (ctx.training)
+  if (ctx.training && group_)
+    group_->forward_training(*op_, *x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
+  else if (ctx.training)
     op_->forward_training(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
   else
     op_->forward_inference(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
@@ -33,7 +37,9 @@ void BatchNorm2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, c
 void BatchNorm2d::backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
                                 const std::vector<Tensor*>& dx, const RunContext& ctx) {
   Tensor& dx0 = dx[0] ? *dx[0] : dx_scratch_;
-  if (ctx.training)
+  if (ctx.training && group_)
+    group_->backward_training(*op_, *x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1]);
+  else if (ctx.training)
     op_->backward_training(*x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1]);
   else
     op_->backward_inference(*x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1], buffers_[0], buffers_[1]);

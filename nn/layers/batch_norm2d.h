@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "nn/layer.h"
+#include "nn/layers/group_batch_norm.h"
 #include "nn/ops/batch_norm.h"
 
 namespace rt {
@@ -38,6 +39,7 @@ class BatchNorm2d final : public Layer {
   int64_t batches_ = 0;
   Tensor dx_scratch_;  // when the input needs no gradient, oneDNN still writes one
   std::unique_ptr<BatchNormOp> op_;
+  std::unique_ptr<GroupBatchNorm> group_;  // training statistics over several ranks, where planned so
 };
 
 }  // namespace rt

@@ -459,6 +459,7 @@ Config every_key_changed() {
              OptimizerKind::kLars,
              0.002,
              1e-9,
+             1,  // bn_group: the CPU's only, changed below
              42,
              3,
              Device::kCuda,
@@ -511,6 +512,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   cpu.dist.transport = TransportChoice::kTcp;
   cpu.dist.hierarchy = Hierarchy::kFlat;
   cpu.dist.wire = Wire::kFp32;
+  cpu.train.bn_group = 3;
   EXPECT_EQ(parse_config(to_toml(cpu), "printed.toml"), cpu) << to_toml(cpu);
 }
 

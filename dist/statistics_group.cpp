@@ -1,0 +1,60 @@
+#include "dist/statistics_group.h"
+
+#include "base/check.h"
+#include "dist/ring_allreduce.h"
+#include "dist/shm_transport.h"
+#include "dist/two_level_collective.h"
+
+namespace rt {
+namespace {
+
+class ShmStatisticsGroup final : public StatisticsGroup {
+ public:
+  // Small slots: a batch-norm layer's statistics are two floats per channel.
+  ShmStatisticsGroup(MPI_Comm group, const StallPolicy& stall, std::function<int64_t()> step)
+      : transport_(group, stall, size_t{16} << 10, 4), ring_(transport_), step_(std::move(step)) {}
+  ~ShmStatisticsGroup() override = default;
+  int size() const override { return transport_.world(); }
+  void average(float* values, int64_t count) override { ring_.run(values, count, WaitContext{step_(), 0, ""}); }
+
+ private:
+  ShmTransport transport_;
+  RingAllreduce ring_;
+  std::function<int64_t()> step_;
+};
+
+}  // namespace
+
+std::string statistics_group_refusal(int group_size, const HostLayout& layout) {
+  for (const std::vector<int>& ranks : layout.ranks_of_host)
+    if (ranks.size() % static_cast<size_t>(group_size) != 0)
+      return str_cat("train.bn_group = ", group_size, " needs each host's ranks in groups of ", group_size,
+                     " consecutive ranks; this job has ", layout.describe());
+  return "";
+}
+
+std::unique_ptr<StatisticsGroup> make_statistics_group(int group_size, MPI_Comm comm, const StallPolicy& stall,
+                                                       std::function<int64_t()> step) {
+  const HostLayout layout = host_layout(comm);
+  const std::string refusal = statistics_group_refusal(group_size, layout);
+  RT_CHECK(refusal.empty(), refusal);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::vector<int>& mine =
+      layout.ranks_of_host[static_cast<size_t>(layout.host_of_rank[static_cast<size_t>(rank)])];
+  size_t at = 0;
+  while (mine[at] != rank) ++at;
+  const size_t first = at - at % static_cast<size_t>(group_size);
+  MPI_Comm group = MPI_COMM_NULL;
+  RT_CHECK(MPI_Comm_split(comm, mine[first], rank, &group) == MPI_SUCCESS, "MPI_Comm_split for train.bn_group failed");
+  // A stalled wait names the world's rank and this ring.
+  StallPolicy policy = stall;
+  policy.world_ranks.assign(mine.begin() + static_cast<std::ptrdiff_t>(first),
+                            mine.begin() + static_cast<std::ptrdiff_t>(first) + group_size);
+  policy.ring = " in the batch-norm group (train.bn_group)";
+  auto made = std::make_unique<ShmStatisticsGroup>(group, policy, std::move(step));
+  MPI_Comm_free(&group);
+  return made;
+}
+
+}  // namespace rt
