@@ -93,6 +93,28 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
   return p;
 }
 
+double bn_group_seconds(const std::vector<int64_t>& bn_channels, int group, const ClusterModel& cluster) {
+  if (group <= 1) return 0;
+  ClusterModel one_host = cluster;
+  one_host.ranks_per_host = std::max(cluster.ranks_per_host, group);  // the group never leaves its host
+  double seconds = 0;
+  for (int64_t c : bn_channels) {
+    const double floats = static_cast<double>(c);
+    seconds +=
+        2 * ring_allreduce_seconds(4 * floats, group, one_host) + ring_allreduce_seconds(8 * floats, group, one_host);
+  }
+  return seconds;
+}
+
+StepPrediction with_bn_group(const StepPrediction& step, double seconds_per_micro_batch, int64_t micro_batches) {
+  StepPrediction p = step;
+  const double added = seconds_per_micro_batch * static_cast<double>(micro_batches);
+  p.step_s += added;
+  p.exposed_comm_s += added;
+  p.efficiency = p.compute_s / p.step_s;
+  return p;
+}
+
 StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches) {
   StepPrediction p = one;
   const double earlier = static_cast<double>(micro_batches - 1) * (profile.forward_s + profile.backward_s);

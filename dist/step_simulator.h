@@ -81,4 +81,12 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
 // one step.
 StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches);
 
+// Note [Group batch norm cost]: train.bn_group = G stops the compute thread at every batch-norm
+// layer of every micro-batch for three averages over G ranks of one host (the mean and the
+// variance forward, C floats each; backward's two sums, 2C), each a ring allreduce (Note [Ring
+// cost]) over the intra-host link: at these sizes 2(G - 1) latencies each. The time adds to the
+// step and counts as exposed communication: a rank alone has none of it.
+double bn_group_seconds(const std::vector<int64_t>& bn_channels, int group, const ClusterModel& cluster);
+StepPrediction with_bn_group(const StepPrediction& step, double seconds_per_micro_batch, int64_t micro_batches);
+
 }  // namespace rt

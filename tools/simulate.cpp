@@ -116,14 +116,29 @@ Simulation prepare_simulation(const Config& config, const std::string& network_p
   return s;
 }
 
+// Each batch-norm layer's channels, for Note [Group batch norm cost].
+std::vector<int64_t> batch_norm_channels(const Graph& graph) {
+  std::vector<int64_t> channels;
+  for (const LayerRow& row : graph.layer_table())
+    if (row.kind == "batch_norm2d") channels.push_back(row.output.at(1));
+  return channels;
+}
+
+// train.bn_group's averages, per micro-batch: none where the group is one rank.
+double bn_group_step_seconds(const Simulation& s, const Config& config) {
+  return bn_group_seconds(batch_norm_channels(*s.m.graph), static_cast<int>(config.train.bn_group), s.f.cluster);
+}
+
 // The step under `dist` at p ranks; buckets re-planned where dist's caps differ from the config's.
 StepPrediction predict(const Simulation& s, const Config& config, const DistConfig& dist, int p) {
   const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
   const double element_bytes = static_cast<double>(wire_bytes(dist.wire));
   const Hierarchy h = simulated_hierarchy(dist.hierarchy, p, s.f.cluster);
-  return with_accumulation(
-      simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap, s.f.cluster, element_bytes, h),
-      s.profile, config.train.accumulate_steps);
+  const int64_t K = config.train.accumulate_steps;
+  return with_bn_group(with_accumulation(simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap,
+                                                       s.f.cluster, element_bytes, h),
+                                         s.profile, K),
+                       p > 1 ? bn_group_step_seconds(s, config) : 0, K);
 }
 
 std::string header(const Config& config, const Simulation& s, const std::string& network_path, double cycle_s,
@@ -148,6 +163,9 @@ std::string header(const Config& config, const Simulation& s, const std::string&
                 cycle_s > 0 ? str_cat("collectives start every ", cycle_s * 1e3, " ms (Horovod's cycle)").c_str()
                             : "each bucket starts when ready (ringtrain)");
   out << line;
+  if (config.train.bn_group > 1)
+    out << "# train.bn_group = " << config.train.bn_group << ": " << bn_group_step_seconds(s, config) * 1e3
+        << " ms of batch-norm averages per micro-batch, inside a host (in step_ms and exposed_ms)\n";
   return out.str();
 }
 

@@ -103,6 +103,27 @@ TEST(Simulate, AccumulationAddsComputeButNotCommunication) {
   EXPECT_NEAR(four.efficiency, 0.140 / 0.153, 1e-12);
 }
 
+// Note [Group batch norm cost] in closed form: per layer of C channels, two rings of 4C bytes
+// and one of 8C over G ranks of one host, each 2(G - 1) (latency + bytes / (G bandwidth)).
+TEST(Simulate, GroupBatchNormCostsThreeSmallRingsPerLayerInsideAHost) {
+  ClusterModel c;
+  c.ranks_per_host = 1;  // the group is inside a host whatever the cluster file's hosts
+  c.intra_host = {1e9, 5e-6};
+  c.inter_host = {1e8, 50e-6};
+  const auto ring = [](double bytes, int g) { return 2.0 * (g - 1) * (5e-6 + bytes / (g * 1e9)); };
+  const double layers = 2 * ring(4 * 64, 4) + ring(8 * 64, 4) + 2 * ring(4 * 256, 4) + ring(8 * 256, 4);
+  EXPECT_NEAR(bn_group_seconds({64, 256}, 4, c), layers, 1e-15);
+  EXPECT_EQ(bn_group_seconds({64, 256}, 1, c), 0);
+  StepPrediction one;
+  one.step_s = 0.050;
+  one.compute_s = 0.040;
+  one.exposed_comm_s = 0.010;
+  const StepPrediction grouped = with_bn_group(one, 0.002, 3);  // three micro-batches a step
+  EXPECT_NEAR(grouped.step_s, 0.056, 1e-12);
+  EXPECT_NEAR(grouped.exposed_comm_s, 0.016, 1e-12);
+  EXPECT_NEAR(grouped.efficiency, 0.040 / 0.056, 1e-12);
+}
+
 TEST(Simulate, ProfileSpreadsBackwardOverTheLayersLastToFirst) {
   Config config;
   config.model.name = "lenet";
