@@ -75,6 +75,15 @@ int StopSignals::received() { return g_first_signal.load(); }
 
 void StopSignals::saved() { g_saved = true; }
 
+void StopSignals::ignore_after_training() {
+  saved();
+  ignore_at_end_ = true;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int s : signals_) sigaction(s, &ignore, nullptr);
+}
+
 void StopSignals::watch() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point first{};

@@ -47,10 +47,12 @@ class StopSignals {
   // The save the signal asked for is complete: from now on the watcher gives up on nothing.
   static void saved();
   // Training is over (finished, or saved on a signal). A watched signal that comes while the
-  // process ends (MPI_Finalize, the threads' joins) has nothing left to stop, and with its default
-  // action back it would turn a finished job's status 0, or a saved one's 75, into a signal's: the
-  // destructor leaves the watched signals ignored instead of giving back the handlers from before.
-  void ignore_after_training() { ignore_at_end_ = true; }
+  // process ends (the trainer's teardown, MPI_Finalize) has nothing left to stop, and with its
+  // default action back it would turn a finished job's status 0, or a saved one's 75, into a
+  // signal's; a second SIGTERM or the grace period must not abandon it either. So from now on the
+  // watched signals are ignored, the watcher gives up nothing, and the destructor leaves them
+  // ignored instead of giving back the handlers from before.
+  void ignore_after_training();
 
  private:
   void watch();

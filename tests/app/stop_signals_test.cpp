@@ -107,19 +107,27 @@ TEST(StopSignals, PreviousHandlersComeBack) {
 }
 
 // After training a watched signal is ignored to the end: one that Slurm sends while the ranks
-// finalize must not replace the job's status with its own (raise() would end this test).
+// finalize must not replace the job's status with its own (raise() would end this test), and a
+// second SIGTERM must not abandon a job that has finished.
 TEST(StopSignals, IgnoredOnceTrainingIsOver) {
-  struct sigaction before {
-  }, after{};
-  ASSERT_EQ(sigaction(SIGUSR1, nullptr, &before), 0);
+  struct sigaction usr1_before {
+  }, term_before{}, after{};
+  ASSERT_EQ(sigaction(SIGUSR1, nullptr, &usr1_before), 0);
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &term_before), 0);
   {
-    StopSignals s({SIGUSR1}, 0, [](const std::string&) {});
+    GiveUp g;
+    StopSignals s({SIGUSR1, SIGTERM}, 0, g.callback());
+    ASSERT_EQ(::raise(SIGTERM), 0);  // the first, during training: counted
     s.ignore_after_training();
+    ASSERT_EQ(::raise(SIGTERM), 0);  // while the trainer tears down: ignored
+    ASSERT_EQ(::raise(SIGUSR1), 0);
+    EXPECT_EQ(g.wait(0.3), "");
   }
   ASSERT_EQ(sigaction(SIGUSR1, nullptr, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_IGN);
   ASSERT_EQ(::raise(SIGUSR1), 0);
-  ASSERT_EQ(sigaction(SIGUSR1, &before, nullptr), 0);
+  ASSERT_EQ(sigaction(SIGUSR1, &usr1_before, nullptr), 0);
+  ASSERT_EQ(sigaction(SIGTERM, &term_before, nullptr), 0);
 }
 
 }  // namespace
