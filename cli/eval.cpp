@@ -8,7 +8,10 @@
 namespace rt {
 
 int eval_command(const CliArgs& args) {
-  const Config config = load_config(args.config_path, args.overrides);
+  Config config = load_config(args.config_path, args.overrides);
+  // Evaluation normalises with the running statistics: a training group (train.bn_group) would
+  // only be built, and refused where this job's ranks do not divide into it.
+  config.train.bn_group = 1;
   const World& world = World::get();
   Trainer trainer(config, std::cout, world);
   trainer.resume(args.resume_dir.empty() ? config.checkpoint.dir : args.resume_dir);
