@@ -78,6 +78,9 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads) : cpus;
   omp_set_num_threads(threads);
   check_rules(config);  // a config made in code, not loaded (tests)
+  // Before any collective the config decides (the GPU's choice, train.bn_group's group, the
+  // ring's transport): ranks told different things would otherwise wait in different calls.
+  require_same_on_all_ranks("config key", config_items(resolved_), world);
   const Device device = config.train.device;
   if (device == Device::kCuda) {
     // Before any other CUDA call: one GPU per rank.
@@ -113,7 +116,6 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
                                       config.train.lars_epsilon}});
   loss_scaling_ = make_loss_scaling(plan_context.precision);
 
-  require_same_on_all_ranks("config key", config_items(resolved_), world);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
   broadcast_model_state(*graph_, world);
 
