@@ -3,10 +3,11 @@
 // pool them over a few ranks instead: train.bn_group = G averages each batch-norm layer's
 // statistics over G consecutive ranks of a host, forward and backward, as PyTorch's
 // SyncBatchNorm does over its process group. With n images' pixels per rank and M = G n:
-//   forward:  each rank's mean m_r and E[(x - k)^2] about a shift k every rank of the group shares
-//             (its running mean) are averaged over the group (one average of 2C floats); the
-//             group's mean and biased variance normalise x through the backend's inference
-//             kernel, and the running statistics take them (the variance unbiased by M / (M - 1));
+//   forward:  the ranks' means m_r are averaged over the group (C floats), then each rank's
+//             biased variance plus (m_r - m)^2 (C floats): Chan et al.'s combination, every term
+//             positive, so no cancellation however far from 0 the mean lies. The group's mean and
+//             variance normalise x through the backend's inference kernel, and the running
+//             statistics take them (the variance unbiased by M / (M - 1));
 //   backward: the inference kernel's backward gives gamma / sigma dy and this rank's sums
 //             S = sum dy x^ and B = sum dy with the group's statistics; their group average makes
 //             the full gradient dx = gamma / sigma (dy - B_g / M - x^ S_g / M), which is an
