@@ -95,13 +95,13 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
 
 double bn_group_seconds(const std::vector<int64_t>& bn_channels, int group, const ClusterModel& cluster) {
   if (group <= 1) return 0;
-  ClusterModel one_host = cluster;
-  one_host.ranks_per_host = std::max(cluster.ranks_per_host, group);  // the group never leaves its host
+  RT_CHECK(group <= cluster.ranks_per_host, "train.bn_group = ", group, " is larger than a host's ",
+           cluster.ranks_per_host, " ranks");
   double seconds = 0;
   for (int64_t c : bn_channels) {
     const double floats = static_cast<double>(c);
     seconds +=
-        2 * ring_allreduce_seconds(4 * floats, group, one_host) + ring_allreduce_seconds(8 * floats, group, one_host);
+        2 * ring_allreduce_seconds(4 * floats, group, cluster) + ring_allreduce_seconds(8 * floats, group, cluster);
   }
   return seconds;
 }

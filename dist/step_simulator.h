@@ -86,6 +86,8 @@ StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile
 // variance forward, C floats each; backward's two sums, 2C), each a ring allreduce (Note [Ring
 // cost]) over the intra-host link: at these sizes 2(G - 1) latencies each. The time adds to the
 // step and counts as exposed communication: a rank alone has none of it.
+// group <= cluster.ranks_per_host (statistics_group_refusal in dist/statistics_group.h says where
+// a layout does not divide into groups).
 double bn_group_seconds(const std::vector<int64_t>& bn_channels, int group, const ClusterModel& cluster);
 StepPrediction with_bn_group(const StepPrediction& step, double seconds_per_micro_batch, int64_t micro_batches);
 

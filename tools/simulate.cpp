@@ -7,6 +7,7 @@
 #include "app/config_model.h"
 #include "app/gradient_buckets.h"
 #include "base/check.h"
+#include "dist/statistics_group.h"
 #include "dist/wire_format.h"
 
 namespace rt {
@@ -135,6 +136,12 @@ StepPrediction predict(const Simulation& s, const Config& config, const DistConf
   const double element_bytes = static_cast<double>(wire_bytes(dist.wire));
   const Hierarchy h = simulated_hierarchy(dist.hierarchy, p, s.f.cluster);
   const int64_t K = config.train.accumulate_steps;
+  if (config.train.bn_group > 1) {
+    // As the trainer refuses it (Note [Group batch norm]).
+    const std::string refusal =
+        statistics_group_refusal(static_cast<int>(config.train.bn_group), block_layout(p, s.f.cluster.ranks_per_host));
+    RT_CHECK(refusal.empty(), "at ", p, " ranks: ", refusal);
+  }
   return with_bn_group(with_accumulation(simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap,
                                                        s.f.cluster, element_bytes, h),
                                          s.profile, K),

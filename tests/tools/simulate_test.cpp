@@ -107,7 +107,7 @@ TEST(Simulate, AccumulationAddsComputeButNotCommunication) {
 // and one of 8C over G ranks of one host, each 2(G - 1) (latency + bytes / (G bandwidth)).
 TEST(Simulate, GroupBatchNormCostsThreeSmallRingsPerLayerInsideAHost) {
   ClusterModel c;
-  c.ranks_per_host = 1;  // the group is inside a host whatever the cluster file's hosts
+  c.ranks_per_host = 8;  // the group's rings stay inside a host
   c.intra_host = {1e9, 5e-6};
   c.inter_host = {1e8, 50e-6};
   const auto ring = [](double bytes, int g) { return 2.0 * (g - 1) * (5e-6 + bytes / (g * 1e9)); };
