@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "dist/host_layout.h"
+#include "dist/ring_schedule.h"
 #include "dist/two_level_collective.h"
 
 namespace rt {
@@ -27,6 +28,12 @@ class RingCollective final : public Collective {
   }
   void gather_updated(float* data, int64_t count, const WaitContext& context) override {
     ring_.gather(data, count, context);
+  }
+  bool shards_update() const override { return true; }
+  std::vector<int64_t> shard_cuts(int64_t count) const override {
+    std::vector<int64_t> cuts;
+    chunk_cuts(count, transport_->world(), 0, cuts);
+    return cuts;
   }
   std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/run_settings.h"
 #include "dist/host_layout.h"
@@ -30,6 +31,15 @@ class Collective {
   virtual void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) {
     average(data, count, context);
     if (count > 0) update.apply(0, count);
+    if (update.finish) update.finish(0, count);
+  }
+  // Whether average_and_update shares the update out (each rank updates only the part it
+  // finished), and the offsets inside [0, count) where that part passes from one rank to the
+  // next: the same list on every rank, for Note [Norms across shards]. None where it does not.
+  virtual bool shards_update() const { return false; }
+  virtual std::vector<int64_t> shard_cuts(int64_t count) const {
+    (void)count;
+    return {};
   }
   // Shares what average_and_update's update wrote into data[0, count) (optimizer state) from the
   // rank that wrote each part to every rank. Nothing to do where every rank updated everything.

@@ -103,7 +103,14 @@ void GradReducer::comm_loop() {
                                     timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1,
                                                     static_cast<int64_t>(b));
                                 },
-                                update_->gather + offset};
+                                update_->gather + offset,
+                                update_->finish ? [&](int64_t begin, int64_t count) {
+                                  const double t0 = timeline_ ? timeline_->now_us() : 0;
+                                  update_->finish(offset + begin, count);
+                                  if (timeline_)  // between the reduce-scatter and the all-gather
+                                    timeline_->span("sharded update", "optimizer", t0, timeline_->now_us(), 1,
+                                                    static_cast<int64_t>(b));
+                                } : std::function<void(int64_t, int64_t)>{}};
         collective_->average_and_update(arena_ + offset, bucket.count, shard, context);
       } else {
         collective_->average(arena_ + bucket.offset, bucket.count, context);

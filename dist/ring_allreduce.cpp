@@ -34,13 +34,21 @@ void RingAllreduce::reduce_scatter(float* data, int64_t count, const WaitContext
 
 void RingAllreduce::run(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update) {
   phase_switch_.reset();
-  if (count == 0) return;
+  if (count == 0) {  // finish may be a collective of its own (Note [Norms across shards])
+    if (update.finish) update.finish(0, 0);
+    return;
+  }
   if (t_.world() == 1) {
     scale_alone(data, count);
     update.apply(0, count);
+    if (update.finish) update.finish(0, count);
     return;
   }
-  run_steps(data, update.gather, count, 0, ring_step_count(t_.world()), context, &update);
+  if (!update.finish) return run_steps(data, update.gather, count, 0, ring_step_count(t_.world()), context, &update);
+  // The all-gather of parameters waits for finish: the phases run one after the other.
+  run_steps(data, update.gather, count, 0, t_.world() - 1, context, &update);
+  update.finish(0, count);
+  run_steps(update.gather, update.gather, count, t_.world() - 1, ring_step_count(t_.world()), context, nullptr);
 }
 
 void RingAllreduce::gather(float* data, int64_t count, const WaitContext& context) {

@@ -22,6 +22,11 @@ struct ShardUpdate {
   std::function<void(int64_t begin, int64_t count)> apply;
   // The all-gather then shares this buffer's chunks (their owners' values) instead of data's.
   float* gather = nullptr;
+  // Note [Norms across shards]: an update that needs more than its own slices (LARS's per-tensor
+  // norms) gives finish: apply then only reads data, and finish(begin, count), called once per
+  // buffer [begin, begin + count) (apply's offsets) on every rank after its last apply, before
+  // the all-gather sends anything, writes gather. Empty: apply writes as the slices land.
+  std::function<void(int64_t begin, int64_t count)> finish;
 };
 
 class RingAllreduce {

@@ -14,6 +14,13 @@ ChunkRange chunk_range(int64_t count, int world, int chunk) {
   return {chunk * base + std::min<int64_t>(chunk, extra), base + (chunk < extra ? 1 : 0)};
 }
 
+void chunk_cuts(int64_t count, int world, int64_t base, std::vector<int64_t>& into) {
+  for (int c = 1; c < world; ++c) {
+    const int64_t at = chunk_range(count, world, c).begin;
+    if (at > 0 && at < count && (into.empty() || into.back() != base + at)) into.push_back(base + at);
+  }
+}
+
 RingStep ring_step(int rank, int world, int step) {
   RT_ASSERT(world >= 2 && step >= 0 && step < ring_step_count(world));
   RingStep s;

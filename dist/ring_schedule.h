@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace rt {
 
@@ -52,6 +53,9 @@ inline int ring_step_count(int world) { return 2 * (world - 1); }
 inline int owned_chunk(int rank, int world) { return (rank + 1) % world; }
 
 ChunkRange chunk_range(int64_t count, int world, int chunk);
+// Where one chunk of the `world` ends and the next begins, inside (0, count), ascending, each once.
+// Added to `into`, each shifted by `base`.
+void chunk_cuts(int64_t count, int world, int64_t base, std::vector<int64_t>& into);
 // step in [0, ring_step_count(world)).
 RingStep ring_step(int rank, int world, int step);
 

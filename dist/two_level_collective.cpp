@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "base/check.h"
+#include "dist/ring_schedule.h"
 
 namespace rt {
 namespace {
@@ -82,7 +83,8 @@ class TwoLevelCollective final : public Collective {
           RT_ASSERT(share.begin + begin >= mine.begin && share.begin + begin + n <= mine.begin + mine.count);
           update.apply(share.begin + begin, n);
         },
-        update.gather + share.begin};
+        update.gather + share.begin,
+        update.finish ? [&](int64_t, int64_t) { update.finish(0, count); } : std::function<void(int64_t, int64_t)>{}};
     cross_->run(data + share.begin, share.count, context, within);
     local_->gather(update.gather, count, context);
   }
@@ -90,6 +92,19 @@ class TwoLevelCollective final : public Collective {
     const ChunkRange share = host_share(count, place_);
     cross_->gather(data + share.begin, share.count, context);
     local_->gather(data, count, context);
+  }
+  bool shards_update() const override { return true; }
+  // Every host share's own cuts between the ranks across hosts (finished_share tiles the buffer).
+  std::vector<int64_t> shard_cuts(int64_t count) const override {
+    const int L = static_cast<int>(place_.local_ring.size()), H = static_cast<int>(place_.cross_ring.size());
+    std::vector<int64_t> cuts;
+    for (int c = 0; c < L; ++c) {
+      const ChunkRange share = chunk_range(count, L, c);
+      if (share.begin > 0 && share.begin < count && (cuts.empty() || cuts.back() != share.begin))
+        cuts.push_back(share.begin);
+      chunk_cuts(share.count, H, share.begin, cuts);
+    }
+    return cuts;
   }
 
  private:

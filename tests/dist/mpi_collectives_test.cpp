@@ -120,7 +120,8 @@ TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult)
                                    applied[static_cast<size_t>(i)] += 1;
                                  }
                                },
-                               params};
+                               params,
+                               {}};
       c->average_and_update(g, count, update, {});
       std::vector<float> recovered(params, params + count);
       for (float& x : recovered) x = (x - 1) / 2;
@@ -144,6 +145,62 @@ TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult)
           ASSERT_EQ(sum[k], state[k] * static_cast<float>(w.size())) << what << ": ranks disagree at " << i;
         }
       }
+    }
+  }
+}
+
+// Note [Norms across shards]: with a finish, every rank's applies come first, then finish once,
+// before any all-gather lands; what each rank finishes is bounded by the collective's shard_cuts,
+// the same on every rank, and the parts tile the buffer.
+TEST(Collectives, ShardedUpdateWithFinishSeesItsWholePartBeforeTheAllGather) {
+  const World& w = World::get();
+  for (const Variant& variant : collectives()) {
+    auto c = make(variant);
+    const int64_t most = 131071 * 3 + 5;
+    std::shared_ptr<float> memory = c->allocate(static_cast<size_t>(2 * most));
+    for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, most}) {
+      const std::string what = c->describe() + ", count " + std::to_string(count);
+      std::vector<float> grads(static_cast<size_t>(count));
+      fill(grads, w.rank());
+      float* g = memory.get();
+      float* params = memory.get() + most;
+      std::copy(grads.begin(), grads.end(), g);
+      std::fill(params, params + count, 0.0f);
+      int64_t lo = 0, hi = 0, finishes = 0;
+      bool untouched_at_finish = true;
+      const ShardUpdate update{[&](int64_t begin, int64_t n) {
+                                 EXPECT_EQ(finishes, 0) << what << ": an apply after finish";
+                                 if (hi == lo) lo = hi = begin;
+                                 EXPECT_EQ(begin, hi) << what << ": the part is not contiguous";
+                                 hi = begin + n;
+                               },
+                               params,
+                               [&](int64_t begin, int64_t n) {
+                                 ++finishes;
+                                 EXPECT_EQ(begin, 0) << what;
+                                 EXPECT_EQ(n, count) << what;
+                                 for (int64_t i = 0; i < count; ++i) untouched_at_finish &= params[i] == 0.0f;
+                                 for (int64_t i = lo; i < hi; ++i) params[i] = 2 * g[i] + 1;
+                               }};
+      c->average_and_update(g, count, update, {});
+      EXPECT_EQ(finishes, 1) << what;
+      EXPECT_TRUE(untouched_at_finish) << what << ": the all-gather wrote before finish";
+      std::vector<float> recovered(params, params + count);
+      for (float& x : recovered) x = (x - 1) / 2;
+      expect_average(recovered, w.size(), what + ", updated parameters");
+      if (!c->shards_update()) {
+        EXPECT_TRUE(lo == 0 && hi == count) << what << ": every rank updates everything";
+        continue;
+      }
+      // The cuts are where the parts meet: every rank's bounds, and nothing else.
+      std::vector<uint64_t> mine = {static_cast<uint64_t>(lo), static_cast<uint64_t>(hi)};
+      const std::vector<uint64_t> bounds = w.allgather(mine);
+      std::vector<int64_t> want;
+      for (uint64_t b : bounds)
+        if (b > 0 && b < static_cast<uint64_t>(count)) want.push_back(static_cast<int64_t>(b));
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      EXPECT_EQ(c->shard_cuts(count), want) << what;
     }
   }
 }

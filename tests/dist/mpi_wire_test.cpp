@@ -106,7 +106,8 @@ TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
     const ShardUpdate update{[&](int64_t begin, int64_t n) {
                                for (int64_t i = begin; i < begin + n; ++i) params[i] = 2 * g[i] + 1;
                              },
-                             params.data()};
+                             params.data(),
+                             {}};
     c->average_and_update(g.data(), count, update, {});
     for (float& p : params) p = (p - 1) / 2;
     const std::string what = c->describe() + ", sharded update";
