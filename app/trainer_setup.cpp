@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 
@@ -217,17 +218,47 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
   // GPU it follows the allreduce on the compute stream instead: the communication thread only
   // enqueues work (Note [Device collectives]).
-  // Clipping needs the norm of all gradients before any parameter moves, LARS each weight's.
+  // Clipping needs the norm of all gradients before any parameter moves. LARS's per-weight norms
+  // are summed in pieces cut where the ranks' parts meet, sharded or not (Note [Norms across
+  // shards]), so that both paths agree bit for bit.
+  std::vector<int64_t> cuts;
+  for (const Bucket& b : plan.buckets)
+    for (int64_t at : collective->shard_cuts(b.count)) cuts.push_back(b.offset + at);
+  sgd_->set_norm_cuts(std::move(cuts));
   if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0 &&
-      config_.train.optimizer == OptimizerKind::kSgd)
-    update = ShardUpdate{[this](int64_t offset, int64_t count) {
-                           // On the communication thread, beside the compute threads: an OpenMP team
-                           // here would take their cores, and the update is bound by memory anyway.
-                           static thread_local const bool alone = (omp_set_num_threads(1), true);
-                           (void)alone;
-                           sgd_->step_range(lr_, offset, offset + count);
-                         },
-                         graph_->param_arena()};
+      collective->shards_update()) {
+    // On the communication thread, beside the compute threads: an OpenMP team there would take
+    // their cores, and the update is bound by memory anyway.
+    const auto alone = [] {
+      static thread_local const bool once = (omp_set_num_threads(1), true);
+      (void)once;
+    };
+    if (config_.train.optimizer == OptimizerKind::kLars) {
+      // apply() only notes this rank's part of the bucket; finish() sums the norms and updates.
+      auto own = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);
+      update = ShardUpdate{
+          [own](int64_t offset, int64_t count) {
+            if (own->second == own->first) *own = {offset, offset};
+            RT_ASSERT(own->second == offset);  // one contiguous part per bucket
+            own->second = offset + count;
+          },
+          graph_->param_arena(),
+          [this, own, alone](int64_t begin, int64_t count) {
+            alone();
+            sgd_->step_shard(lr_, begin, begin + count, own->first, own->second, [this](std::vector<double>& sums) {
+              world_.allreduce_sum(sums.data(), static_cast<int>(sums.size()), watched("LARS's norms across ranks"));
+            });
+            *own = {0, 0};
+          }};
+    } else {
+      update = ShardUpdate{[this, alone](int64_t offset, int64_t count) {
+                             alone();
+                             sgd_->step_range(lr_, offset, offset + count);
+                           },
+                           graph_->param_arena(),
+                           {}};
+    }
+  }
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });

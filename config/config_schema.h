@@ -220,7 +220,7 @@ inline const SchemaOf<Config>& config_schema() {
        .key = "optimizer",
        .field = &enum_member<&C::train, &TrainConfig::optimizer>,
        .doc = "\"sgd\": torch.optim.SGD; \"lars\": a layer-wise rate for large batches, as MLPerf's ResNet-50 "
-              "reference (turns dist.sharded_update off)",
+              "reference",
        .also = {"optim", "solver"}},
       {.table = "train",
        .key = "trust_coefficient",

@@ -3,6 +3,9 @@
 // [Gradient arena]).
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "nn/graph.h"
 
 namespace rt {
@@ -14,8 +17,16 @@ namespace rt {
 //   v = m v + lr trust (g + wd w);  w -= v,
 // the rate inside the momentum buffer. Biases and batch-norm parameters take no ratio and (unless
 // decay_bias_and_bn) no decay: v = m v + lr g. The norms are sums of Note [Agreed reductions], so
-// every rank computes the same ratios. They need whole tensors: LARS updates whole parameters
-// only (no sharded update).
+// every rank computes the same ratios.
+//
+// Note [Norms across shards]: under the sharded update (Note [Sharded update]) a rank holds the
+// averaged gradient of its own part of the arena only, and a weight may straddle two ranks' parts.
+// So each norm is summed in pieces: the tensor cut where the collective's parts meet
+// (set_norm_cuts), each piece an agreed reduction of its own, the pieces added in arena order.
+// The owner of each piece computes its square sum; one sum across ranks, in which every piece
+// has one non-zero term and so comes out exact in any order, gives every rank all of them
+// (step_shard). The whole update sums the same pieces itself, so both paths take the same
+// ratios and end bit for bit alike. Without cuts (one rank, the GPU) a piece is a whole tensor.
 struct LarsOptions {
   bool on = false;
   double trust = 0.001;  // eta
@@ -30,6 +41,12 @@ struct SgdOptions {
   LarsOptions lars;
 };
 
+// Arena floats [begin, end) of LARS weight `param`: what one square sum covers.
+struct NormPiece {
+  size_t param = 0;
+  int64_t begin = 0, end = 0;
+};
+
 class Sgd {
  public:
   Sgd(Graph& graph, SgdOptions options);
@@ -37,8 +54,20 @@ class Sgd {
   // grad_scale first (1 / the loss scale, under fp16).
   void step(double lr, double grad_scale = 1) { step_range(lr, 0, graph_.arena_floats(), grad_scale); }
   // The same update, of the arena floats [begin, end) only (parts of parameters included): what
-  // one rank applies to its share under Note [Sharded update]. Under LARS, whole parameters only.
-  void step_range(double lr, int64_t begin, int64_t end, double grad_scale = 1);
+  // one rank applies to its share under Note [Sharded update]. Under LARS, whole parameters only,
+  // unless grad_squares (per parameter, as step_shard makes it) gives each one's gradient norm.
+  void step_range(double lr, int64_t begin, int64_t end, double grad_scale = 1,
+                  const std::vector<double>* grad_squares = nullptr);
+  // Note [Norms across shards]: the update of this rank's part [own_begin, own_end) of the
+  // averaged arena floats [begin, end), which hold whole parameters. Under LARS, sum_over_ranks
+  // adds a vector across the ranks (a collective: every rank calls step_shard for every such
+  // range, in the same order, even with an empty part of its own).
+  void step_shard(double lr, int64_t begin, int64_t end, int64_t own_begin, int64_t own_end,
+                  const std::function<void(std::vector<double>&)>& sum_over_ranks);
+  // Arena offsets, ascending, where one rank's part of the sharded update meets the next's.
+  void set_norm_cuts(std::vector<int64_t> cuts) { cuts_ = std::move(cuts); }
+  // The LARS weights overlapping [begin, end), cut at the norm cuts, in arena order.
+  std::vector<NormPiece> norm_pieces(int64_t begin, int64_t end) const;
   // All momentum, at the parameter arena's offsets.
   float* momentum_arena() { return momentum_.data(); }
   // The momentum buffer of parameter i (plain, its parameter's shape).
@@ -47,13 +76,19 @@ class Sgd {
   const SgdOptions& options() const { return options_; }
 
  private:
-  // Note [LARS]: the ratio of parameter p at this step.
-  double trust_ratio(const ParamRef& p, double grad_scale) const;
+  // Note [LARS]: the ratio of parameter p (number i) at this step, its gradient's squared norm
+  // summed here, or taken from grad_squares.
+  double trust_ratio(size_t i, double grad_scale, const std::vector<double>* grad_squares) const;
+  // Note [Norms across shards]: the sum of squares of arena[p.begin, p.end), and of a parameter's
+  // pieces in order.
+  double squares(const float* arena, const NormPiece& p) const;
+  double squares_in_pieces(const float* arena, size_t param) const;
 
   Graph& graph_;
   SgdOptions options_;
   Tensor momentum_;                     // arena_floats
   std::vector<Tensor> momentum_views_;  // per parameter
+  std::vector<int64_t> cuts_;
 };
 
 }  // namespace rt

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # LARS (Note [LARS]) with polynomial decay in training, on 2 ranks of LeNet on Fashion-MNIST, with
 # gradient accumulation and clipping: a run resumed from a checkpoint saved mid-epoch ends with
-# every tensor bit-identical to the uninterrupted run; and it trains (the loss falls).
-# usage: lars_resume_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
+# every tensor bit-identical to the uninterrupted run; and it trains (the loss falls). With
+# "sharded", no clipping, so each rank updates its own part (Note [Norms across shards]).
+# usage: lars_resume_test.sh RINGTRAIN SOURCE_DIR [sharded]      (exit 77 = skipped)
 set -u
-ringtrain=$1 src=$2
+ringtrain=$1 src=$2 mode=${3:-whole}
 source "$src/tests/support/fashion_mnist.sh"
 require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_lars_XXXXXX)
@@ -14,8 +15,9 @@ fashion_mnist_subset "$work/data" 2048 256 || exit 1
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=2
         --set train.threads=1 --set train.batch_per_rank=16 --set train.accumulate_steps=2
         --set train.optimizer='"lars"' --set train.lr_per_256=2 --set train.momentum=0.94
-        --set train.clip_grad_norm=5 --set schedule.kind='"poly"' --set schedule.warmup_epochs=0.5
+        --set schedule.kind='"poly"' --set schedule.warmup_epochs=0.5
         --set schedule.final_fraction=0.001 --set log.progress=none "${subset_data[@]}")
+[[ $mode == sharded ]] || common+=(--set train.clip_grad_norm=5)
 fail() { echo "FAIL: $*"; exit 1; }
 run() {  # run NAME [args...]
   local name=$1
@@ -26,6 +28,11 @@ run() {  # run NAME [args...]
 
 run whole --set checkpoint.dir="$work/whole"
 grep -q "ringtrain: LARS (trust coefficient 0.001" "$work/whole.out" || { cat "$work/whole.out"; fail "no LARS line"; }
+if [[ $mode == sharded ]]; then
+  grep -q "SGD sharded across ranks" "$work/whole.out" || { cat "$work/whole.out"; fail "the update is not sharded"; }
+else
+  grep -q "SGD sharded across ranks" "$work/whole.out" && { cat "$work/whole.out"; fail "clipping left it sharded"; }
+fi
 run saving --set checkpoint.dir="$work/saving" --set checkpoint.every_steps=5 --set checkpoint.keep=0
 # Step 10 of 32 per epoch: inside the first epoch, in the warmup's tail.
 mid=$(python3 -c 'print(f"checkpoint-{10 * 64:012d}.safetensors")')
@@ -43,4 +50,4 @@ assert len(epochs) == 2 and epochs[1]["train_loss"] < epochs[0]["train_loss"], e
 assert epochs[1]["test_top1"] > 0.3, epochs
 print(f"epoch train losses {epochs[0]['train_loss']:.3f}, {epochs[1]['train_loss']:.3f}")
 PY
-echo "PASS: LARS + poly + accumulation + clipping resumed mid-epoch is bit-identical; the loss falls"
+echo "PASS: LARS + poly + accumulation ($([[ $mode == sharded ]] && echo "sharded update" || echo clipping)) resumed mid-epoch is bit-identical; the loss falls"

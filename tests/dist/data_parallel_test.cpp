@@ -101,6 +101,50 @@ TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate)
   EXPECT_TRUE(std::any_of(m, m + n, [](float x) { return x != 0; }));
 }
 
+// Note [Norms across shards]: LARS with each rank updating its own part, its weights' norms summed
+// in pieces across ranks, ends where LARS with every rank updating everything ends, bit for bit:
+// over the flat ring, and over the two-level ring where the world splits into fake hosts.
+void expect_sharded_lars_equals_whole(const std::string& test, Hierarchy hierarchy) {
+  const World& w = World::get();
+  std::ostringstream log;
+  Config c = rank_config(test, 8);
+  c.train.optimizer = OptimizerKind::kLars;
+  c.train.lr_per_256 = 2;
+  c.train.momentum = 0.94;
+  c.train.weight_decay = 5e-4;
+  c.dist.hierarchy = hierarchy;
+  c.dist.bucket_mb = c.dist.first_bucket_mb = 0.05;  // several buckets, each cut between the ranks
+  Config full = c;
+  full.dist.sharded_update = false;
+  full.checkpoint.dir += "_full";
+  Trainer sharded(c, log, w);
+  ASSERT_TRUE(sharded.reducer() && sharded.reducer()->updates_parameters());
+  EXPECT_GT(sharded.reducer()->buckets().size(), 1u);
+  sharded.train();
+  Trainer reference(full, log, w);
+  ASSERT_FALSE(reference.reducer()->updates_parameters());
+  reference.train();
+  const int64_t n = sharded.graph().arena_floats();
+  EXPECT_EQ(arena(sharded.graph()), arena(reference.graph()));
+  const float* m = sharded.optimizer().momentum_arena();
+  const float* want = reference.optimizer().momentum_arena();
+  EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(want, want + n));
+  // Some weight straddles two ranks' parts: the norms did cross ranks.
+  EXPECT_GT(sharded.optimizer().norm_pieces(0, n).size(), static_cast<size_t>(4));
+}
+
+TEST(DataParallel, ShardedLarsEndsWithTheParametersAndMomentumOfTheWholeLars) {
+  expect_sharded_lars_equals_whole("lars_flat", Hierarchy::kFlat);
+}
+
+TEST(DataParallel, ShardedLarsOverTheTwoLevelRingEndsWhereTheWholeLarsEnds) {
+  const World& w = World::get();
+  if (w.size() < 4 || w.size() % 2 != 0) GTEST_SKIP() << "needs hosts of 2 ranks, at least two of them";
+  setenv("RINGTRAIN_FAKE_HOST_RANKS", "2", 1);
+  expect_sharded_lars_equals_whole("lars_two_level", Hierarchy::kTwoLevel);
+  unsetenv("RINGTRAIN_FAKE_HOST_RANKS");
+}
+
 TEST(DataParallel, ShardedEvaluationEqualsSingleRankEvaluation) {
   const World& w = World::get();
   std::ostringstream log;

@@ -3,7 +3,11 @@
 // hand-computed values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <barrier>
 #include <cmath>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/check.h"
@@ -122,6 +126,77 @@ TEST(Lars, TwentyStepsMatchTheFormulaOnAWeightABiasAndBatchNormParameters) {
       EXPECT_NEAR(lars.momentum(k).data()[i], ref[k].v[static_cast<size_t>(i)], 1e-6) << p.name << "[" << i << "]";
     }
   }
+}
+
+// Note [Norms across shards]: three "ranks" (threads, each with its own replica) update their own
+// parts of the arena, parts that cut through the weight, summing the norms' pieces across them;
+// put together, the parts equal the whole update with the same cuts, bit for bit, step after step.
+TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
+  constexpr int kRanks = 3;
+  const SgdOptions options{0.94, false, 5e-5, false, LarsOptions{true, 0.001, 1e-9}};
+  std::vector<std::unique_ptr<Graph>> graphs;
+  for (int r = 0; r <= kRanks; ++r) {  // the last one takes the whole update
+    graphs.push_back(std::make_unique<Graph>(Shape{2, 3, 3}));
+    build_conv_bn(*graphs.back(), 11);
+  }
+  Graph& whole_graph = *graphs.back();
+  const auto& all = whole_graph.params();
+  const auto found =
+      std::find_if(all.begin(), all.end(), [](const ParamRef& p) { return p.role == ParamRole::kWeight; });
+  ASSERT_NE(found, all.end());
+  const ParamRef& weight = *found;
+  ASSERT_GE(weight.value.numel(), 4);
+  const int64_t n = whole_graph.arena_floats();
+  // Two cuts inside the weight, one through another parameter.
+  const ParamRef& other = found == all.begin() ? all.back() : all.front();
+  std::vector<int64_t> cuts = {weight.offset + 1, weight.offset + 3, other.offset + 1};
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<std::unique_ptr<Sgd>> sgds;
+  for (auto& g : graphs) {
+    sgds.push_back(std::make_unique<Sgd>(*g, options));
+    sgds.back()->set_norm_cuts(cuts);
+  }
+  const int64_t bounds[kRanks + 1] = {0, cuts[0], cuts[2], n};
+  std::vector<std::vector<double>> posted(kRanks);
+  std::barrier sync(kRanks);
+  for (int step = 0; step < 5; ++step) {
+    const double lr = 2.0 / (step + 1);
+    for (auto& g : graphs)
+      for (ParamRef& p : g->params())
+        for (int64_t i = 0; i < p.value.numel(); ++i)
+          p.grad.data()[i] = 0.02f * std::sin(static_cast<float>(1 + i + 7 * step + 13 * p.offset));
+    sgds.back()->step(lr);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kRanks; ++r)
+      ranks.emplace_back([&, r] {
+        sgds[r]->step_shard(lr, 0, n, bounds[r], bounds[r + 1], [&](std::vector<double>& sums) {
+          posted[r] = sums;
+          sync.arrive_and_wait();
+          for (int other = 0; other < kRanks; ++other)
+            if (other != r)
+              for (size_t k = 0; k < sums.size(); ++k) sums[k] += posted[other][k];
+          sync.arrive_and_wait();
+        });
+      });
+    for (std::thread& t : ranks) t.join();
+    // The all-gather: every replica takes each part from its owner.
+    for (int r = 0; r < kRanks; ++r)
+      for (int owner = 0; owner < kRanks; ++owner) {
+        std::copy(graphs[owner]->param_arena() + bounds[owner], graphs[owner]->param_arena() + bounds[owner + 1],
+                  graphs[r]->param_arena() + bounds[owner]);
+        std::copy(sgds[owner]->momentum_arena() + bounds[owner], sgds[owner]->momentum_arena() + bounds[owner + 1],
+                  sgds[r]->momentum_arena() + bounds[owner]);
+      }
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(std::vector<float>(graphs[r]->param_arena(), graphs[r]->param_arena() + n),
+                std::vector<float>(whole_graph.param_arena(), whole_graph.param_arena() + n))
+          << "rank " << r << ", step " << step;
+      ASSERT_EQ(std::vector<float>(sgds[r]->momentum_arena(), sgds[r]->momentum_arena() + n),
+                std::vector<float>(sgds.back()->momentum_arena(), sgds.back()->momentum_arena() + n))
+          << "rank " << r << ", step " << step;
+    }
+  }
+  EXPECT_EQ(sgds.back()->norm_pieces(0, n).size(), 3u);  // the weight in three pieces
 }
 
 TEST(Lars, RefusesACutThroughAParameterAndABadTrustCoefficient) {
