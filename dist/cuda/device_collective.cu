@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "dist/cuda/nccl_comm.cuh"
 #include "dist/ring_schedule.h"
 #include "dist/stall_watch.h"
 #include "dist/two_level_collective.h"
@@ -16,11 +17,6 @@
 
 namespace rt {
 namespace {
-
-void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
-  if (r != ncclSuccess) cuda::fail("NCCL", ncclGetErrorString(r), call, file, line);
-}
-#define RT_NCCL(call) check_nccl((call), #call, __FILE__, __LINE__)
 
 // The ring's per-element work, the same RT_HD conversions as the CPU ring's (wire_format.h).
 __global__ void scale_kernel(float* x, int64_t n, float s) { RT_FOR_EACH_ELEMENT(i, n) x[i] *= s; }
@@ -36,86 +32,6 @@ __global__ void narrow_kernel(const float* src, uint16_t* dst, int64_t n, Wire w
 __global__ void widen_kernel(const uint16_t* src, float* dst, int64_t n, Wire wire) {
   RT_FOR_EACH_ELEMENT(i, n) dst[i] = from_wire(src[i], wire);
 }
-
-// Device memory that only grows; freed with its owner.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr); }
-  void grow_to(size_t wanted) {
-    if (wanted <= bytes) return;
-    if (ptr) RT_CU(cudaFree(ptr));  // synchronises the device: nothing still reads the old buffer
-    ptr = nullptr;
-    RT_CU(cudaMalloc(&ptr, wanted));
-    bytes = wanted;
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr);
-  }
-};
-
-// Rank 0 makes NCCL's unique id; MPI hands it to the others; every rank then joins.
-ncclComm_t make_nccl_comm(MPI_Comm comm) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &world);
-  cuda::context();  // the GPU select_cuda_device chose, current on this thread
-  ncclUniqueId id{};
-  if (rank == 0) RT_NCCL(ncclGetUniqueId(&id));
-  RT_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm) == MPI_SUCCESS, "MPI_Bcast of the NCCL id failed");
-  ncclComm_t c = nullptr;
-  RT_NCCL(ncclCommInitRank(&c, world, id, rank));
-  return c;
-}
-
-// Calls into a communicator pass its gate (CommGate in dist/device_watch.h): once an abort is
-// decided, the calling thread parks there instead.
-#define RT_NCCL_GATED(gate, kind, call) \
-  check_nccl((gate).pass((kind), [&] { return (call); }), #call, __FILE__, __LINE__)
-constexpr CommGate::Call kEnqueues = CommGate::Call::kEnqueues, kMayBlock = CommGate::Call::kMayBlock;
-
-// The communicator's asynchronous error in NCCL's words, "" while it has none; on the watchdog's
-// thread, through the gate, so that a closed (aborted, freed) communicator is never asked.
-std::string nccl_async_error(CommGate& gate, ncclComm_t comm) {
-  std::string words;
-  gate.attempt([&] {
-    ncclResult_t error = ncclSuccess;
-    if (ncclCommGetAsyncError(comm, &error) != ncclSuccess || error == ncclSuccess || error == ncclInProgress) return;
-    // The last warning NCCL printed, process-wide: often the cause, as NCCL words it.
-    const char* last = ncclGetLastError(comm);
-    words = str_cat(ncclGetErrorString(error), last && *last ? str_cat(" (NCCL's last warning: ", last, ")") : "");
-  });
-  return words;
-}
-
-// What every NCCL communicator the watchdog sees shares (Comm: DeviceComm or a subclass): its
-// making, rank and size, its asynchronous error, its abort and its end.
-template <typename Comm>
-class NcclComm : public Comm {
- public:
-  explicit NcclComm(MPI_Comm comm) : comm_(make_nccl_comm(comm)) {
-    RT_NCCL(ncclCommUserRank(comm_, &rank_));
-    RT_NCCL(ncclCommCount(comm_, &world_));
-  }
-  // An aborted communicator was freed by ncclCommAbort.
-  ~NcclComm() override {
-    if (!this->aborted()) ncclCommDestroy(comm_);
-  }
-  int rank() const override { return rank_; }
-  int world() const override { return world_; }
-  std::string async_error() override { return nccl_async_error(this->gate(), comm_); }
-
- protected:
-  void end_transfers() override { ncclCommAbort(comm_); }
-
-  ncclComm_t comm_;
-  int rank_ = 0, world_ = 1;
-  DeviceBuffer warm_;  // for warm_up
-};
 
 class NcclExchange final : public NcclComm<DeviceExchange> {
  public:
