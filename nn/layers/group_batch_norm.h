@@ -30,13 +30,14 @@ namespace rt {
 // The ranks a batch-norm layer pools its statistics over (PlanContext::bn_group).
 struct BatchNormGroup {
   int size = 1;
-  // values[0, count), host memory, becomes their average over the group; collective.
+  // values[0, count), on the layer's device, becomes their average over the group; collective.
+  // On the GPU it is enqueued on the compute stream (over NCCL) and returns at once.
   std::function<void(float* values, int64_t count)> average;
 };
 
 class GroupBatchNorm {
  public:
-  // For inputs of spec x (on the CPU); `op` is the layer's own kernel, for these eps and momentum.
+  // For inputs of spec x; `op` is the layer's own kernel, for these eps and momentum.
   GroupBatchNorm(const BatchNormGroup& group, const BatchNormOptions& options, const TensorSpec& x);
   void forward_training(BatchNormOp& op, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                         Tensor& running_mean, Tensor& running_var);
@@ -46,6 +47,7 @@ class GroupBatchNorm {
  private:
   const BatchNormGroup& group_;
   BatchNormOptions options_;
+  Device device_;
   int64_t channels_, pixels_;             // pixels_: N H W, this rank's values per channel
   std::unique_ptr<BatchNormOp> moments_;  // momentum 1: its running statistics are the batch's
   std::unique_ptr<BatchNormOp> affine_;   // with mean 0 and variance 1: gamma x / sqrt(1 + eps) + beta
@@ -53,7 +55,7 @@ class GroupBatchNorm {
   Tensor mean_, var_;                     // (C) the group's, var biased: what normalised the batch
   Tensor zeros_, ones_, slope_, offset_;  // (C) for the affine kernel
   Tensor scaled_dy_;                      // as x: gamma / sigma dy
-  std::vector<float> pooled_;             // 2C, averaged over the group
+  Tensor pooled_;                         // (2C) averaged over the group
 };
 
 }  // namespace rt

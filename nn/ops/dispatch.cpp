@@ -155,4 +155,23 @@ double sum_of_squares(Device device, const float* x, int64_t n) { return BACKEND
 
 uint64_t fingerprint(Device device, const float* x, int64_t n) { return BACKEND(device, fingerprint)(x, n); }
 
+void pack_channels(Device device, const float* first, const float* second, float* pooled, int64_t channels) {
+  BACKEND(device, pack_channels)(first, second, pooled, channels);
+}
+
+void group_variance_terms(Device device, const float* local_mean, const float* local_var, double biased, float* pooled,
+                          int64_t channels) {
+  BACKEND(device, group_variance_terms)(local_mean, local_var, biased, pooled, channels);
+}
+
+void take_group_statistics(Device device, const float* pooled, double momentum, double unbias, float* mean, float* var,
+                           float* running_mean, float* running_var, int64_t channels) {
+  BACKEND(device, take_group_statistics)(pooled, momentum, unbias, mean, var, running_mean, running_var, channels);
+}
+
+void group_backward_affines(Device device, const float* pooled, double n, const float* gamma, const float* mean,
+                            const float* var, double eps, float* slope, float* offset, int64_t channels) {
+  BACKEND(device, group_backward_affines)(pooled, n, gamma, mean, var, eps, slope, offset, channels);
+}
+
 }  // namespace rt
