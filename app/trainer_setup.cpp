@@ -160,7 +160,13 @@ void Trainer::open_data(int spare_cpus) {
 const BatchNormGroup& Trainer::make_bn_group() {
   const int G = static_cast<int>(config_.train.bn_group);
   if (world_.size() == 1) throw Error(statistics_group_refusal(G, block_layout(1, 1)));
-  bn_statistics_ = make_statistics_group(G, world_.comm(), between_steps_, [] { return current_training_step(); });
+  const auto step = [] { return current_training_step(); };
+  if (config_.train.device == Device::kCuda) {
+    const StatisticsGroupComm group = statistics_group_comm(G, world_.comm(), between_steps_);
+    bn_statistics_ = make_device_statistics_group(group.comm, group.stall, step);
+  } else {
+    bn_statistics_ = make_statistics_group(G, world_.comm(), between_steps_, step);
+  }
   bn_group_ = BatchNormGroup{G, [this](float* values, int64_t count) { bn_statistics_->average(values, count); }};
   return bn_group_;
 }
@@ -304,7 +310,8 @@ void Trainer::print_start(int threads) const {
     out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
   if (config.train.bn_group > 1)
     out_ << "ringtrain: batch-norm statistics pooled over groups of " << config.train.bn_group
-         << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each\n";
+         << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each, "
+         << (device == Device::kCuda ? "over NCCL" : "over shared memory") << "\n";
   if (config.train.optimizer == OptimizerKind::kLars)
     out_ << "ringtrain: LARS (trust coefficient " << config.train.trust_coefficient << ", epsilon "
          << config.train.lars_epsilon << "): each weight's rate scaled by its trust ratio; biases and batch norm "

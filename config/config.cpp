@@ -78,8 +78,9 @@ std::vector<Broken> broken_rules(const Config& c) {
          "\" moves host memory; with device = \"cuda\" the ring moves GPU memory with NCCL (leave "
          "dist.transport = \"auto\")");
   }
-  rule(t.bn_group == 1 || t.device == Device::kCpu, "train.bn_group", "train.device", "train.bn_group = ", t.bn_group,
-       " pools batch-norm statistics on the CPU only; the GPU's group batch norm is not built (leave it 1)");
+  rule(!t.cuda_graph || t.bn_group == 1, "train.cuda_graph", "train.bn_group",
+       "train.cuda_graph replays a recorded step, and train.bn_group = ", t.bn_group,
+       " averages over NCCL calls the watchdog follows one by one: leave cuda_graph off");
   rule(!t.cuda_graph || t.accumulate_steps == 1, "train.cuda_graph", "train.accumulate_steps",
        "train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = ", t.accumulate_steps,
        " leave it off");

@@ -102,7 +102,9 @@ void DeviceWatch::park_if_aborted() {
 
 void DeviceWatch::run(const WaitContext& context, const std::vector<Phase>& phases) {
   park_if_aborted();
-  const std::string where = str_cat("step ", context.step, ", bucket ", context.bucket);
+  // Bucket -1: work that belongs to no bucket (the batch-norm group's).
+  const std::string where = context.bucket >= 0 ? str_cat("step ", context.step, ", bucket ", context.bucket)
+                                                : str_cat("step ", context.step);
   for (size_t i = 0; i < phases.size(); ++i) {
     const size_t r = phases[i].ring;
     const auto piece = watch_->watch(where, what_[r], blame_[r], rings_[r].abort_s);

@@ -33,8 +33,11 @@ std::string statistics_group_refusal(int group_size, const HostLayout& layout) {
   return "";
 }
 
-std::unique_ptr<StatisticsGroup> make_statistics_group(int group_size, MPI_Comm comm, const StallPolicy& stall,
-                                                       std::function<int64_t()> step) {
+StatisticsGroupComm::~StatisticsGroupComm() {
+  if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+}
+
+StatisticsGroupComm statistics_group_comm(int group_size, MPI_Comm comm, const StallPolicy& stall) {
   const HostLayout layout = host_layout(comm);
   const std::string refusal = statistics_group_refusal(group_size, layout);
   RT_CHECK(refusal.empty(), refusal);
@@ -45,16 +48,21 @@ std::unique_ptr<StatisticsGroup> make_statistics_group(int group_size, MPI_Comm 
   size_t at = 0;
   while (mine[at] != rank) ++at;
   const size_t first = at - at % static_cast<size_t>(group_size);
-  MPI_Comm group = MPI_COMM_NULL;
-  RT_CHECK(MPI_Comm_split(comm, mine[first], rank, &group) == MPI_SUCCESS, "MPI_Comm_split for train.bn_group failed");
+  StatisticsGroupComm made;
+  RT_CHECK(MPI_Comm_split(comm, mine[first], rank, &made.comm) == MPI_SUCCESS,
+           "MPI_Comm_split for train.bn_group failed");
   // A stalled wait names the world's rank and this ring.
-  StallPolicy policy = stall;
-  policy.world_ranks.assign(mine.begin() + static_cast<std::ptrdiff_t>(first),
-                            mine.begin() + static_cast<std::ptrdiff_t>(first) + group_size);
-  policy.ring = " in the batch-norm group (train.bn_group)";
-  auto made = std::make_unique<ShmStatisticsGroup>(group, policy, std::move(step));
-  MPI_Comm_free(&group);
+  made.stall = stall;
+  made.stall.world_ranks.assign(mine.begin() + static_cast<std::ptrdiff_t>(first),
+                                mine.begin() + static_cast<std::ptrdiff_t>(first) + group_size);
+  made.stall.ring = " in the batch-norm group (train.bn_group)";
   return made;
+}
+
+std::unique_ptr<StatisticsGroup> make_statistics_group(int group_size, MPI_Comm comm, const StallPolicy& stall,
+                                                       std::function<int64_t()> step) {
+  const StatisticsGroupComm group = statistics_group_comm(group_size, comm, stall);
+  return std::make_unique<ShmStatisticsGroup>(group.comm, group.stall, std::move(step));
 }
 
 }  // namespace rt

@@ -28,9 +28,22 @@ class StatisticsGroup {
 // layout: "train.bn_group = 4 needs each host's ranks in groups of 4; this job has 2 hosts x 3
 // ranks".
 std::string statistics_group_refusal(int group_size, const HostLayout& layout);
-// This rank's group of group_size ranks (its host's ranks in rank order, cut into groups), its
-// waits watched by `stall` and reported at step(). Collective over comm; rt::Error naming the
-// layout where it does not divide into groups.
+// This rank's group of group_size ranks (its host's ranks in rank order, cut into groups) as a
+// communicator, and `stall` naming its ranks. Collective over comm; rt::Error naming the layout
+// where it does not divide into groups.
+struct StatisticsGroupComm {
+  MPI_Comm comm = MPI_COMM_NULL;  // freed with this
+  StallPolicy stall;
+  StatisticsGroupComm() = default;
+  StatisticsGroupComm(StatisticsGroupComm&& other) noexcept : comm(other.comm), stall(std::move(other.stall)) {
+    other.comm = MPI_COMM_NULL;
+  }
+  StatisticsGroupComm& operator=(StatisticsGroupComm&&) = delete;
+  ~StatisticsGroupComm();
+};
+StatisticsGroupComm statistics_group_comm(int group_size, MPI_Comm comm, const StallPolicy& stall);
+// That group on the CPU: a shared-memory ring over it, its waits watched by `stall` and reported
+// at step(). Collective over comm. (On the GPU: make_device_statistics_group, dist/cuda.)
 std::unique_ptr<StatisticsGroup> make_statistics_group(int group_size, MPI_Comm comm, const StallPolicy& stall,
                                                        std::function<int64_t()> step);
 

@@ -8,12 +8,14 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "dist/collective.h"
 #include "dist/device_watch.h"
 #include "dist/host_layout.h"
+#include "dist/statistics_group.h"
 #include "dist/stall_wait.h"
 #include "dist/wire_format.h"
 
@@ -28,6 +30,11 @@ namespace rt {
 std::unique_ptr<Collective> make_device_collective(const CollectiveSpec& spec, MPI_Comm comm, const StallPolicy& stall);
 // NCCL point-to-point between comm's ranks (the ring's exchange). Collective over comm.
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm comm);
+// Note [Group batch norm] on the GPU: averages over `group`'s ranks (one GPU each) with
+// ncclAllReduce on the compute stream, each watched with `stall` (its world_ranks naming the
+// group's ranks) and reported at step(). Collective over group. rt::Error in a build without CUDA.
+std::unique_ptr<StatisticsGroup> make_device_statistics_group(MPI_Comm group, const StallPolicy& stall,
+                                                              std::function<int64_t()> step);
 // NCCL's version, "2.27.3"; "" in a build without CUDA.
 std::string nccl_version();
 // ringtrain's ring on GPU memory over any exchange, watched with `stall`.

@@ -14,6 +14,11 @@ std::unique_ptr<Collective> make_device_collective(const CollectiveSpec&, MPI_Co
 }
 std::string nccl_version() { return ""; }
 
+std::unique_ptr<StatisticsGroup> make_device_statistics_group(MPI_Comm, const StallPolicy&, std::function<int64_t()>) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
+
 std::unique_ptr<DeviceExchange> make_nccl_exchange(MPI_Comm) {
   RT_CHECK(false, kNotBuilt);
   return nullptr;

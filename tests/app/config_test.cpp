@@ -319,6 +319,10 @@ TEST(ConfigRules, CudaGraphsReplayOneMicroBatchAndTheOverrideIsBlamed) {
   EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\ncuda_graph = true\naccumulate_steps = 2\n"),
             "run.toml:4: train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = 2 "
             "leave it off");
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\ncuda_graph = true\nbn_group = 2\n"),
+            "run.toml:4: train.cuda_graph replays a recorded step, and train.bn_group = 2 averages over NCCL calls the "
+            "watchdog follows one by one: leave cuda_graph off");
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\nbn_group = 2\n"), "");
   EXPECT_EQ(error_of("[train]\nprecision = \"bf16\"\n", {"train.device=cuda"}), "");
   EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\nprecision = \"bf16\"\n", {"train.device=cpu"}),
             "--set train.device=cpu: train.precision = \"bf16\" applies to device = \"cuda\" only; the CPU computes "
@@ -459,7 +463,7 @@ Config every_key_changed() {
              OptimizerKind::kLars,
              0.002,
              1e-9,
-             1,  // bn_group: the CPU's only, changed below
+             2,
              42,
              3,
              Device::kCuda,

@@ -11,9 +11,15 @@
 # moving one element's gradient (measured: 1.6% at most; the control differs by 75%). The exact
 # check of the arithmetic is tests/nn/group_batch_norm_test.cpp. Layouts that do not divide into
 # groups are refused naming the layout.
-# usage: group_batch_norm_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
+# With "cuda": the flat comparison and its control on 2 GPUs, the group's averages over NCCL
+# (skipped without 2 GPUs: NCCL refuses two ranks on one).
+# usage: group_batch_norm_test.sh RINGTRAIN SOURCE_DIR [cuda]      (exit 77 = skipped)
 set -u
-ringtrain=$1 src=$2
+ringtrain=$1 src=$2 device=${3:-cpu}
+if [[ $device == cuda ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
+  if [[ ${gpus:-0} -lt 2 ]]; then echo "SKIP: the GPU's group batch norm needs 2 GPUs, this machine has ${gpus:-0}"; exit 77; fi
+fi
 source "$src/tests/support/fashion_mnist.sh"
 require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_bn_group_XXXXXX)
@@ -24,7 +30,7 @@ sixty_four_images=("${subset_data[@]}")
 fashion_mnist_subset "$work/data32" 32 64 > /dev/null || exit 1
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=resnet_mini --set train.epochs=1
         --set train.threads=1 --set log.progress=none --set schedule.kind=constant --set schedule.warmup_epochs=0
-        "${subset_data[@]}")
+        --set train.device="$device" "${subset_data[@]}")
 fail() { echo "FAIL: $1"; [[ -f $work/$2.out ]] && cat "$work/$2.out"; exit 1; }
 run() {  # run NAME NP FAKE_HOST_RANKS ringtrain-settings... (FAKE_HOST_RANKS 0: the real host)
   local name=$1 np=$2 fake=$3
@@ -43,6 +49,11 @@ run group_of_2 2 0 --set train.batch_per_rank=16 --set train.bn_group=2 || fail 
 close one_of_32 group_of_2 || fail "2 ranks x 16 with bn_group = 2 did not train as 1 rank x 32" group_of_2
 run alone 2 0 --set train.batch_per_rank=16 || fail "2 ranks x 16, bn_group 1" alone
 close one_of_32 alone > /dev/null && fail "bn_group = 1 at 2 x 16 matched 1 x 32: the comparison cannot fail" alone
+if [[ $device == cuda ]]; then
+  grep -q "images each, over NCCL" "$work/group_of_2.out" || fail "the group did not average over NCCL" group_of_2
+  echo "PASS: on the GPU, bn_group = 2 trains 2 x 16 as 1 x 32 over NCCL"
+  exit 0
+fi
 
 run two_of_32 2 0 --set train.batch_per_rank=32 "${sixty_four_images[@]}" || fail "2 ranks x 32" two_of_32
 run two_hosts 4 2 --set train.batch_per_rank=16 --set train.bn_group=2 "${sixty_four_images[@]}" ||
