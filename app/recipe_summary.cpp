@@ -20,6 +20,12 @@ std::string optimizer_summary(const TrainConfig& t) {
   return s;
 }
 
+std::string batch_norm_summary(const TrainConfig& t) {
+  if (t.bn_group <= 1) return str_cat("statistics over each rank's ", t.batch_per_rank, " images");
+  return str_cat("statistics pooled over groups of ", t.bn_group, " ranks (train.bn_group), ",
+                 t.batch_per_rank * t.bn_group, " images each");
+}
+
 std::string schedule_summary(const ScheduleConfig& s, int64_t epochs) {
   std::string decay;
   switch (s.kind) {

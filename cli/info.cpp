@@ -45,7 +45,8 @@ int info_command(const CliArgs& args) {
   const std::unique_ptr<Graph> g = plan_config_model_on_cpu(c, input, batch, /*training=*/true);
   if (!args.config_path.empty())
     std::cout << "  optimizer: " << optimizer_summary(c.train) << "\n"
-              << "  schedule: " << schedule_summary(c.schedule, c.train.epochs) << "\n";
+              << "  schedule: " << schedule_summary(c.schedule, c.train.epochs) << "\n"
+              << "  batch norm: " << batch_norm_summary(c.train) << "\n";
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
             << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();

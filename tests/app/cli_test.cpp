@@ -250,6 +250,13 @@ TEST(RingtrainBinary, InfoConfigSaysTheOptimizerAndTheSchedule) {
   EXPECT_EQ(step.status, 0) << step.output;
   EXPECT_NE(step.output.find("optimizer: sgd, momentum 0.94"), std::string::npos) << step.output;
   EXPECT_NE(step.output.find("schedule: x 0.1 at epochs 30, 45\n"), std::string::npos) << step.output;
+  EXPECT_NE(r.output.find("batch norm: statistics over each rank's "), std::string::npos) << r.output;
+  const ProcessResult grouped = ringtrain("info --config " + std::string(RT_SOURCE_DIR) +
+                                          "/configs/large_batch/resnet50_32k.toml --set model.name=lenet --input 32");
+  EXPECT_NE(grouped.output.find("batch norm: statistics pooled over groups of 2 ranks (train.bn_group), 128 images "
+                                "each\n"),
+            std::string::npos)
+      << grouped.output;
 }
 
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
