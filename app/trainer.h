@@ -18,6 +18,7 @@
 #include "app/step_clock.h"
 #include "config/config.h"
 #include "data/batch_source.h"
+#include "data/image_folder.h"
 #include "data/sampler.h"
 #include "dist/gpu_choice.h"
 #include "dist/grad_reducer.h"
@@ -130,6 +131,7 @@ class Trainer {
   // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
   void open_data(int spare_cpus);
+  ImageIndex shared_index(const std::string& root);
   std::unique_ptr<Collective> make_rank_collective(Device device);
   const BatchNormGroup& make_bn_group();  // train.bn_group > 1 (Note [Group batch norm])
   void plan_schedule();                   // steps_per_epoch_ and schedule_

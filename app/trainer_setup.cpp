@@ -34,9 +34,9 @@ std::string data_path(const DataConfig& d, const std::string& file) {
   return (std::filesystem::path(d.dir) / file).string();
 }
 
-// data.source = "imagefolder": the training or evaluation tree, its transforms from the config.
-std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::string& model, bool training,
-                                               uint64_t seed, int workers,
+// data.source = "imagefolder": the training or evaluation tree (its index), its transforms from the config.
+std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
+                                               bool training, uint64_t seed, int workers,
                                                std::function<void(const std::string&)> warn) {
   FolderBatchOptions o;
   o.sample = image_sample_options(d, model);
@@ -46,8 +46,7 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, const std::s
   o.prefetch = static_cast<int>(d.prefetch);
   o.error_on_bad_file = d.on_bad_file == BadFilePolicy::kError;
   o.warn = std::move(warn);
-  const std::string root = data_path(d, training ? d.train_folder : d.val_folder);
-  return std::make_unique<ImageFolderBatches>(load_image_index(root, "", d.rebuild_index), std::move(o));
+  return std::make_unique<ImageFolderBatches>(std::move(index), std::move(o));
 }
 
 // A warning from this rank on stderr, named by its rank and host.
@@ -132,6 +131,22 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (world.rank() == 0) print_start(threads);
 }
 
+// Note [One index per job]: rank 0 alone reads a folder's index from its cache, or lists the
+// folder and writes the cache, and hands the index to the other ranks. A file system then sees one
+// listing of 1.28 M files per job, not one per rank; no two ranks race to write one cache; and
+// every rank samples from the same list, even if files change while the job starts.
+ImageIndex Trainer::shared_index(const std::string& root) {
+  if (world_.size() == 1) return load_image_index(root, "", config_.data.rebuild_index);
+  std::string text;
+  ImageIndex index;
+  if (world_.rank() == 0) {
+    index = load_image_index(root, "", config_.data.rebuild_index);
+    text = image_index_text(index);
+  }
+  world_.broadcast(text, 0, watched(str_cat("rank 0's index of ", root)));
+  return world_.rank() == 0 ? index : image_index_from_text(root, text);
+}
+
 void Trainer::open_data(int spare_cpus) {
   const DataConfig& d = config_.data;
   synthetic_ = d.source == DataSource::kSynthetic;
@@ -141,9 +156,10 @@ void Trainer::open_data(int spare_cpus) {
   }
   if (d.source == DataSource::kImageFolder) {
     const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cpus);
-    train_ = open_image_folder(d, config_.model.name, /*training=*/true, static_cast<uint64_t>(config_.train.seed),
-                               workers, rank_warning(world_));
-    test_ = open_image_folder(d, config_.model.name, /*training=*/false, 0, workers, rank_warning(world_));
+    train_ = open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, /*training=*/true,
+                               static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
+    test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, /*training=*/false, 0,
+                              workers, rank_warning(world_));
   } else {
     train_ = std::make_unique<InMemoryBatches>(
         load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));

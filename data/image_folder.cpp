@@ -1,7 +1,11 @@
 #include "data/image_folder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,14 +39,17 @@ std::vector<fs::path> class_folders(const fs::path& root) {
   return dirs;
 }
 
+// -1 where p cannot be asked (gone): a cache naming it never matches.
 int64_t mtime_ns(const fs::path& p) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(fs::last_write_time(p).time_since_epoch()).count();
+  std::error_code ec;
+  const auto t = fs::last_write_time(p, ec);
+  return ec ? -1 : std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// Reads a cache written for exactly these class folders, each with the time it had then; false
-// when anything differs (a class added or removed, a file added to or removed from one).
-bool read_cache(const fs::path& cache, const std::vector<fs::path>& dirs, ImageIndex& index) {
-  std::ifstream in(cache);
+// Parses index text (image_index_text). With dirs, false unless it was written for exactly these
+// class folders, each with the time it had then (a class added or removed, a file added to or
+// removed from one); without, false only where it is malformed.
+bool parse_index(std::istream& in, const std::vector<fs::path>* dirs, ImageIndex& index) {
   std::string line;
   if (!std::getline(in, line) || line != kCacheHeader) return false;
   size_t classes = 0;
@@ -54,7 +61,8 @@ bool read_cache(const fs::path& cache, const std::vector<fs::path>& dirs, ImageI
       std::string time, name;
       std::getline(fields, time, '\t');
       std::getline(fields, name);
-      if (classes >= dirs.size() || dirs[classes].filename() != name || std::to_string(mtime_ns(dirs[classes])) != time)
+      if (dirs && (classes >= dirs->size() || (*dirs)[classes].filename() != name ||
+                   std::to_string(mtime_ns((*dirs)[classes])) != time))
         return false;
       index.classes.push_back(name);
       ++classes;
@@ -62,32 +70,59 @@ bool read_cache(const fs::path& cache, const std::vector<fs::path>& dirs, ImageI
     }
     std::string file;
     std::getline(fields, file);
-    index.labels.push_back(static_cast<int32_t>(std::stol(first)));
+    char* end = nullptr;
+    const long label = std::strtol(first.c_str(), &end, 10);
+    if (first.empty() || *end != '\0' || label < 0 || static_cast<size_t>(label) >= classes) return false;
+    index.labels.push_back(static_cast<int32_t>(label));
     index.files.push_back(file);
   }
-  return classes == dirs.size() && classes > 0 && !in.bad();
+  return (!dirs || classes == dirs->size()) && classes > 0 && !in.bad();
 }
 
+// Note [One index at a time]: the ranks of a job, or several jobs, may find no valid cache at the
+// same moment and each write one, even from several hosts on one file system. Each writes a file
+// whose name no other writer uses (host, process, call) and renames it over the cache: rename is
+// atomic, so a reader sees a whole index, and the last writer wins with the same contents. A
+// cache that cannot be written (a read-only data set) is reported and the scan used.
 void write_cache(const fs::path& cache, const ImageIndex& index) {
-  const fs::path tmp = cache.string() + ".tmp";
+  static std::atomic<int> calls{0};
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  const fs::path tmp = str_cat(cache.string(), ".", host, ".", ::getpid(), ".", calls++, ".tmp");
+  const auto give_up = [&](const std::string& why) {
+    stderr_line(
+        str_cat("ringtrain: warning: cannot write the image index cache ", cache, " (", why, "); using the scan"));
+    std::error_code ec;
+    fs::remove(tmp, ec);
+  };
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << kCacheHeader << "\n";
-    for (const std::string& c : index.classes)
-      out << "class\t" << mtime_ns(fs::path(index.root) / c) << "\t" << c << "\n";
-    for (size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
+    out << image_index_text(index);
     out.flush();
-    if (!out.good()) {
-      stderr_line(str_cat("ringtrain: warning: cannot write the image index cache ", cache, "; using the scan"));
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return;
-    }
+    if (!out.good()) return give_up("writing failed");
   }
-  fs::rename(tmp, cache);
+  std::error_code ec;
+  fs::rename(tmp, cache, ec);
+  if (ec) give_up(ec.message());
 }
 
 }  // namespace
+
+std::string image_index_text(const ImageIndex& index) {
+  std::string text = str_cat(kCacheHeader, "\n");
+  for (const std::string& c : index.classes)
+    text += str_cat("class\t", mtime_ns(fs::path(index.root) / c), "\t", c, "\n");
+  for (size_t i = 0; i < index.files.size(); ++i) text += str_cat(index.labels[i], "\t", index.files[i], "\n");
+  return text;
+}
+
+ImageIndex image_index_from_text(const std::string& root, const std::string& text) {
+  ImageIndex index;
+  index.root = root;
+  std::istringstream in(text);
+  RT_CHECK(parse_index(in, nullptr, index), "the image index of '", root, "' received from rank 0 is malformed");
+  return index;
+}
 
 ImageIndex scan_image_folder(const std::string& root) {
   RT_CHECK(fs::is_directory(root), "image folder '", root, "' does not exist or is not a folder");
@@ -114,7 +149,9 @@ ImageIndex load_image_index(const std::string& root, std::string cache_path, boo
   if (!rebuild) {
     ImageIndex cached;
     cached.root = root;
-    if (read_cache(cache_path, class_folders(root), cached)) return cached;
+    const std::vector<fs::path> dirs = class_folders(root);
+    std::ifstream in(cache_path);
+    if (parse_index(in, &dirs, cached)) return cached;
   }
   ImageIndex index = scan_image_folder(root);
   write_cache(cache_path, index);

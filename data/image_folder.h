@@ -25,10 +25,15 @@ struct ImageIndex {
   std::string path(size_t i) const { return root + "/" + files[i]; }
 };
 
+// The index as text, as the cache holds it (its class folders' times included), and back: what
+// rank 0 hands the other ranks (Note [One index per job] in app/trainer_setup.cpp). rt::Error
+// naming root where the text is malformed.
+std::string image_index_text(const ImageIndex& index);
+ImageIndex image_index_from_text(const std::string& root, const std::string& text);
 // Scans root (no cache).
 ImageIndex scan_image_folder(const std::string& root);
 // The index of root, from cache_path when that is up to date, else scanned and written there
-// (atomically). cache_path "" means ROOT/.ringtrain_index.tsv; a cache that cannot be written is
+// (atomically, under a name no other writer uses: Note [One index at a time]). cache_path "" means ROOT/.ringtrain_index.tsv; a cache that cannot be written is
 // reported on stderr and the scan used as is.
 ImageIndex load_image_index(const std::string& root, std::string cache_path = "", bool rebuild = false);
 

@@ -235,6 +235,22 @@ void World::broadcast(float* values, int64_t count, int root) const {
               "MPI_Bcast");
 }
 
+void World::broadcast(std::string& value, int root, const CollectiveWatch& watch) const {
+  if (size_ == 1) return;
+  int64_t length = static_cast<int64_t>(value.size());
+  MPI_Request r;
+  check_mpi(MPI_Ibcast(&length, 1, MPI_INT64_T, root, comm_, &r), "MPI_Ibcast");
+  complete(r, "MPI_Ibcast", watch);
+  value.resize(static_cast<size_t>(length));
+  constexpr int64_t kMaxCount = int64_t{1} << 30;
+  for (int64_t at = 0; at < length; at += kMaxCount) {
+    check_mpi(
+        MPI_Ibcast(value.data() + at, static_cast<int>(std::min(kMaxCount, length - at)), MPI_CHAR, root, comm_, &r),
+        "MPI_Ibcast");
+    complete(r, "MPI_Ibcast", watch);
+  }
+}
+
 void World::barrier() const {
   if (size_ > 1) check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }

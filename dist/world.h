@@ -66,6 +66,8 @@ class World {
   // Every rank's `values` (the same count on every rank), rank after rank, on every rank.
   std::vector<uint64_t> allgather(const std::vector<uint64_t>& values, const CollectiveWatch& watch = {}) const;
   void broadcast(float* values, int64_t count, int root) const;
+  // root's value, on every rank.
+  void broadcast(std::string& value, int root, const CollectiveWatch& watch = {}) const;
   void barrier() const;
 
  private:

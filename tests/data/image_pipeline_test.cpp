@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/check.h"
 #include "data/image_decode.h"
@@ -307,6 +309,63 @@ TEST(ImageFolder, ClassesAreSortedFoldersAndTheIndexIsCachedUntilAFolderChanges)
   std::ofstream(root / "bee" / "0") << "x";
   EXPECT_EQ(load_image_index(root.string()).files.size(), 6u);
   fs::remove_all(root);
+}
+
+// Note [One index at a time]: loads that all find no cache and all write one, at once, each succeed
+// with the same index, and leave one cache and no temporary file; a cache that cannot be written
+// leaves the scan to be used.
+TEST(ImageFolder, LoadsThatWriteTheCacheAtOnceAllSucceed) {
+  const fs::path root = fresh_dir("racing");
+  for (int i = 0; i < 40; ++i) {
+    const fs::path f = root / (i % 2 ? "cat" : "dog") / (std::to_string(i) + ".png");
+    fs::create_directories(f.parent_path());
+    std::ofstream(f) << "x";
+  }
+  const ImageIndex want = scan_image_folder(root.string());
+  for (int round = 0; round < 10; ++round) {
+    fs::remove(root / ".ringtrain_index.tsv");
+    std::vector<ImageIndex> got(8);
+    std::vector<std::string> errors(8);
+    std::vector<std::thread> loaders;
+    for (size_t t = 0; t < got.size(); ++t)
+      loaders.emplace_back([&, t] {
+        try {
+          got[t] = load_image_index(root.string());
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (std::thread& t : loaders) t.join();
+    for (size_t t = 0; t < got.size(); ++t) {
+      ASSERT_EQ(errors[t], "") << "round " << round << ", loader " << t;
+      ASSERT_EQ(got[t].files, want.files) << "round " << round << ", loader " << t;
+      ASSERT_EQ(got[t].labels, want.labels);
+    }
+  }
+  std::vector<std::string> hidden;
+  for (const fs::directory_entry& e : fs::directory_iterator(root))
+    if (e.path().filename().string().starts_with(".")) hidden.push_back(e.path().filename().string());
+  EXPECT_EQ(hidden, std::vector<std::string>{".ringtrain_index.tsv"});
+  // Nowhere to write: the scan, as it stands.
+  EXPECT_EQ(load_image_index(root.string(), (root / "no_such_folder" / "index.tsv").string()).files, want.files);
+  fs::remove_all(root);
+}
+
+TEST(ImageFolder, TheIndexAsTextComesBackWholeAndMalformedTextIsRefused) {
+  ImageIndex index;
+  index.root = "/nowhere";
+  index.classes = {"ant", "bee"};
+  index.files = {"ant/a b.jpg", "bee/x/y.png", "bee/z"};
+  index.labels = {0, 1, 1};
+  const ImageIndex back = image_index_from_text("/elsewhere", image_index_text(index));
+  EXPECT_EQ(back.root, "/elsewhere");
+  EXPECT_EQ(back.classes, index.classes);
+  EXPECT_EQ(back.files, index.files);
+  EXPECT_EQ(back.labels, index.labels);
+  std::string text = image_index_text(index);
+  text.replace(text.find("1\tbee/z"), 1, "7");  // a label past the classes
+  EXPECT_THROW(image_index_from_text("/elsewhere", text), Error);
+  EXPECT_THROW(image_index_from_text("/elsewhere", "not an index"), Error);
 }
 
 // The exporter's folders hold exactly Fashion-MNIST: every image decodes to its IDX pixels and
