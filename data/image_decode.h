@@ -1,5 +1,5 @@
-// Decoding an image file into 8-bit RGB with stb_image, by content (JPEG, PNG, BMP, TGA, GIF's
-// first frame), whatever its name says. Grayscale is repeated into the three channels, palettes
+// Decoding an image file into 8-bit RGB, by content, whatever its name says: JPEG with
+// libjpeg-turbo, PNG, BMP, TGA and GIF's first frame with stb_image. Grayscale is repeated into the three channels, palettes
 // are expanded, alpha is dropped (as Pillow's convert("RGB") does) and 16-bit samples keep their
 // high byte.
 #pragma once

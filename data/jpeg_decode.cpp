@@ -2,6 +2,7 @@
 
 #include <csetjmp>
 #include <cstdio>
+#include <vector>
 
 #include <jpeglib.h>
 
@@ -30,16 +31,26 @@ void on_message(j_common_ptr info, int level) {
   if (level < 0 && e->pub.num_warnings++ == 0) (*info->err->format_message)(info, e->message);
 }
 
+// Pillow's CMYK to RGB: Pillow reads a 4-channel JPEG as inverted CMYK ("CMYK;I", Adobe's
+// convention, which its JpegImagePlugin assumes for every such file), and convert("RGB") takes
+// each channel to nk - c nk / 255 with nk = 255 - k, rounding as its MULDIV255. With Adobe's
+// stored values s (c = 255 - s_c, nk = s_k) that is s_k - (255 - s_c) s_k / 255.
+uint8_t from_stored_cmyk(int stored_channel, int stored_k) {
+  const int t = (255 - stored_channel) * stored_k + 128;
+  return static_cast<uint8_t>(stored_k - (((t >> 8) + t) >> 8));
+}
+
 }  // namespace
 
-std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {
+RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {
   jpeg_decompress_struct info;
   ErrorManager err;
   info.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
   err.message[0] = '\0';
-  RgbImage image;  // before setjmp: nothing the jump skips needs destroying
+  RgbImage image;             // before setjmp: nothing the jump skips needs destroying
+  std::vector<uint8_t> four;  // a CMYK row
   if (setjmp(err.back)) {
     jpeg_destroy_decompress(&info);
     throw Error(str_cat(name, ": cannot decode as a JPEG (", err.message, ")"));
@@ -51,21 +62,24 @@ std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::s
     jpeg_destroy_decompress(&info);
     check_pixel_budget(info.image_width, info.image_height, max_pixels, name);
   }
-  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
-    jpeg_destroy_decompress(&info);
-    return std::nullopt;
-  }
-  info.out_color_space = JCS_RGB;  // grayscale repeated into three channels, as convert("RGB")
+  // CMYK and YCCK (libjpeg turns YCCK into CMYK) as CMYK, then RGB as Pillow makes it; anything
+  // else as RGB, grayscale repeated into three channels, as convert("RGB").
+  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   info.dct_method = JDCT_ISLOW;
   info.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&info);
   image.width = static_cast<int>(info.output_width);
   image.height = static_cast<int>(info.output_height);
-  image.pixels.resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3);
+  const size_t width = static_cast<size_t>(image.width);
+  image.pixels.resize(width * static_cast<size_t>(image.height) * 3);
+  four.resize(cmyk ? width * 4 : 0);
   while (info.output_scanline < info.output_height) {
-    JSAMPROW row =
-        image.pixels.data() + static_cast<size_t>(info.output_scanline) * static_cast<size_t>(image.width) * 3;
+    uint8_t* out = image.pixels.data() + static_cast<size_t>(info.output_scanline) * width * 3;
+    JSAMPROW row = cmyk ? four.data() : out;
     jpeg_read_scanlines(&info, &row, 1);
+    for (size_t x = 0; cmyk && x < width; ++x)
+      for (size_t c = 0; c < 3; ++c) out[3 * x + c] = from_stored_cmyk(four[4 * x + c], four[4 * x + 3]);
   }
   jpeg_finish_decompress(&info);
   const bool damaged = err.pub.num_warnings > 0;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 
@@ -13,11 +12,11 @@
 
 namespace rt {
 
-// The image, or nullopt for JPEGs this path leaves to stb_image (CMYK and YCCK). Corrupt or
-// truncated data is an rt::Error naming `name`, not a partly gray image, and so is a frame
-// declaring more than `max_pixels` (Note [Pixel budget]).
-std::optional<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const std::string& name,
-                                    int64_t max_pixels = kDefaultMaxImagePixels);
+// The image in RGB (CMYK and YCCK converted as Pillow converts them). Corrupt or truncated data
+// is an rt::Error naming `name`, not a partly gray image, and so is a frame declaring more than
+// `max_pixels` (Note [Pixel budget]).
+RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name,
+                     int64_t max_pixels = kDefaultMaxImagePixels);
 
 inline bool looks_like_jpeg(std::span<const uint8_t> bytes) {
   return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;

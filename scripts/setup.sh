@@ -15,13 +15,15 @@ bench_pkgs=(gnuplot-nox)
 tensorboard_test_pkgs=(python3-protobuf protobuf-compiler)
 # The style check (ctest -L style, tests/style/clang_format_test.sh) formats with clang-format 14.
 style_pkgs=(clang-format)
+# The decoders' fuzz test (tests/data/decode_fuzz_test.sh) builds with clang's libFuzzer.
+fuzz_pkgs=(clang libclang-rt-14-dev)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
 want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${tensorboard_test_pkgs[@]}"
-      "${style_pkgs[@]}" "${slurm_pkgs[@]}")
+      "${style_pkgs[@]}" "${fuzz_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()

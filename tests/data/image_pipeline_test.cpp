@@ -158,6 +158,21 @@ std::string jpeg_declaring(int w, int h) {
          std::string("\xFF\xD9", 2);
 }
 
+// Found by tests/data/decode_fuzz_test.sh: fill bytes before the JPEG marker are no JPEG to
+// libjpeg-turbo, so the file went to stb_image, whose own JPEG decoder wrote past a Huffman
+// table. JPEGs are libjpeg-turbo's alone now: the file is refused as no known image.
+TEST(ImageDecode, AJpegBehindFillBytesIsRefusedAsNoKnownImage) {
+  const std::string bytes = std::string(8, '\xFF') + jpeg_declaring(16, 16);
+  try {
+    decode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "fill.jpg");
+    ADD_FAILURE() << "decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fill.jpg: cannot decode as an image (Image not of any known type"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Note [Pixel budget]: a 96-byte GIF of 23000 x 23000 (529 M pixels) made stb_image allocate
 // 2.3 GB before it said "Corrupt GIF". Every format's declared size is now checked first, and the
 // process's peak memory does not move.

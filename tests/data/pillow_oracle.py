@@ -53,6 +53,7 @@ cases = {
     "palette.png": (rgb.convert("P", palette=Image.ADAPTIVE, colors=64), {}),
     "photo.jpg": (rgb, {"quality": 90}),
     "gray.jpg": (rgb.convert("L"), {"quality": 90}),
+    "cmyk.jpg": (rgb.convert("CMYK"), {"quality": 90}),
     "rgb.bmp": (rgb, {}),
     "rgb.tga": (rgb, {}),
     "palette.gif": (rgb.convert("P", palette=Image.ADAPTIVE, colors=128), {}),
