@@ -256,22 +256,27 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
       (void)once;
     };
     if (config_.train.optimizer == OptimizerKind::kLars) {
-      // apply() only notes this rank's part of the bucket; finish() sums the norms and updates.
+      // apply() only notes this rank's part of the bucket; finish() sums the norms and updates,
+      // waiting as the ring's transports wait beside the compute threads (asleep when idle).
       auto own = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);
-      update = ShardUpdate{
-          [own](int64_t offset, int64_t count) {
-            if (own->second == own->first) *own = {offset, offset};
-            RT_ASSERT(own->second == offset);  // one contiguous part per bucket
-            own->second = offset + count;
-          },
-          graph_->param_arena(),
-          [this, own, alone](int64_t begin, int64_t count) {
-            alone();
-            sgd_->step_shard(lr_, begin, begin + count, own->first, own->second, [this](std::vector<double>& sums) {
-              world_.allreduce_sum(sums.data(), static_cast<int>(sums.size()), watched("LARS's norms across ranks"));
-            });
-            *own = {0, 0};
-          }};
+      auto patient = std::make_shared<StallPolicy>(stall_policy(dc, world_, StallPolicy::Idle::kSleep));
+      update = ShardUpdate{[own](int64_t offset, int64_t count) {
+                             if (own->second == own->first) *own = {offset, offset};
+                             RT_ASSERT(own->second == offset);  // one contiguous part per bucket
+                             own->second = offset + count;
+                           },
+                           graph_->param_arena(),
+                           [this, own, alone, patient](int64_t begin, int64_t count) {
+                             alone();
+                             const auto sum_over_ranks = [&](std::vector<double>& sums) {
+                               world_.allreduce_sum(
+                                   sums.data(), static_cast<int>(sums.size()),
+                                   {patient.get(), str_cat("step ", current_training_step(), ": LARS's norms of the ",
+                                                           "bucket at arena float ", begin, ", across ranks")});
+                             };
+                             sgd_->step_shard(lr_, begin, begin + count, own->first, own->second, sum_over_ranks);
+                             *own = {0, 0};
+                           }};
     } else {
       update = ShardUpdate{[this, alone](int64_t offset, int64_t count) {
                              alone();

@@ -98,8 +98,9 @@ void GradReducer::comm_loop() {
         const ShardUpdate shard{[&](int64_t begin, int64_t count) {
                                   const double t0 = timeline_ ? timeline_->now_us() : 0;
                                   update_->apply(offset + begin, count);
-                                  // Inside the reduce-scatter span: each finished slice is updated as it lands.
-                                  if (timeline_)
+                                  // Inside the reduce-scatter span: each finished slice is updated as it lands
+                                  // (with a finish, apply only notes the slice: the update is finish's span).
+                                  if (timeline_ && !update_->finish)
                                     timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1,
                                                     static_cast<int64_t>(b));
                                 },

@@ -48,6 +48,7 @@ void RingAllreduce::run(float* data, int64_t count, const WaitContext& context, 
   // The all-gather of parameters waits for finish: the phases run one after the other.
   run_steps(data, update.gather, count, 0, t_.world() - 1, context, &update);
   update.finish(0, count);
+  phase_switch_ = std::chrono::steady_clock::now();  // the all-gather starts after the update
   run_steps(update.gather, update.gather, count, t_.world() - 1, ring_step_count(t_.world()), context, nullptr);
 }
 

@@ -41,11 +41,12 @@ class DeviceStatisticsGroup final : public StatisticsGroup {
     device_ = c.device;
     stream_ = c.stream;
     for (cudaEvent_t& e : events_) RT_CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    watch_ =
-        std::make_unique<DeviceWatch>(stall,
-                                      std::vector<DeviceWatch::Ring>{DeviceWatch::Ring{
-                                          &comm_, "the batch-norm group's ncclAllReduce", stall.world_ranks, false}},
-                                      [this](int, int) { return mark(); });
+    // The compute stream may wait behind the gradients' ring (join_compute), whose own watchdog
+    // reports its stalls: this one gives it the time the ring across hosts has.
+    std::vector<DeviceWatch::Ring> rings;
+    rings.emplace_back(&comm_, "the batch-norm group's ncclAllReduce", stall.world_ranks, false,
+                       across_hosts_abort_s(stall.abort_s));
+    watch_ = std::make_unique<DeviceWatch>(stall, std::move(rings), [this](int, int) { return mark(); });
     try {
       cudaError_t synced = cudaSuccess;
       watch_->warm_up(stream_, [&] { synced = cudaStreamSynchronize(stream_); });
