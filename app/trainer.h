@@ -17,6 +17,7 @@
 #include "app/save_policy.h"
 #include "app/step_clock.h"
 #include "config/config.h"
+#include "app/thread_split.h"
 #include "data/batch_source.h"
 #include "data/image_folder.h"
 #include "data/sampler.h"
@@ -130,15 +131,16 @@ class Trainer {
   // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
   // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
-  void open_data(int spare_cpus);
+  // workers: decoding threads (ThreadSplit).
+  void open_data(int workers);
   ImageIndex shared_index(const std::string& root);
   std::unique_ptr<Collective> make_rank_collective(Device device);
   const BatchNormGroup& make_bn_group();  // train.bn_group > 1 (Note [Group batch norm])
   void plan_schedule();                   // steps_per_epoch_ and schedule_
   EpochSampler train_sampler() const;     // this rank's share of each training epoch
   void attach_reducer(std::unique_ptr<Collective> collective);
-  void accumulate_gradients();          // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
-  void print_start(int threads) const;  // rank 0's summary of the run
+  void accumulate_gradients();                       // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
+  void print_start(const ThreadSplit& split) const;  // rank 0's summary of the run
 
   // The pieces of train(), in its order (trainer.cpp); a Run is what one call carries.
   struct Run;

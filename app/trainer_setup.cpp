@@ -16,6 +16,7 @@
 #include "app/consistency.h"
 #include "app/gradient_buckets.h"
 #include "app/image_options.h"
+#include "app/thread_split.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "base/stderr_line.h"
@@ -74,9 +75,9 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       save_policy_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
-  const int cpus = world.cpu_share().cpus;
-  const int threads = config.train.threads > 0 ? static_cast<int>(config.train.threads) : cpus;
-  omp_set_num_threads(threads);
+  const ThreadSplit split =
+      split_threads(world.cpu_share().cpus, config.train.device, config.train.threads, config.data.workers);
+  omp_set_num_threads(split.compute);
   check_rules(config);  // a config made in code, not loaded (tests)
   // Before any collective the config decides (the GPU's choice, train.bn_group's group, the
   // ring's transport): ranks told different things would otherwise wait in different calls.
@@ -94,7 +95,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   const PlanContext eval_context = plan_context;  // evaluation normalises with the running statistics
   if (config.train.bn_group > 1) plan_context.bn_group = &make_bn_group();
 
-  open_data(cpus - threads);
+  open_data(split.decoding);
   inject_fault("open_data", world.rank());
   graph_ = build_config_model(config, input_shape_);
   // Made before planning: on the CPU the gradient arena is the collective's memory.
@@ -128,7 +129,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (config.train.accumulate_steps > 1) accumulate_gradients();
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());
-  if (world.rank() == 0) print_start(threads);
+  if (world.rank() == 0) print_start(split);
 }
 
 // Note [One index per job]: rank 0 alone reads a folder's index from its cache, or lists the
@@ -147,7 +148,7 @@ ImageIndex Trainer::shared_index(const std::string& root) {
   return world_.rank() == 0 ? index : image_index_from_text(root, text);
 }
 
-void Trainer::open_data(int spare_cpus) {
+void Trainer::open_data(int workers) {
   const DataConfig& d = config_.data;
   synthetic_ = d.source == DataSource::kSynthetic;
   if (synthetic_) {
@@ -155,7 +156,6 @@ void Trainer::open_data(int spare_cpus) {
     return;
   }
   if (d.source == DataSource::kImageFolder) {
-    const int workers = d.workers > 0 ? static_cast<int>(d.workers) : std::max(1, spare_cpus);
     train_ = open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, /*training=*/true,
                                static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
     test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, /*training=*/false, 0,
@@ -303,7 +303,7 @@ void Trainer::accumulate_gradients() {
   });
 }
 
-void Trainer::print_start(int threads) const {
+void Trainer::print_start(const ThreadSplit& split) const {
   const Config& config = config_;
   const Device device = graph_->device();
   out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), ";
@@ -318,9 +318,15 @@ void Trainer::print_start(int threads) const {
   if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
   out_ << "\n"
        << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
-       << threads << " compute threads per rank ("
-       << (config.train.threads > 0 ? "train.threads" : world_.cpu_share().how) << "), global batch "
-       << config.train.batch_per_rank * config.train.accumulate_steps * world_.size() << " ("
+       << split.compute << " compute threads per rank ("
+       << (config.train.threads > 0    ? split.compute_how
+           : split.compute_how.empty() ? world_.cpu_share().how
+                                       : str_cat(split.compute_how, "; ", world_.cpu_share().how))
+       << ")"
+       << (config.data.source == DataSource::kImageFolder
+               ? str_cat(", ", split.decoding, " decoding threads (", split.decoding_how, ")")
+               : std::string())
+       << ", global batch " << config.train.batch_per_rank * config.train.accumulate_steps * world_.size() << " ("
        << config.train.batch_per_rank << " per rank"
        << (config.train.accumulate_steps > 1
                ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")

@@ -258,7 +258,7 @@ inline const SchemaOf<Config>& config_schema() {
        .key = "threads",
        .field = &member<&C::train, &TrainConfig::threads>,
        .doc = "compute threads per process; 0 = the CPUs of its affinity mask and cgroup quota, shared with the ranks "
-              "on them",
+              "on them (on CUDA at most 2, and decoding takes the rest)",
        .bound = at_least(0),
        .also = {"num_threads"}},
       {.table = "train",
