@@ -11,6 +11,9 @@ command -v clang++ > /dev/null || { echo "SKIP: no clang++ (scripts/setup.sh ins
 $python -c "import PIL" 2> /dev/null || { echo "SKIP: $python lacks PIL for the seed corpus"; exit 77; }
 work=$(mktemp -d /tmp/ringtrain_fuzz_XXXXXX)
 trap 'rm -rf "$work"' EXIT
+echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > "$work/probe.cpp"
+clang++ -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2> /dev/null ||
+  { echo "SKIP: clang++ has no libFuzzer runtime (scripts/setup.sh installs libclang-rt-14-dev)"; exit 77; }
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" \
   "$src/tests/data/decode_fuzz.cpp" "$src/data/image_decode.cpp" "$src/data/jpeg_decode.cpp" "$src/base/check.cpp" \
   -ljpeg -o "$work/decode_fuzz" || { echo "FAIL: the fuzz target does not build"; exit 1; }
