@@ -3,26 +3,15 @@
 # ImageNet-sized JPEGs with the same training transforms and the same number of workers,
 # alternating within each repetition; prints the medians and their ratio.
 #   bench/image_pipeline.sh [WORKERS] [REPS] [IMAGES]      (defaults: 2 3 640)
-# The JPEGs are made from the sample photos of Debian's python3-skimage and python3-sklearn:
-# from the installed packages, else from the packages' files (apt-get download, unpacked into
-# /tmp, nothing installed).
+# The JPEGs: bench/photo_tree.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workers=${1:-2} reps=${2:-3} images=${3:-640}
 python=/usr/bin/python3
 bin=./build/bench/image_pipeline_bench
 [[ -x $bin ]] || { echo "image_pipeline: build first ($bin)" >&2; exit 1; }
-photos=(/usr/lib/python3/dist-packages/skimage/data /usr/lib/python3/dist-packages/sklearn/datasets/images)
-if [[ ! -d ${photos[0]} ]]; then
-  cache=/tmp/ringtrain_debian_photos
-  if [[ ! -d $cache/x ]]; then
-    mkdir -p "$cache" && (cd "$cache" && apt-get download python3-skimage python3-sklearn > /dev/null 2>&1 &&
-                          for d in *.deb; do dpkg -x "$d" x; done)
-  fi
-  photos=("$cache/x${photos[0]}" "$cache/x${photos[1]}")
-fi
-tree=/tmp/ringtrain_photo_tree_$images
-[[ -d $tree ]] || $python bench/make_photo_tree.py "${photos[@]}" "$tree" --images "$images"
+source bench/photo_tree.sh
+tree=$(photo_tree "$images")
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 ours="" theirs=""
 for ((r = 1; r <= reps; r++)); do

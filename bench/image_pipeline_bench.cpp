@@ -2,7 +2,8 @@
 // normalise on worker threads into ready batches, as the trainer consumes them (no network).
 // Prints one JSON line per pass and a summary with the median. bench/image_pipeline.sh runs it
 // beside torchvision's DataLoader on the same files.
-//   image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P]
+//   image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P] [--decode region|whole]
+// (--decode whole: every JPEG decoded whole before its crop, as before crop-region decoding)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,14 +17,21 @@
 
 int main(int argc, char** argv) {
   try {
-    RT_CHECK(argc >= 2, "usage: image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P]");
+    RT_CHECK(
+        argc >= 2,
+        "usage: image_pipeline_bench ROOT [--workers W] [--batch B] [--size S] [--passes P] [--decode region|whole]");
     const std::string root = argv[1];
     int workers = 2, passes = 3;
     int64_t batch = 32, size = 224;
+    bool region = true;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       const long long v = std::atoll(argv[i + 1]);
-      if (flag == "--workers")
+      if (flag == "--decode") {
+        const std::string how = argv[i + 1];
+        RT_CHECK(how == "region" || how == "whole", "--decode takes region or whole, not ", how);
+        region = how == "region";
+      } else if (flag == "--workers")
         workers = static_cast<int>(v);
       else if (flag == "--batch")
         batch = v;
@@ -36,6 +44,7 @@ int main(int argc, char** argv) {
     }
     rt::FolderBatchOptions o;
     o.sample.size = static_cast<int>(size);
+    o.sample.crop_region_decode = region;
     o.training = true;
     o.workers = workers;
     o.prefetch = 2 * workers;

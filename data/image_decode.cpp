@@ -53,12 +53,16 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name, i
   return image;
 }
 
-RgbImage read_image(const std::string& path, int64_t max_pixels) {
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   RT_CHECK(in.good(), path, ": cannot open");
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   RT_CHECK(!in.bad(), path, ": read error");
-  return decode_image(bytes, path, max_pixels);
+  return bytes;
+}
+
+RgbImage read_image(const std::string& path, int64_t max_pixels) {
+  return decode_image(read_file_bytes(path), path, max_pixels);
 }
 
 }  // namespace rt

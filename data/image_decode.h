@@ -33,5 +33,7 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name,
                       int64_t max_pixels = kDefaultMaxImagePixels);
 // Reads and decodes a file; the error names the path.
 RgbImage read_image(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);
+// The bytes of the file at path; rt::Error naming it where it cannot be read.
+std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 }  // namespace rt

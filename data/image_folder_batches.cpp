@@ -84,8 +84,9 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
     const size_t file = static_cast<size_t>((sample + k) % n);
     try {
       // The transform's randomness stays the asked-for sample's, whichever file stands in for it.
-      const RgbImage decoded = read_image(index_.path(file), o_.sample.max_pixels);
-      normalize_sample(transform_image(decoded, o_.sample, o_.training, o_.seed, epoch, sample), o_.sample, image);
+      const std::string path = index_.path(file);
+      normalize_sample(sample_image(read_file_bytes(path), path, o_.sample, o_.training, o_.seed, epoch, sample),
+                       o_.sample, image);
       *label = index_.labels[file];
       return;
     } catch (const Error& e) {

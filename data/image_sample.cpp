@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "base/rng.h"
+#include "data/jpeg_decode.h"
 
 namespace rt {
 
@@ -16,18 +17,42 @@ RgbImage evaluation_transform(const RgbImage& image, const ImageSampleOptions& o
       w == image.width && h == image.height ? image : resized_crop(image, {0, 0, image.width, image.height}, w, h);
   return crop(resized, center_crop_box(w, h, o.size, o.size));
 }
+
+// A sample's draws: counter = sample x 256 + k, far more than the crop's ten tries ever take.
+Rng sample_rng(uint64_t seed, int64_t epoch, int64_t sample) {
+  return Rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
+}
+
+// The flip, drawn after the crop's box from the same stream.
+RgbImage maybe_flipped(RgbImage image, const ImageSampleOptions& o, bool training, Rng& rng) {
+  if (training && o.flip && rng.uniform() < 0.5f) flip_horizontally(image);
+  return image;
+}
 }  // namespace
 
 RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& o, bool training, uint64_t seed,
                          int64_t epoch, int64_t sample) {
-  // A sample's draws: counter = sample x 256 + k, far more than the crop's ten tries ever take.
-  Rng rng(seed, kTransformStreamBase + static_cast<uint64_t>(epoch), static_cast<uint64_t>(sample) << 8);
+  Rng rng = sample_rng(seed, epoch, sample);
   RgbImage out =
       training && o.random_crop
           ? resized_crop(image, random_resized_crop_box(image.width, image.height, o.crop, rng), o.size, o.size)
           : evaluation_transform(image, o);
-  if (training && o.flip && rng.uniform() < 0.5f) flip_horizontally(out);
-  return out;
+  return maybe_flipped(std::move(out), o, training, rng);
+}
+
+RgbImage sample_image(std::span<const uint8_t> bytes, const std::string& name, const ImageSampleOptions& o,
+                      bool training, uint64_t seed, int64_t epoch, int64_t sample) {
+  if (!(training && o.random_crop && o.crop_region_decode && looks_like_jpeg(bytes)))
+    return transform_image(decode_image(bytes, name, o.max_pixels), o, training, seed, epoch, sample);
+  // The box is drawn from the header's size, as transform_image draws it from the whole image's.
+  Rng rng = sample_rng(seed, epoch, sample);
+  CropBox box;
+  const RgbImage part = decode_jpeg(bytes, name, o.max_pixels, [&](int width, int height) {
+    box = random_resized_crop_box(width, height, o.crop, rng);
+    return box;
+  });
+  RgbImage out = resized_crop(part, {0, 0, box.width, box.height}, o.size, o.size);
+  return maybe_flipped(std::move(out), o, training, rng);
 }
 
 void normalize_sample(const RgbImage& image, const ImageSampleOptions& o, float* out) {

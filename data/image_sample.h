@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "data/image_decode.h"
@@ -25,10 +26,16 @@ struct ImageSampleOptions {
   std::array<double, 3> mean = {0.485, 0.456, 0.406};  // per channel, of pixels scaled to [0, 1]
   std::array<double, 3> std = {0.229, 0.224, 0.225};
   int64_t max_pixels = kDefaultMaxImagePixels;  // larger files are refused undecoded (Note [Pixel budget])
+  bool crop_region_decode = true;               // a JPEG's training crop decodes the crop alone (same pixels)
 
   int64_t floats() const { return int64_t{channels} * size * size; }
 };
 
+// The file's bytes decoded and transformed as transform_image does, with the same pixels: a
+// training crop of a JPEG decodes only the crop's box (Note [Crop-region decoding] in
+// data/jpeg_decode.cpp) where options.crop_region_decode. rt::Error naming `name` for bad bytes.
+RgbImage sample_image(std::span<const uint8_t> bytes, const std::string& name, const ImageSampleOptions& options,
+                      bool training, uint64_t seed, int64_t epoch, int64_t sample);
 // The transformed image, before normalisation: what `sample_to_floats` normalises.
 RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& options, bool training, uint64_t seed,
                          int64_t epoch, int64_t sample);

@@ -1,5 +1,6 @@
 #include "data/jpeg_decode.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <vector>
@@ -42,15 +43,16 @@ uint8_t from_stored_cmyk(int stored_channel, int stored_k) {
 
 }  // namespace
 
-RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {
+RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels,
+                     const RegionChooser& region) {
   jpeg_decompress_struct info;
   ErrorManager err;
   info.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
   err.message[0] = '\0';
-  RgbImage image;             // before setjmp: nothing the jump skips needs destroying
-  std::vector<uint8_t> four;  // a CMYK row
+  RgbImage image;            // before setjmp: nothing the jump skips needs destroying
+  std::vector<uint8_t> row;  // one decoded row of the columns being decoded
   if (setjmp(err.back)) {
     jpeg_destroy_decompress(&info);
     throw Error(str_cat(name, ": cannot decode as a JPEG (", err.message, ")"));
@@ -65,22 +67,44 @@ RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, in
   // CMYK and YCCK (libjpeg turns YCCK into CMYK) as CMYK, then RGB as Pillow makes it; anything
   // else as RGB, grayscale repeated into three channels, as convert("RGB").
   const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  const size_t in_channels = cmyk ? 4 : 3;
   info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   info.dct_method = JDCT_ISLOW;
   info.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&info);
-  image.width = static_cast<int>(info.output_width);
-  image.height = static_cast<int>(info.output_height);
-  const size_t width = static_cast<size_t>(image.width);
-  image.pixels.resize(width * static_cast<size_t>(image.height) * 3);
-  four.resize(cmyk ? width * 4 : 0);
-  while (info.output_scanline < info.output_height) {
-    uint8_t* out = image.pixels.data() + static_cast<size_t>(info.output_scanline) * width * 3;
-    JSAMPROW row = cmyk ? four.data() : out;
-    jpeg_read_scanlines(&info, &row, 1);
-    for (size_t x = 0; cmyk && x < width; ++x)
-      for (size_t c = 0; c < 3; ++c) out[3 * x + c] = from_stored_cmyk(four[4 * x + c], four[4 * x + 3]);
+  const int W = static_cast<int>(info.output_width), H = static_cast<int>(info.output_height);
+  const CropBox box = region ? region(W, H) : CropBox{0, 0, W, H};
+  RT_ASSERT(box.x >= 0 && box.y >= 0 && box.width >= 1 && box.height >= 1 && box.x + box.width <= W &&
+            box.y + box.height <= H);
+  // Note [Crop-region decoding]: the box widened by a pixel on each side (the smooth chroma
+  // upsampling reads a neighbour), its columns rounded out to whole iMCUs by jpeg_crop_scanline,
+  // the rows above skipped, the rows below skipped too (still entropy-decoded, so damage anywhere
+  // in the file is found as a whole decode finds it).
+  const int y0 = std::max(0, box.y - 1), y1 = std::min(H, box.y + box.height + 1);
+  JDIMENSION x0 = static_cast<JDIMENSION>(std::max(0, box.x - 1));
+  JDIMENSION columns = static_cast<JDIMENSION>(std::min(W, box.x + box.width + 1)) - x0;
+  if (columns < static_cast<JDIMENSION>(W)) jpeg_crop_scanline(&info, &x0, &columns);
+  if (y0 > 0) jpeg_skip_scanlines(&info, static_cast<JDIMENSION>(y0));
+  image.width = box.width;
+  image.height = box.height;
+  const size_t out_width = static_cast<size_t>(box.width), skip = static_cast<size_t>(box.x) - x0;
+  image.pixels.resize(out_width * static_cast<size_t>(box.height) * 3);
+  row.resize(static_cast<size_t>(columns) * in_channels);
+  while (static_cast<int>(info.output_scanline) < y1) {
+    const int y = static_cast<int>(info.output_scanline);
+    JSAMPROW rows = row.data();
+    jpeg_read_scanlines(&info, &rows, 1);
+    if (y < box.y || y >= box.y + box.height) continue;
+    const uint8_t* in = row.data() + skip * in_channels;
+    uint8_t* out = image.pixels.data() + static_cast<size_t>(y - box.y) * out_width * 3;
+    if (!cmyk) {
+      std::copy(in, in + out_width * 3, out);
+      continue;
+    }
+    for (size_t x = 0; x < out_width; ++x)
+      for (size_t c = 0; c < 3; ++c) out[3 * x + c] = from_stored_cmyk(in[4 * x + c], in[4 * x + 3]);
   }
+  if (y1 < H) jpeg_skip_scanlines(&info, static_cast<JDIMENSION>(H - y1));
   jpeg_finish_decompress(&info);
   const bool damaged = err.pub.num_warnings > 0;
   jpeg_destroy_decompress(&info);

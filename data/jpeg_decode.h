@@ -5,18 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
 #include "data/image_decode.h"
+#include "data/image_transforms.h"
 
 namespace rt {
 
-// The image in RGB (CMYK and YCCK converted as Pillow converts them). Corrupt or truncated data
-// is an rt::Error naming `name`, not a partly gray image, and so is a frame declaring more than
-// `max_pixels` (Note [Pixel budget]).
+// Which part of an image to decode, chosen from its width and height once the header is read.
+using RegionChooser = std::function<CropBox(int width, int height)>;
+
+// The image in RGB (CMYK and YCCK converted as Pillow converts them), or with `region` only the
+// box it chooses: the same pixels as the whole image cropped, decoded faster (Note [Crop-region
+// decoding] in jpeg_decode.cpp). Corrupt or truncated data anywhere in the file is an rt::Error
+// naming `name`, not a partly gray image, and so is a frame declaring more than `max_pixels`
+// (Note [Pixel budget]).
 RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name,
-                     int64_t max_pixels = kDefaultMaxImagePixels);
+                     int64_t max_pixels = kDefaultMaxImagePixels, const RegionChooser& region = {});
 
 inline bool looks_like_jpeg(std::span<const uint8_t> bytes) {
   return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;

@@ -1,0 +1,125 @@
+// Note [Crop-region decoding]: decoding a JPEG's box gives exactly the pixels of decoding the whole
+// image and cropping the box, for every chroma subsampling, grayscale, CMYK, progressive and
+// restart-marker files of odd sizes, 1,000 random boxes each (files written here with
+// libjpeg-turbo's encoder); and a training sample made that way equals the one made from the whole
+// decode.
+#include <gtest/gtest.h>
+#include <jpeglib.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "data/image_sample.h"
+#include "data/image_transforms.h"
+#include "data/jpeg_decode.h"
+
+namespace rt {
+namespace {
+
+struct Variant {
+  const char* name;
+  int width, height;
+  J_COLOR_SPACE space;  // of the input: JCS_RGB, JCS_GRAYSCALE or JCS_CMYK
+  int h_samp, v_samp;   // the first component's sampling factors (the others 1)
+  bool progressive;
+  int restart_rows;
+};
+
+std::vector<uint8_t> encode(const Variant& v) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &out, &size);
+  c.image_width = static_cast<JDIMENSION>(v.width);
+  c.image_height = static_cast<JDIMENSION>(v.height);
+  c.input_components = v.space == JCS_GRAYSCALE ? 1 : v.space == JCS_CMYK ? 4 : 3;
+  c.in_color_space = v.space;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 85, TRUE);
+  c.comp_info[0].h_samp_factor = v.h_samp;
+  c.comp_info[0].v_samp_factor = v.v_samp;
+  for (int k = 1; k < c.num_components; ++k) c.comp_info[k].h_samp_factor = c.comp_info[k].v_samp_factor = 1;
+  if (v.progressive) jpeg_simple_progression(&c);
+  c.restart_in_rows = v.restart_rows;
+  jpeg_start_compress(&c, TRUE);
+  std::vector<uint8_t> row(static_cast<size_t>(v.width * c.input_components));
+  while (c.next_scanline < c.image_height) {
+    const int y = static_cast<int>(c.next_scanline);
+    for (int x = 0; x < v.width; ++x)
+      for (int k = 0; k < c.input_components; ++k)  // smooth ramps, edges and noise: JPEG's hard cases
+        row[static_cast<size_t>(x * c.input_components + k)] = static_cast<uint8_t>(
+            (x * (3 + k) + y * (5 - k) + ((x / 17 + y / 11) % 2) * 90 + (x * 7919 + y * 104729 + k * 31) % 23) % 256);
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::vector<uint8_t> bytes(out, out + size);
+  std::free(out);
+  return bytes;
+}
+
+const Variant kVariants[] = {
+    {"4:4:4", 203, 157, JCS_RGB, 1, 1, false, 0},
+    {"4:2:2", 201, 151, JCS_RGB, 2, 1, false, 0},
+    {"4:2:0", 199, 163, JCS_RGB, 2, 2, false, 0},
+    {"4:4:0", 97, 131, JCS_RGB, 1, 2, false, 0},
+    {"grayscale", 187, 149, JCS_GRAYSCALE, 1, 1, false, 0},
+    {"progressive 4:2:0", 211, 141, JCS_RGB, 2, 2, true, 0},
+    {"restart markers 4:2:0", 193, 167, JCS_RGB, 2, 2, false, 1},
+    {"CMYK", 121, 89, JCS_CMYK, 1, 1, false, 0},
+};
+
+TEST(CropRegionDecode, EveryBoxEqualsTheWholeDecodeCropped) {
+  for (const Variant& v : kVariants) {
+    const std::vector<uint8_t> bytes = encode(v);
+    const RgbImage whole = decode_jpeg(bytes, v.name);
+    ASSERT_EQ(whole.width, v.width) << v.name;
+    Rng rng(7, 1, 0);
+    int differing = 0;
+    for (int k = 0; k < 1000; ++k) {
+      CropBox box;
+      box.x = static_cast<int>(rng.uniform() * v.width);
+      box.y = static_cast<int>(rng.uniform() * v.height);
+      box.width = 1 + static_cast<int>(rng.uniform() * (v.width - box.x));
+      box.height = 1 + static_cast<int>(rng.uniform() * (v.height - box.y));
+      if (k == 0) box = {0, 0, v.width, v.height};
+      if (k == 1) box = {v.width - 1, v.height - 1, 1, 1};
+      const RgbImage part = decode_jpeg(bytes, v.name, kDefaultMaxImagePixels, [&](int w, int h) {
+        EXPECT_EQ(w, v.width);
+        EXPECT_EQ(h, v.height);
+        return box;
+      });
+      const RgbImage want = crop(whole, box);
+      if (part.width != want.width || part.height != want.height || part.pixels != want.pixels) {
+        if (differing++ < 3)
+          ADD_FAILURE() << v.name << ": box " << box.x << "," << box.y << " " << box.width << "x" << box.height
+                        << " differs from the whole decode cropped";
+      }
+    }
+    EXPECT_EQ(differing, 0) << v.name;
+  }
+}
+
+TEST(CropRegionDecode, ATrainingSampleEqualsTheOneFromTheWholeImage) {
+  const std::vector<uint8_t> bytes = encode(kVariants[2]);
+  ImageSampleOptions o;
+  o.size = 64;
+  ImageSampleOptions whole = o;
+  whole.crop_region_decode = false;
+  for (int64_t sample = 0; sample < 50; ++sample) {
+    const RgbImage a = sample_image(bytes, "x.jpg", o, /*training=*/true, 3, 1, sample);
+    const RgbImage b = sample_image(bytes, "x.jpg", whole, /*training=*/true, 3, 1, sample);
+    const RgbImage c = transform_image(decode_jpeg(bytes, "x.jpg"), o, /*training=*/true, 3, 1, sample);
+    ASSERT_EQ(a.pixels, b.pixels) << "sample " << sample;
+    ASSERT_EQ(b.pixels, c.pixels) << "sample " << sample;
+  }
+}
+
+}  // namespace
+}  // namespace rt
