@@ -47,6 +47,16 @@ Config rank_config(const std::string& test, int64_t batch_per_rank) {
 
 std::vector<float> arena(Graph& g) { return std::vector<float>(g.param_arena(), g.param_arena() + g.arena_floats()); }
 
+// The same parameters and momentum, bit for bit; returns the momentum checked.
+std::vector<float> expect_same_parameters_and_momentum(Trainer& got, Trainer& want) {
+  const int64_t n = got.graph().arena_floats();
+  EXPECT_EQ(arena(got.graph()), arena(want.graph()));
+  const float* m = got.optimizer().momentum_arena();
+  const float* w = want.optimizer().momentum_arena();
+  EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(w, w + n));
+  return std::vector<float>(m, m + n);
+}
+
 TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
   const World& w = World::get();
   std::ostringstream log;
@@ -93,12 +103,8 @@ TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate)
   sharded.train();
   Trainer reference(full, log, w);
   reference.train();
-  const int64_t n = sharded.graph().arena_floats();
-  EXPECT_EQ(arena(sharded.graph()), arena(reference.graph()));
-  const float* m = sharded.optimizer().momentum_arena();
-  const float* want = reference.optimizer().momentum_arena();
-  EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(want, want + n));
-  EXPECT_TRUE(std::any_of(m, m + n, [](float x) { return x != 0; }));
+  const std::vector<float> m = expect_same_parameters_and_momentum(sharded, reference);
+  EXPECT_TRUE(std::any_of(m.begin(), m.end(), [](float x) { return x != 0; }));
 }
 
 // Note [Norms across shards]: LARS with each rank updating its own part, its weights' norms summed
@@ -124,11 +130,8 @@ void expect_sharded_lars_equals_whole(const std::string& test, Hierarchy hierarc
   Trainer reference(full, log, w);
   ASSERT_FALSE(reference.reducer()->updates_parameters());
   reference.train();
+  expect_same_parameters_and_momentum(sharded, reference);
   const int64_t n = sharded.graph().arena_floats();
-  EXPECT_EQ(arena(sharded.graph()), arena(reference.graph()));
-  const float* m = sharded.optimizer().momentum_arena();
-  const float* want = reference.optimizer().momentum_arena();
-  EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(want, want + n));
   // Some weight straddles two ranks' parts: the norms did cross ranks.
   EXPECT_GT(sharded.optimizer().norm_pieces(0, n).size(), static_cast<size_t>(4));
 }
