@@ -8,13 +8,11 @@
 # usage: folder_accuracy_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-idx=/usr/share/datasets/fashion-mnist
-python=/usr/bin/python3
-[[ -f $idx/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST is not installed in $idx"; exit 77; }
-$python -c "import numpy, PIL" 2> /dev/null || { echo "SKIP: $python lacks numpy or PIL for the export"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_folder_accuracy_XXXXXX)
 trap 'rm -rf "$work"' EXIT
-$python "$src/datasets/fashion_mnist_to_folders.py" "$work/folders" > /dev/null || exit 1
+fashion_mnist_folders "$work/folders" || exit 1
 
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=4 --set log.progress=none)
 top1() { sed -n 's/^epoch 4\/4: .*| test loss [0-9.]* top-1 \([0-9.]*\)%.*/\1/p'; }

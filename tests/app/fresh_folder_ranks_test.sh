@@ -6,13 +6,11 @@
 # usage: fresh_folder_ranks_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
-idx=/usr/share/datasets/fashion-mnist
-python=/usr/bin/python3
-[[ -f $idx/train-images-idx3-ubyte.gz ]] || { echo "SKIP: Fashion-MNIST is not installed in $idx"; exit 77; }
-$python -c "import numpy, PIL" 2> /dev/null || { echo "SKIP: $python lacks numpy or PIL for the export"; exit 77; }
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_fresh_folder_XXXXXX)
 trap 'pkill -9 -f "$work/" 2>/dev/null; rm -rf "$work"' EXIT
-$python "$src/datasets/fashion_mnist_to_folders.py" "$work/folders" --limit 40 > /dev/null || exit 1
+fashion_mnist_folders "$work/folders" 40 || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 for run in $(seq 10); do
   rm -f "$work"/folders/{train,val}/.ringtrain_index.tsv

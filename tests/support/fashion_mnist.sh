@@ -17,6 +17,16 @@ require_fashion_mnist() {
   have_fashion_mnist || { echo "SKIP: Fashion-MNIST not installed in $fashion_mnist"; exit 77; }
 }
 
+# fashion_mnist_folders DIR [LIMIT]: exports Fashion-MNIST as PNG class folders into DIR (train/
+# and val/, LIMIT images per split, all without) with /usr/bin/python3; exits 77 (skipped) where
+# that python lacks numpy or PIL for the export.
+fashion_mnist_folders() {
+  local python=/usr/bin/python3 limit=()
+  [[ $# -ge 2 ]] && limit=(--limit "$2")
+  $python -c "import numpy, PIL" 2> /dev/null || { echo "SKIP: $python lacks numpy or PIL for the export"; exit 77; }
+  $python "$fashion_mnist_support/../../datasets/fashion_mnist_to_folders.py" "$1" "${limit[@]}" > /dev/null
+}
+
 # subset_data_args DIR: sets the array subset_data to the --set arguments that read the IDX subset
 # in DIR (as fashion_mnist_subset writes it) instead of the whole data set.
 subset_data_args() {
