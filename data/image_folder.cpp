@@ -1,9 +1,6 @@
 #include "data/image_folder.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -11,7 +8,7 @@
 #include <sstream>
 
 #include "base/check.h"
-#include "base/stderr_line.h"
+#include "data/index_cache.h"
 
 namespace fs = std::filesystem;
 
@@ -39,13 +36,6 @@ std::vector<fs::path> class_folders(const fs::path& root) {
   return dirs;
 }
 
-// -1 where p cannot be asked (gone): a cache naming it never matches.
-int64_t mtime_ns(const fs::path& p) {
-  std::error_code ec;
-  const auto t = fs::last_write_time(p, ec);
-  return ec ? -1 : std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
 // Parses index text (image_index_text). With dirs, false unless it was written for exactly these
 // class folders, each with the time it had then (a class added or removed, a file added to or
 // removed from one); without, false only where it is malformed.
@@ -62,7 +52,7 @@ bool parse_index(std::istream& in, const std::vector<fs::path>* dirs, ImageIndex
       std::getline(fields, time, '\t');
       std::getline(fields, name);
       if (dirs && (classes >= dirs->size() || (*dirs)[classes].filename() != name ||
-                   std::to_string(mtime_ns((*dirs)[classes])) != time))
+                   std::to_string(mtime_ns((*dirs)[classes].string())) != time))
         return false;
       index.classes.push_back(name);
       ++classes;
@@ -79,39 +69,12 @@ bool parse_index(std::istream& in, const std::vector<fs::path>* dirs, ImageIndex
   return (!dirs || classes == dirs->size()) && classes > 0 && !in.bad();
 }
 
-// Note [One index at a time]: the ranks of a job, or several jobs, may find no valid cache at the
-// same moment and each write one, even from several hosts on one file system. Each writes a file
-// whose name no other writer uses (host, process, call) and renames it over the cache: rename is
-// atomic, so a reader sees a whole index, and the last writer wins with the same contents. A
-// cache that cannot be written (a read-only data set) is reported and the scan used.
-void write_cache(const fs::path& cache, const ImageIndex& index) {
-  static std::atomic<int> calls{0};
-  char host[256] = "host";
-  gethostname(host, sizeof host - 1);
-  const fs::path tmp = str_cat(cache.string(), ".", host, ".", ::getpid(), ".", calls++, ".tmp");
-  const auto give_up = [&](const std::string& why) {
-    stderr_line(
-        str_cat("ringtrain: warning: cannot write the image index cache ", cache, " (", why, "); using the scan"));
-    std::error_code ec;
-    fs::remove(tmp, ec);
-  };
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << image_index_text(index);
-    out.flush();
-    if (!out.good()) return give_up("writing failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, cache, ec);
-  if (ec) give_up(ec.message());
-}
-
 }  // namespace
 
 std::string image_index_text(const ImageIndex& index) {
   std::string text = str_cat(kCacheHeader, "\n");
   for (const std::string& c : index.classes)
-    text += str_cat("class\t", mtime_ns(fs::path(index.root) / c), "\t", c, "\n");
+    text += str_cat("class\t", mtime_ns((fs::path(index.root) / c).string()), "\t", c, "\n");
   for (size_t i = 0; i < index.files.size(); ++i) text += str_cat(index.labels[i], "\t", index.files[i], "\n");
   return text;
 }
@@ -154,7 +117,7 @@ ImageIndex load_image_index(const std::string& root, std::string cache_path, boo
     if (parse_index(in, &dirs, cached)) return cached;
   }
   ImageIndex index = scan_image_folder(root);
-  write_cache(cache_path, index);
+  write_index_cache(cache_path, image_index_text(index));
   return index;
 }
 
