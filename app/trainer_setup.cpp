@@ -23,6 +23,7 @@
 #include "base/test_fault.h"
 #include "data/image_folder_batches.h"
 #include "data/sampler.h"
+#include "data/shard_index.h"
 #include "dist/cuda/device_collective.h"
 #include "dist/gpu_choice.h"
 #include "models/registry.h"
@@ -35,7 +36,8 @@ std::string data_path(const DataConfig& d, const std::string& file) {
   return (std::filesystem::path(d.dir) / file).string();
 }
 
-// data.source = "imagefolder": the training or evaluation tree (its index), its transforms from the config.
+// data.source = "imagefolder" or "shards": the training or evaluation set (its index), its
+// transforms from the config.
 std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
                                                bool training, uint64_t seed, int workers,
                                                std::function<void(const std::string&)> warn) {
@@ -136,16 +138,33 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 // folder and writes the cache, and hands the index to the other ranks. A file system then sees one
 // listing of 1.28 M files per job, not one per rank; no two ranks race to write one cache; and
 // every rank samples from the same list, even if files change while the job starts.
+// Shards are indexed the same way (their offsets, not a listing).
 ImageIndex Trainer::shared_index(const std::string& root) {
-  if (world_.size() == 1) return load_image_index(root, "", config_.data.rebuild_index);
-  std::string text;
+  const bool shards = config_.data.source == DataSource::kShards;
+  const auto load = [&] {
+    return shards ? load_shard_index(root, "", config_.data.rebuild_index)
+                  : load_image_index(root, "", config_.data.rebuild_index);
+  };
   ImageIndex index;
-  if (world_.rank() == 0) {
-    index = load_image_index(root, "", config_.data.rebuild_index);
-    text = image_index_text(index);
+  if (world_.size() == 1) {
+    index = load();
+  } else {
+    std::string text;
+    if (world_.rank() == 0) {
+      index = load();
+      text = shards ? shard_index_text(index) : image_index_text(index);
+    }
+    world_.broadcast(text, 0, watched(str_cat("rank 0's index of ", root)));
+    if (world_.rank() != 0) index = shards ? shard_index_from_text(root, text) : image_index_from_text(root, text);
   }
-  world_.broadcast(text, 0, watched(str_cat("rank 0's index of ", root)));
-  return world_.rank() == 0 ? index : image_index_from_text(root, text);
+  if (shards) leave_out_labels_from(index, config_.model.num_classes);
+  // What indexing left out: every rank stops alike, or rank 0 alone names each once.
+  const DataConfig& d = config_.data;
+  if (!index.left_out.empty() && d.on_bad_file == BadFilePolicy::kError)
+    throw Error(str_cat(index.left_out[0], " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
+  if (world_.rank() == 0)
+    for (const std::string& why : index.left_out) rank_warning(world_)(str_cat("left out of the index: ", why));
+  return index;
 }
 
 void Trainer::open_data(int workers) {
@@ -155,7 +174,7 @@ void Trainer::open_data(int workers) {
     input_shape_ = usual_input(config_);
     return;
   }
-  if (d.source == DataSource::kImageFolder) {
+  if (decodes_images(d.source)) {
     train_ = open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, /*training=*/true,
                                static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
     test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, /*training=*/false, 0,
@@ -323,7 +342,7 @@ void Trainer::print_start(const ThreadSplit& split) const {
            : split.compute_how.empty() ? world_.cpu_share().how
                                        : str_cat(split.compute_how, "; ", world_.cpu_share().how))
        << ")"
-       << (config.data.source == DataSource::kImageFolder
+       << (decodes_images(config.data.source)
                ? str_cat(", ", split.decoding, " decoding threads (", split.decoding_how, ")")
                : std::string())
        << ", global batch " << config.train.batch_per_rank * config.train.accumulate_steps * world_.size() << " ("

@@ -16,6 +16,7 @@ std::string usage() {
          "       ringtrain info --model NAME [--input SIZE]\n"
          "       ringtrain forward (--model NAME | --config FILE) --weights W --batch B --out O [--backward] [--eval]\n"
          "       ringtrain predict --config FILE --weights W --image PATH [PATH ...]\n"
+         "       ringtrain pack --from DIR --to OUT [--shard-mb N]\n"
          "       ringtrain ring-demo --ranks P [--hosts H] --elements N\n"
          "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P] "
          "[--suggest]\n"
@@ -29,6 +30,8 @@ std::string usage() {
          "           --eval uses running batch-norm statistics\n"
          "  predict  the top-5 classes of each image, with probabilities, through the config's evaluation\n"
          "           transform (shorter side resized, centre crop); W: a checkpoint or state dict\n"
+         "  pack     DIR/train and DIR/val (image folders) as tar shards of at most N MiB (default 256)\n"
+         "           in OUT/train and OUT/val, for data.source = \"shards\" with data.dir = OUT\n"
          "  ring-demo  the ring-allreduce of N numbers on P simulated ranks, step by step, from the\n"
          "           trainer's own schedule (P 2..8, N 1..32); --hosts H: the two-level ring over H hosts\n"
          "  simulate the predicted step time and scaling efficiency of the config's model and [dist]\n"
@@ -66,7 +69,7 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   if (i < argc) {
     const std::string_view first = argv[i];
     if (first == "train" || first == "eval" || first == "bench" || first == "forward" || first == "predict" ||
-        first == "info" || first == "ring-demo" || first == "simulate") {
+        first == "pack" || first == "info" || first == "ring-demo" || first == "simulate") {
       a.command = first;
       ++i;
     } else if (first == "help" || first == "--help" || first == "-h") {
@@ -102,6 +105,15 @@ CliArgs parse_cli(int argc, const char* const* argv) {
     } else if (arg == "--image") {
       a.images.push_back(value(arg));
       while (i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0) a.images.emplace_back(argv[++i]);
+    } else if (arg == "--from" && a.command == "pack") {
+      a.pack_from = value(arg);
+    } else if (arg == "--to" && a.command == "pack") {
+      a.pack_to = value(arg);
+    } else if (arg == "--shard-mb" && a.command == "pack") {
+      const std::string v = value(arg);
+      const std::optional<double> mb = number(v);
+      RT_CHECK(mb && *mb > 0, "--shard-mb expects a shard size in MiB (more than 0), got '", v, "'");
+      a.shard_mb = *mb;
     } else if (arg == "--backward") {
       a.backward = true;
     } else if (arg == "--eval") {
@@ -154,6 +166,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
   } else if (a.command == "predict") {
     RT_CHECK(!a.config_path.empty() && !a.weights.empty() && !a.images.empty(),
              "ringtrain predict needs --config FILE, --weights FILE and --image PATH...\n", usage());
+  } else if (a.command == "pack") {
+    RT_CHECK(!a.pack_from.empty() && !a.pack_to.empty(), "ringtrain pack needs --from DIR and --to OUT\n", usage());
   } else if (a.command == "simulate") {
     RT_CHECK(!a.config_path.empty() && !a.rank_list.empty() && !a.network.empty(),
              "ringtrain simulate needs --config FILE, --ranks P1,P2,... and --network FILE\n", usage());

@@ -1,4 +1,4 @@
-// Command-line parsing: `ringtrain [train|eval|bench|forward|predict|info|ring-demo|simulate] --config FILE
+// Command-line parsing: `ringtrain [train|eval|bench|forward|predict|pack|info|ring-demo|simulate] --config FILE
 // [--set table.key=value ...] [--resume DIR | --auto-resume]`. `train` when the subcommand is left out, so
 // `mpirun ringtrain --config X` trains. Bad arguments are rt::Error with the usage hint.
 #pragma once
@@ -10,7 +10,7 @@ namespace rt {
 
 struct CliArgs {
   std::string command =
-      "train";  // train | eval | bench | forward | predict | info | ring-demo | simulate | help | version
+      "train";  // train | eval | bench | forward | predict | pack | info | ring-demo | simulate | help | version
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume_dir;
@@ -28,6 +28,8 @@ struct CliArgs {
   std::string network;              // simulate --network FILE
   double cycle_ms = 0;              // simulate --cycle-ms C
   bool suggest = false;             // simulate --suggest
+  std::string pack_from, pack_to;   // pack --from DIR --to OUT
+  double shard_mb = 256;            // pack --shard-mb N
   std::string profile;              // bench --profile FILE (writes), simulate --profile FILE (reads)
 };
 

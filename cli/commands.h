@@ -15,5 +15,6 @@ Config config_of(const CliArgs& args);
 int info_command(const CliArgs& args);   // cli/info.cpp: the build, the model table, a planned model
 int train_command(const CliArgs& args);  // cli/train.cpp: trains (the default command)
 int eval_command(const CliArgs& args);   // cli/eval.cpp: a checkpoint on the test set
+int pack_command(const CliArgs& args);   // cli/pack.cpp: an image folder as tar shards
 
 }  // namespace rt

@@ -58,6 +58,7 @@ int run(const CliArgs& args) {
   }
 
   if (args.command == "eval") return eval_command(args);
+  if (args.command == "pack") return pack_command(args);
   if (args.command == "bench") {
     Trainer trainer(load_config(args.config_path, args.overrides), std::cout, World::get());
     run_bench(trainer, std::cout, args.profile);

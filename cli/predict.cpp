@@ -14,20 +14,21 @@
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "data/image_folder.h"
+#include "data/shard_index.h"
 #include "formats/safetensors.h"
 #include "models/registry.h"
 
 namespace rt {
 namespace {
 
-// The image folder's class names, from the evaluation tree's index (cached), else its training tree's.
+// The image folder's or shards' class names, from the evaluation tree's index (cached), else its training tree's.
 std::vector<std::string> class_names(const DataConfig& d, int64_t classes) {
   std::vector<std::string> names;
-  if (d.source == DataSource::kImageFolder) {
+  if (decodes_images(d.source)) {
     for (const std::string& folder : {d.val_folder, d.train_folder}) {
       const std::string root = (std::filesystem::path(d.dir) / folder).string();
       if (std::filesystem::is_directory(root)) {
-        names = load_image_index(root).classes;
+        names = d.source == DataSource::kShards ? load_shard_index(root).classes : load_image_index(root).classes;
         break;
       }
     }
@@ -44,7 +45,7 @@ std::string run_predict(const Config& c, const std::string& weights_path, const 
 
   // An IDX-trained model reads what its data had: the model's usual channels and size.
   DataConfig d = c.data;
-  if (d.source != DataSource::kImageFolder) {
+  if (!decodes_images(d.source)) {
     const Shape usual = find_model(c.model.name).default_input;
     d.channels = usual[0];
     if (d.image_size == 0) d.image_size = usual[1];

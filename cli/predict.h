@@ -1,7 +1,7 @@
 // ringtrain predict: the top-5 classes of each image file, with probabilities, from trained
 // weights (a checkpoint or any state dict the model loads), through the evaluation transform of
 // the config's [data] table: resize the shorter side, centre crop, normalise. Class names are
-// the image folder's (data.source = "imagefolder"), else "class N".
+// the image folder's or shards' (data.source = "imagefolder" or "shards"), else "class N".
 #pragma once
 
 #include <string>

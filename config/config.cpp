@@ -53,7 +53,7 @@ std::vector<Broken> broken_rules(const Config& c) {
   for (const auto& [name, range] : {std::pair{"data.crop_scale", &d.crop_scale}, {"data.crop_ratio", &d.crop_ratio}})
     rule(range->size() == 2 && (*range)[0] <= (*range)[1], name, name, "'", name, "' must be [lowest, highest], got ",
          range->size(), " value(s)", range->size() == 2 ? " in decreasing order" : "");
-  if (d.source == DataSource::kImageFolder) {
+  if (decodes_images(d.source)) {
     rule(d.channels == 1 || d.channels == 3, "data.channels", "data.channels", "'data.channels' must be 1 or 3, got ",
          d.channels);
     rule(static_cast<int64_t>(d.mean.size()) == d.channels, "data.mean", "data.mean", "'data.mean' has ", d.mean.size(),

@@ -16,13 +16,28 @@
 
 namespace rt {
 
+// Where a sample's bytes lie inside a container file (a tar shard: data/shard_index.h).
+struct RecordSpan {
+  uint32_t container = 0;  // index into ImageIndex::containers
+  uint64_t offset = 0, size = 0;
+};
+
 struct ImageIndex {
   std::string root;
   std::vector<std::string> classes;
-  std::vector<std::string> files;  // relative to root
-  std::vector<int32_t> labels;     // per file
+  std::vector<std::string> files;  // per sample: relative to root, or the member's name in its container
+  std::vector<int32_t> labels;     // per sample
+  // Sources of records only: the container files (relative to root) and each sample's span.
+  std::vector<std::string> containers;
+  std::vector<RecordSpan> spans;
+  // Members left out of the index (no label, damaged shard...), a message naming each.
+  std::vector<std::string> left_out;
 
-  std::string path(size_t i) const { return root + "/" + files[i]; }
+  bool records() const { return !containers.empty(); }
+  // What a message names: the file, or "ROOT/SHARD:MEMBER".
+  std::string path(size_t i) const {
+    return records() ? root + "/" + containers[spans[i].container] + ":" + files[i] : root + "/" + files[i];
+  }
 };
 
 // The index as text, as the cache holds it (its class folders' times included), and back: what

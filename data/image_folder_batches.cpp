@@ -39,6 +39,7 @@ void ImageFolderBatches::start(int64_t epoch, std::vector<int64_t> indices, int6
   batch_ = batch;
   total_ = static_cast<int64_t>(indices_.size()) / batch;
   claimed_ = delivered_ = 0;
+  files_.new_pass();
   skipped_this_pass_.clear();
   error_ = nullptr;
   const size_t floats = static_cast<size_t>(batch * o_.sample.floats());
@@ -85,8 +86,8 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
     try {
       // The transform's randomness stays the asked-for sample's, whichever file stands in for it.
       const std::string path = index_.path(file);
-      normalize_sample(sample_image(read_file_bytes(path), path, o_.sample, o_.training, o_.seed, epoch, sample),
-                       o_.sample, image);
+      normalize_sample(sample_image(files_.read(file), path, o_.sample, o_.training, o_.seed, epoch, sample), o_.sample,
+                       image);
       *label = index_.labels[file];
       return;
     } catch (const Error& e) {

@@ -1,4 +1,4 @@
-// Batches from an image folder (image_folder.h), made by a pool of worker threads ahead of the
+// Batches from an image folder (image_folder.h) or tar shards (shard_index.h), made by a pool of worker threads ahead of the
 // training loop: each worker claims the next batch number, decodes and transforms its samples
 // (image_sample.h) into a free slot of a bounded ring, and the loop takes the slots in order.
 // A batch's contents depend only on (seed, epoch, sample indices), never on which worker made it
@@ -22,6 +22,7 @@
 #include "data/batch_source.h"
 #include "data/image_folder.h"
 #include "data/image_sample.h"
+#include "data/sample_files.h"
 
 namespace rt {
 
@@ -49,6 +50,9 @@ class ImageFolderBatches final : public BatchSource {
   double next(float* images, int32_t* labels) override;
   int64_t skipped() const override;
 
+  // Files opened so far (a folder's images, or shards once per pass).
+  int64_t files_opened() const { return files_.files_opened(); }
+
   // One sample as a worker makes it (with bad files skipped); for tests and `ringtrain predict`.
   void make_sample(int64_t epoch, int64_t sample, float* image, int32_t* label);
 
@@ -62,6 +66,7 @@ class ImageFolderBatches final : public BatchSource {
   bool can_claim() const;  // under mu_
 
   ImageIndex index_;
+  SampleFiles files_{index_};
   FolderBatchOptions o_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, ready_cv_;

@@ -232,7 +232,7 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[eval]\nevery_epochs = 0", "'eval.every_epochs' = 0 is out of range: expected >= 1"},
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
       {"[checkpoint]\nevery_epochs = 0", "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
-      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic"},
+      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic, shards"},
       {"[data]\ntail = \"keep\"", "'data.tail' = \"keep\" is not one of: drop, pad"},
       {"[log]\nprogress = \"fancy\"", "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
       {"[train]\ndevice = \"gpu\"", "'train.device' = \"gpu\" is not one of: cpu, cuda"},

@@ -1,0 +1,66 @@
+#include "data/sample_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/check.h"
+#include "data/image_decode.h"
+
+namespace rt {
+
+SampleFiles::SampleFiles(const ImageIndex& index) : index_(index), fds_(index.containers.size(), -1) {}
+
+SampleFiles::~SampleFiles() { new_pass(); }
+
+void SampleFiles::new_pass() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int& fd : fds_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+int64_t SampleFiles::files_opened() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opened_;
+}
+
+int SampleFiles::container(uint32_t c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fds_[c] < 0) {
+    const std::string path = index_.root + "/" + index_.containers[c];
+    fds_[c] = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    RT_CHECK(fds_[c] >= 0, "cannot open shard '", path, "': ", std::strerror(errno));
+    ++opened_;
+  }
+  return fds_[c];
+}
+
+std::vector<uint8_t> SampleFiles::read(size_t sample) {
+  if (!index_.records()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++opened_;
+    }
+    return read_file_bytes(index_.path(sample));
+  }
+  const RecordSpan& span = index_.spans[sample];
+  const int fd = container(span.container);
+  std::vector<uint8_t> bytes(span.size);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t got = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(span.offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    RT_CHECK(got >= 0, index_.path(sample), ": cannot read ", span.size, " bytes at offset ", span.offset, ": ",
+             std::strerror(errno));
+    RT_CHECK(got > 0, index_.path(sample), ": the shard ends before the member's ", span.size, " bytes at offset ",
+             span.offset, ": the index no longer matches the shard (data.rebuild_index = true rebuilds it)");
+    done += static_cast<size_t>(got);
+  }
+  return bytes;
+}
+
+}  // namespace rt

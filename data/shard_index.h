@@ -1,0 +1,35 @@
+// The index of a folder of tar shards in WebDataset's layout (data.source = "shards"): ROOT's
+// *.tar files in file-name order, each holding samples as consecutive members that share a key
+// (the member's path up to the first dot of its file name): the image, <key>.jpg or another
+// image extension, and <key>.cls, the class index as decimal text. Other members (.json, .txt)
+// are ignored. ROOT/classes.txt, where present, names the classes one per line (what
+// `ringtrain pack` writes); without it the classes are "0" to the largest label.
+//
+// Indexing reads each shard's headers and labels once; the index (each sample's shard, offset
+// and size) is cached in ROOT/.ringtrain_shards.tsv, as a folder's file list is, and reused while
+// every shard and classes.txt keep their sizes and modification times. A sample that cannot be
+// indexed (no label, a label that is not a class, no image, a truncated shard's tail) is left
+// out and named in ImageIndex::left_out, for the caller to warn about or refuse
+// (data.on_bad_file).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "data/image_folder.h"
+
+namespace rt {
+
+// Scans root (no cache). rt::Error naming root where it holds no shards.
+ImageIndex scan_shard_folder(const std::string& root);
+// The index from cache_path ("" = ROOT/.ringtrain_shards.tsv) when that still matches the shards,
+// else scanned and written there atomically (Note [One index at a time] in data/image_folder.cpp).
+ImageIndex load_shard_index(const std::string& root, std::string cache_path = "", bool rebuild = false);
+// The index as text, as the cache holds it, and back (what rank 0 hands the other ranks).
+std::string shard_index_text(const ImageIndex& index);
+ImageIndex shard_index_from_text(const std::string& root, const std::string& text);
+// Moves the samples whose label is num_classes or more to left_out, naming each (without a
+// classes.txt, labels are checked against the model's classes).
+void leave_out_labels_from(ImageIndex& index, int64_t num_classes);
+
+}  // namespace rt

@@ -1,0 +1,162 @@
+#include "data/tar_members.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+constexpr uint64_t kBlock = 512;
+
+uint64_t padded(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock; }
+
+std::string field(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
+
+// An octal number, or GNU's base-256 (first byte's high bit set) for sizes of 8 GiB and more.
+bool parse_number(const unsigned char* p, size_t n, uint64_t& out) {
+  out = 0;
+  if (p[0] & 0x80) {
+    for (size_t i = 1; i < n; ++i) out = out << 8 | p[i];
+    return n - 1 <= 8 || p[1] == 0;
+  }
+  size_t i = 0;
+  while (i < n && p[i] == ' ') ++i;
+  bool any = false;
+  for (; i < n && p[i] >= '0' && p[i] <= '7'; ++i, any = true) out = out * 8 + (p[i] - '0');
+  return any && (i == n || p[i] == ' ' || p[i] == '\0');
+}
+
+// The header's checksum: its bytes summed with the checksum field read as spaces.
+bool checksum_holds(const std::array<unsigned char, kBlock>& h) {
+  uint64_t stored = 0;
+  if (!parse_number(h.data() + 148, 8, stored)) return false;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < kBlock; ++i) sum += (i >= 148 && i < 156) ? ' ' : h[i];
+  return sum == stored;
+}
+
+// PAX records, "<length> <key>=<value>\n": the path and size they override.
+void read_pax(const std::string& text, std::string& path, uint64_t& size, bool& has_size) {
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t space = text.find(' ', at);
+    if (space == std::string::npos) return;
+    const uint64_t length = std::strtoull(text.c_str() + at, nullptr, 10);
+    if (length == 0 || at + length > text.size()) return;
+    const std::string record = text.substr(space + 1, at + length - space - 2);  // without the newline
+    const size_t eq = record.find('=');
+    if (eq != std::string::npos) {
+      const std::string key = record.substr(0, eq), value = record.substr(eq + 1);
+      if (key == "path") path = value;
+      if (key == "size") {
+        size = std::strtoull(value.c_str(), nullptr, 10);
+        has_size = true;
+      }
+    }
+    at += length;
+  }
+}
+
+class File {
+ public:
+  explicit File(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    RT_CHECK(fd_ >= 0, "cannot open tar shard '", path, "': ", std::strerror(errno));
+    struct stat st {};
+    RT_CHECK(::fstat(fd_, &st) == 0, "cannot stat tar shard '", path, "': ", std::strerror(errno));
+    size_ = static_cast<uint64_t>(st.st_size);
+  }
+  ~File() { ::close(fd_); }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  uint64_t size() const { return size_; }
+  void read(uint64_t offset, void* out, size_t n) const {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd_, static_cast<char*>(out) + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      RT_CHECK(got > 0, "cannot read tar shard '", path_, "' at offset ", offset + done, ": ",
+               got < 0 ? std::strerror(errno) : "unexpected end of file");
+      done += static_cast<size_t>(got);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace
+
+TarListing list_tar_members(const std::string& path) {
+  const File file(path);
+  TarListing out;
+  std::string long_name, pax_path;  // for the next member only
+  uint64_t pax_size = 0;
+  bool pax_has_size = false;
+  uint64_t at = 0;
+  std::array<unsigned char, kBlock> h{};
+  while (at + kBlock <= file.size()) {
+    file.read(at, h.data(), kBlock);
+    if (std::all_of(h.begin(), h.end(), [](unsigned char c) { return c == 0; })) return out;  // the end blocks
+    const std::string where = str_cat("offset ", at, " of '", path, "'");
+    if (!checksum_holds(h)) {
+      out.damage = str_cat("the tar header at ", where, " fails its checksum (not a tar file, or damaged there)");
+      return out;
+    }
+    uint64_t size = 0;
+    if (!parse_number(h.data() + 124, 12, size)) {
+      out.damage = str_cat("the tar header at ", where, " has no readable size");
+      return out;
+    }
+    const char type = static_cast<char>(h[156]);
+    std::string name = field(reinterpret_cast<const char*>(h.data()), 100);
+    // POSIX ustar ("ustar\0") puts a path's leading part in prefix; GNU's "ustar " uses it otherwise.
+    if (std::memcmp(h.data() + 257, "ustar\0", 6) == 0) {
+      const std::string prefix = field(reinterpret_cast<const char*>(h.data()) + 345, 155);
+      if (!prefix.empty()) name = prefix + "/" + name;
+    }
+    if (pax_has_size) size = pax_size;
+    const uint64_t data = at + kBlock;
+    if (data + size > file.size()) {
+      out.damage = str_cat("member '", long_name.empty() ? (pax_path.empty() ? name : pax_path) : long_name, "' at ",
+                           where, " runs past the end of the file (", size, " bytes declared, ", file.size() - data,
+                           " left): the shard is truncated");
+      return out;
+    }
+    if (type == 'L' || type == 'x') {
+      std::string text(size, '\0');
+      file.read(data, text.data(), size);
+      if (type == 'L') {
+        long_name = field(text.data(), text.size());
+      } else {
+        read_pax(text, pax_path, pax_size, pax_has_size);
+      }
+    } else {
+      if (type == '0' || type == '\0' || type == '7') {
+        if (!pax_path.empty())
+          name = pax_path;
+        else if (!long_name.empty())
+          name = long_name;
+        out.members.push_back({name, data, size});
+      }
+      long_name.clear();
+      pax_path.clear();
+      pax_has_size = false;
+    }
+    at = data + padded(size);
+  }
+  if (at < file.size()) out.damage = str_cat("'", path, "' ends inside a tar header at offset ", at, ": truncated");
+  return out;
+}
+
+}  // namespace rt

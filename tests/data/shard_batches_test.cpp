@@ -1,0 +1,236 @@
+// Tar shards (data/shard_index.h) against the image folder they were made from: shards written by
+// Python's tarfile (GNU and PAX headers, long names) and by `ringtrain pack`'s writer give batches
+// byte-identical to the folder's with the same seed, and a pass opens each shard once; damaged
+// shards, members without labels or with labels out of range, and an index that no longer matches
+// its shard are named (shard and member) and left out, skipped, or refused.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "data/shard_index.h"
+#include "data/shard_writer.h"
+#include "data/tar_members.h"
+#include "tests/data/image_passes.h"
+#include "tests/data/test_folders.h"
+#include "tests/support/python_probe.h"
+
+namespace rt {
+namespace {
+
+using testing::fresh_dir;
+
+// tests/data/write_shards.py ROOT OUT args...; false where it failed.
+bool python_shards(const fs::path& root, const fs::path& out, const std::string& args) {
+  const std::string cmd = str_cat(testing::kPython, " " RT_SOURCE_DIR "/tests/data/write_shards.py ", root.string(),
+                                  " ", out.string(), " ", args);
+  return std::system(cmd.c_str()) == 0;
+}
+
+std::vector<int64_t> every(size_t n) {
+  std::vector<int64_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = static_cast<int64_t>(i);
+  return all;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& a, const std::string& b) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(a) != std::string::npos && l.find(b) != std::string::npos;
+  });
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(ShardBatches, PythonAndPackedShardsGiveTheFolderBatchesOpeningEachShardOncePerPass) {
+  if (const std::string& why = testing::python_unavailable("tarfile"); !why.empty()) GTEST_SKIP() << why;
+  const fs::path dir = fresh_dir("shards_same");
+  write_tree(dir / "tree", 8);
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "gnu", "--format gnu --per-shard 5"));
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "pax", "--format pax --per-shard 7 --long-names --classes"));
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "gnu_long", "--format gnu --per-shard 24 --long-names"));
+  const ImageIndex folder = load_image_index((dir / "tree").string());
+  pack_shards(folder, (dir / "packed").string(), "train", 8 * 1024);
+
+  const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22, 2, 4, 6, 8};
+  ImageFolderBatches want(folder, training_options(2));
+  FolderBatchOptions eval = training_options(2);
+  eval.training = false;
+  eval.sample.resize = 28;
+  ImageFolderBatches want_eval(folder, eval);
+  for (const char* kind : {"gnu", "pax", "gnu_long", "packed"}) {
+    SCOPED_TRACE(kind);
+    const ImageIndex shards = load_shard_index((dir / kind).string());
+    ASSERT_EQ(shards.files.size(), folder.files.size());
+    EXPECT_TRUE(shards.left_out.empty()) << shards.left_out[0];
+    EXPECT_EQ(shards.labels, folder.labels);
+    EXPECT_EQ(shards.classes.size(), 3u);
+    ImageFolderBatches got(shards, training_options(3));
+    for (int64_t epoch : {0, 1}) {
+      const int64_t opened = got.files_opened(), folder_opened = want.files_opened();
+      const Pass a = one_pass(want, epoch, order, 4), b = one_pass(got, epoch, order, 4);
+      EXPECT_EQ(a.images, b.images) << "epoch " << epoch;
+      EXPECT_EQ(a.labels, b.labels) << "epoch " << epoch;
+      // Each shard a pass reads is opened once in it, however many of its samples it reads.
+      std::vector<uint32_t> read;
+      for (int64_t i : order) read.push_back(shards.spans[static_cast<size_t>(i)].container);
+      std::sort(read.begin(), read.end());
+      EXPECT_EQ(got.files_opened() - opened, std::unique(read.begin(), read.end()) - read.begin());
+      EXPECT_EQ(want.files_opened() - folder_opened, static_cast<int64_t>(order.size()));  // a file per image
+    }
+    ImageFolderBatches got_eval(shards, eval);
+    EXPECT_EQ(one_pass(want_eval, 0, order, 4).images, one_pass(got_eval, 0, order, 4).images);
+  }
+  EXPECT_EQ(file_text(dir / "packed" / "classes.txt"), "class0\nclass1\nclass2\n");
+  fs::remove_all(dir);
+}
+
+TEST(ShardBatches, TheIndexIsCachedAndRebuiltWhenAShardChanges) {
+  if (const std::string& why = testing::python_unavailable("tarfile"); !why.empty()) GTEST_SKIP() << why;
+  const fs::path dir = fresh_dir("shards_cache");
+  write_tree(dir / "tree", 4);
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "s", "--format gnu --per-shard 5"));
+  const ImageIndex first = load_shard_index((dir / "s").string());
+  ASSERT_TRUE(fs::exists(dir / "s" / ".ringtrain_shards.tsv"));
+  // The text round trip is what rank 0 sends; the cache is what the next run reads.
+  const ImageIndex sent = shard_index_from_text((dir / "s").string(), shard_index_text(first));
+  const ImageIndex cached = load_shard_index((dir / "s").string());
+  for (const ImageIndex* x : {&sent, &cached}) {
+    EXPECT_EQ(x->files, first.files);
+    EXPECT_EQ(x->labels, first.labels);
+    EXPECT_EQ(x->containers, first.containers);
+    EXPECT_EQ(x->classes, first.classes);
+    for (size_t i = 0; i < first.spans.size(); ++i) EXPECT_EQ(x->spans[i].offset, first.spans[i].offset);
+  }
+  // A cache that names what the shards are not (as a stale one would) is not believed...
+  {
+    std::string text = file_text(dir / "s" / ".ringtrain_shards.tsv");
+    text.replace(text.find("\t0\t"), 3, "\t1\t");  // a sample's shard number
+    std::ofstream(dir / "s" / ".ringtrain_shards.tsv", std::ios::trunc) << text;
+  }
+  // ...once its shards changed: the first shard rewritten with its first two samples only.
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "two", "--format gnu --per-shard 2"));
+  fs::copy_file(dir / "two" / "part-0000.tar", dir / "s" / "part-0000.tar", fs::copy_options::overwrite_existing);
+  const ImageIndex rebuilt = load_shard_index((dir / "s").string());
+  EXPECT_EQ(rebuilt.files.size(), first.files.size() - 3);
+  EXPECT_EQ(rebuilt.spans[0].container, 0u);
+
+  // An index read from before the change reads past the shard's end: the read names it.
+  ImageIndex stale = first;
+  SampleFiles files(stale);
+  try {
+    files.read(4);  // the old first shard's last sample, past the new one's end
+    ADD_FAILURE() << "a stale index read a sample";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("part-0000.tar:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no longer matches"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(ShardBatches, DamagedShardsAndBadMembersAreNamedAndLeftOut) {
+  if (const std::string& why = testing::python_unavailable("tarfile"); !why.empty()) GTEST_SKIP() << why;
+  const fs::path dir = fresh_dir("shards_bad");
+  write_tree(dir / "tree", 4);  // 12 samples
+  ASSERT_TRUE(python_shards(dir / "tree", dir / "s", "--format pax --per-shard 4 --classes"));
+  const fs::path s = dir / "s";
+  // Shard 0: sample 000001's label removed (rewritten without it), 000002's label out of range.
+  {
+    std::string cmd = str_cat(testing::kPython, " -c \"",
+                              "import tarfile, io\n"
+                              "src = tarfile.open('",
+                              (s / "part-0000.tar").string(), "')\n",
+                              "members = [(m, src.extractfile(m).read()) for m in src.getmembers()]\n"
+                              "dst = tarfile.open('",
+                              (s / "part-0000.new").string(), "', 'w', format=tarfile.GNU_FORMAT)\n",
+                              "for m, data in members:\n"
+                              "    if m.name == '000001.cls': continue\n"
+                              "    if m.name == '000002.cls': data = b'7'; m.size = 1\n"
+                              "    dst.addfile(m, io.BytesIO(data))\n"
+                              "dst.close()\n\"");
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    fs::rename(s / "part-0000.new", s / "part-0000.tar");
+  }
+  // Shard 1: truncated inside its third sample's image.
+  const TarListing whole = list_tar_members((s / "part-0001.tar").string());
+  ASSERT_EQ(whole.members.size(), 8u);
+  fs::resize_file(s / "part-0001.tar", whole.members[4].offset + whole.members[4].size / 2);
+  // Shard 2: a corrupt image member (its bytes zeroed): found when decoded, not when indexed.
+  const TarListing third = list_tar_members((s / "part-0002.tar").string());
+  {
+    std::fstream f(s / "part-0002.tar", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(third.members[0].offset));
+    f << std::string(third.members[0].size, '\0');
+  }
+
+  const ImageIndex index = load_shard_index(s.string());
+  const std::vector<std::string>& left = index.left_out;
+  ASSERT_EQ(left.size(), 3u) << (left.empty() ? "" : left[0]);
+  EXPECT_TRUE(mentions(left, "part-0000.tar' member '000001.jpg'", "no label")) << left[0];
+  EXPECT_TRUE(mentions(left, "part-0000.tar' member '000002.cls'", "class 7, but classes.txt lists 3")) << left[1];
+  EXPECT_TRUE(mentions(left, "part-0001.tar", "truncated")) << left[2];
+  EXPECT_TRUE(mentions(left, "member '000006.png'", "runs past the end")) << left[2];
+  // 12 samples, less two bad members and the truncated shard's last two.
+  EXPECT_EQ(index.files.size(), 8u);
+
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  FolderBatchOptions o = training_options(2);
+  o.warn = [&](const std::string& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    warnings.push_back(m);
+  };
+  ImageFolderBatches source(index, o);
+  one_pass(source, 0, every(index.files.size()), 2);
+  EXPECT_EQ(source.skipped(), 1);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(s.string() + "/part-0002.tar:000008.png"), std::string::npos) << warnings[0];
+  o.error_on_bad_file = true;
+  ImageFolderBatches strict(index, o);
+  try {
+    one_pass(strict, 0, every(index.files.size()), 2);
+    ADD_FAILURE() << "data.on_bad_file = \"error\" went past a corrupt member";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("part-0002.tar:000008.png"), std::string::npos) << e.what();
+  }
+
+  // Without classes.txt a label is judged against the model's classes.
+  fs::remove(s / "classes.txt");
+  ImageIndex unlisted = load_shard_index(s.string());
+  EXPECT_EQ(unlisted.classes.size(), 8u);  // "0" to "7"
+  leave_out_labels_from(unlisted, 3);
+  EXPECT_EQ(unlisted.classes.size(), 3u);
+  EXPECT_EQ(unlisted.files.size(), 8u);
+  EXPECT_TRUE(mentions(unlisted.left_out, "part-0000.tar:000002.png", "class 7, but the model has 3 classes"));
+  fs::remove_all(dir);
+}
+
+TEST(ShardBatches, AFolderWithoutShardsOrSamplesIsRefusedNamingIt) {
+  const fs::path dir = fresh_dir("shards_none");
+  try {
+    load_shard_index(dir.string());
+    ADD_FAILURE() << "an empty folder was indexed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no .tar shards"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "junk.tar") << std::string(1024, 'x');
+  try {
+    load_shard_index(dir.string());
+    ADD_FAILURE() << "a shard of junk was indexed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace rt
