@@ -14,7 +14,7 @@
 
 #include "base/check.h"
 #include "formats/atomic_file.h"
-#include "formats/tfrecord.h"
+#include "base/tfrecord.h"
 
 namespace rt {
 namespace {

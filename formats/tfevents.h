@@ -1,4 +1,4 @@
-// TensorBoard event files: Event protobufs, in TFRecord framing (formats/tfrecord.h), named
+// TensorBoard event files: Event protobufs, in TFRecord framing (base/tfrecord.h), named
 // events.out.tfevents.<seconds>.<host>. Only what ringtrain writes: the version record every
 // file starts with, scalar summaries, and a session start. The messages and field numbers are
 // TensorBoard's (tensorboard/compat/proto/event.proto and summary.proto):

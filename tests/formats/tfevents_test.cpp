@@ -1,4 +1,4 @@
-// Tests for formats/tfrecord.h and formats/tfevents.h: CRC-32C against its published check values,
+// Tests for base/tfrecord.h and formats/tfevents.h: CRC-32C against its published check values,
 // the record framing byte for byte against bytes computed by an independent CRC in Python, and an
 // event file read back by tests/support/tfevents.py, which checks every CRC and parses the events
 // with Python's protobuf from a .proto of TensorBoard's field numbers.
@@ -13,7 +13,7 @@
 #include "base/check.h"
 #include "formats/atomic_file.h"
 #include "formats/tfevents.h"
-#include "formats/tfrecord.h"
+#include "base/tfrecord.h"
 #include "tests/support/error_of.h"
 #include "tests/support/scratch_dir.h"
 

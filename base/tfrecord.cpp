@@ -1,7 +1,7 @@
-// TFRecord framing (formats/tfrecord.h). The CRC is Boost.CRC's table-driven one, spelt with the
+// TFRecord framing (base/tfrecord.h). The CRC is Boost.CRC's table-driven one, spelt with the
 // Castagnoli polynomial's parameters; a record of a training step is about 150 bytes, whose two
 // CRCs take about a microsecond.
-#include "formats/tfrecord.h"
+#include "base/tfrecord.h"
 
 #include <boost/crc.hpp>
 
