@@ -36,7 +36,7 @@ std::string data_path(const DataConfig& d, const std::string& file) {
   return (std::filesystem::path(d.dir) / file).string();
 }
 
-// data.source = "imagefolder" or "shards": the training or evaluation set (its index), its
+// data.source = "imagefolder", "shards" or "tfrecord": the training or evaluation set (its index), its
 // transforms from the config.
 std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
                                                bool training, uint64_t seed, int workers,
@@ -48,6 +48,7 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex i
   o.workers = workers;
   o.prefetch = static_cast<int>(d.prefetch);
   o.error_on_bad_file = d.on_bad_file == BadFilePolicy::kError;
+  o.label_offset = d.label_offset;
   o.warn = std::move(warn);
   return std::make_unique<ImageFolderBatches>(std::move(index), std::move(o));
 }
@@ -140,9 +141,11 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 // every rank samples from the same list, even if files change while the job starts.
 // Shards are indexed the same way (their offsets, not a listing).
 ImageIndex Trainer::shared_index(const std::string& root) {
-  const bool shards = config_.data.source == DataSource::kShards;
+  const DataSource source = config_.data.source;
+  const bool shards = source == DataSource::kShards || source == DataSource::kTfRecord;
   const auto load = [&] {
-    return shards ? load_shard_index(root, "", config_.data.rebuild_index)
+    return shards ? load_shard_index(root, "", config_.data.rebuild_index,
+                                     source == DataSource::kShards ? RecordFormat::kTar : RecordFormat::kTfRecord)
                   : load_image_index(root, "", config_.data.rebuild_index);
   };
   ImageIndex index;

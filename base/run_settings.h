@@ -7,11 +7,11 @@
 
 namespace rt {
 
-enum class DataSource { kIdx, kImageFolder, kSynthetic, kShards };  // data.source
-enum class TailPolicy { kDrop, kPad };                              // data.tail
-enum class BadFilePolicy { kSkip, kError };                         // data.on_bad_file
-enum class Device { kCpu, kCuda };                                  // train.device
-enum class ConvAlgorithm { kDirect, kWinograd };                    // train.conv_algorithm
+enum class DataSource { kIdx, kImageFolder, kSynthetic, kShards, kTfRecord };  // data.source
+enum class TailPolicy { kDrop, kPad };                                         // data.tail
+enum class BadFilePolicy { kSkip, kError };                                    // data.on_bad_file
+enum class Device { kCpu, kCuda };                                             // train.device
+enum class ConvAlgorithm { kDirect, kWinograd };                               // train.conv_algorithm
 // train.precision; Note [Mixed precision] in nn/ops/cuda/gpu_layout.h.
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };    // train.cudnn_graph
@@ -24,11 +24,13 @@ enum class Wire { kFp32, kFp16, kBf16 };                       // dist.wire
 enum class ProgressMode { kAuto, kBar, kLines, kNone };        // log.progress
 
 // The sources whose samples are image files, decoded and augmented by worker threads.
-inline bool decodes_images(DataSource s) { return s == DataSource::kImageFolder || s == DataSource::kShards; }
+inline bool decodes_images(DataSource s) {
+  return s == DataSource::kImageFolder || s == DataSource::kShards || s == DataSource::kTfRecord;
+}
 
 template <>
 struct EnumNames<DataSource> {
-  static constexpr std::array<std::string_view, 4> names{"idx", "imagefolder", "synthetic", "shards"};
+  static constexpr std::array<std::string_view, 5> names{"idx", "imagefolder", "synthetic", "shards", "tfrecord"};
 };
 template <>
 struct EnumNames<TailPolicy> {

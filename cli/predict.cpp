@@ -28,7 +28,9 @@ std::vector<std::string> class_names(const DataConfig& d, int64_t classes) {
     for (const std::string& folder : {d.val_folder, d.train_folder}) {
       const std::string root = (std::filesystem::path(d.dir) / folder).string();
       if (std::filesystem::is_directory(root)) {
-        names = d.source == DataSource::kShards ? load_shard_index(root).classes : load_image_index(root).classes;
+        names = d.source == DataSource::kImageFolder ? load_image_index(root).classes
+                : d.source == DataSource::kShards    ? load_shard_index(root).classes
+                                                  : load_shard_index(root, "", false, RecordFormat::kTfRecord).classes;
         break;
       }
     }

@@ -45,6 +45,7 @@ struct DataConfig {
   BadFilePolicy on_bad_file = BadFilePolicy::kSkip;
   int64_t max_image_pixels = 178'956'970;
   bool rebuild_index = false;
+  int64_t label_offset = 1;
   bool operator==(const DataConfig&) const = default;
 };
 

@@ -16,7 +16,10 @@
 
 namespace rt {
 
-// Where a sample's bytes lie inside a container file (a tar shard: data/shard_index.h).
+// The containers of a record source (data/shard_index.h): tar shards, or TFRecord files.
+enum class RecordFormat { kTar, kTfRecord };
+
+// Where a sample's bytes lie inside a container file.
 struct RecordSpan {
   uint32_t container = 0;  // index into ImageIndex::containers
   uint64_t offset = 0, size = 0;
@@ -30,6 +33,8 @@ struct ImageIndex {
   // Sources of records only: the container files (relative to root) and each sample's span.
   std::vector<std::string> containers;
   std::vector<RecordSpan> spans;
+  RecordFormat format = RecordFormat::kTar;  // of the containers
+  // A TFRecord's label is read with its image: labels are -1 in the index.
   // Members left out of the index (no label, damaged shard...), a message naming each.
   std::vector<std::string> left_out;
 

@@ -9,7 +9,7 @@
 namespace rt {
 
 ImageFolderBatches::ImageFolderBatches(ImageIndex index, FolderBatchOptions options)
-    : index_(std::move(index)), o_(std::move(options)) {
+    : index_(std::move(index)), o_(std::move(options)), files_(index_, o_.label_offset) {
   RT_CHECK(o_.workers >= 1, "an image folder needs at least one worker thread, got ", o_.workers);
   RT_CHECK(o_.prefetch >= 1, "an image folder needs a prefetch depth of at least one batch, got ", o_.prefetch);
   RT_CHECK(!index_.files.empty(), "image folder '", index_.root, "' has no files");
@@ -86,9 +86,10 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
     try {
       // The transform's randomness stays the asked-for sample's, whichever file stands in for it.
       const std::string path = index_.path(file);
-      normalize_sample(sample_image(files_.read(file), path, o_.sample, o_.training, o_.seed, epoch, sample), o_.sample,
+      const SampleBytes bytes = files_.read(file);
+      normalize_sample(sample_image(bytes.image, path, o_.sample, o_.training, o_.seed, epoch, sample), o_.sample,
                        image);
-      *label = index_.labels[file];
+      *label = bytes.label;
       return;
     } catch (const Error& e) {
       if (o_.error_on_bad_file)

@@ -33,6 +33,7 @@ struct FolderBatchOptions {
   int workers = 1;   // >= 1
   int prefetch = 2;  // batches made ahead of the loop, >= 1
   bool error_on_bad_file = false;
+  int64_t label_offset = 0;  // TFRecords: the stored label less this is the class (data.label_offset)
   std::function<void(const std::string&)> warn;  // a skipped file's message; default: stderr
 };
 
@@ -66,8 +67,8 @@ class ImageFolderBatches final : public BatchSource {
   bool can_claim() const;  // under mu_
 
   ImageIndex index_;
-  SampleFiles files_{index_};
   FolderBatchOptions o_;
+  SampleFiles files_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, ready_cv_;
   std::vector<int64_t> indices_;

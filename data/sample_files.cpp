@@ -8,10 +8,12 @@
 
 #include "base/check.h"
 #include "data/image_decode.h"
+#include "data/tf_example.h"
 
 namespace rt {
 
-SampleFiles::SampleFiles(const ImageIndex& index) : index_(index), fds_(index.containers.size(), -1) {}
+SampleFiles::SampleFiles(const ImageIndex& index, int64_t label_offset)
+    : index_(index), label_offset_(label_offset), fds_(index.containers.size(), -1) {}
 
 SampleFiles::~SampleFiles() { new_pass(); }
 
@@ -39,14 +41,32 @@ int SampleFiles::container(uint32_t c) {
   return fds_[c];
 }
 
-std::vector<uint8_t> SampleFiles::read(size_t sample) {
+SampleBytes SampleFiles::read(size_t sample) {
+  SampleBytes s;
   if (!index_.records()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++opened_;
     }
-    return read_file_bytes(index_.path(sample));
+    s.buffer = read_file_bytes(index_.path(sample));
+  } else {
+    s.buffer = read_span(sample);
   }
+  s.image = s.buffer;
+  s.label = index_.labels[sample];
+  if (index_.format == RecordFormat::kTfRecord) {
+    const std::string name = index_.path(sample);
+    const ImageExample example = parse_image_example(tfrecord_data(s.buffer, name), name);
+    const int64_t label = example.label - label_offset_, classes = static_cast<int64_t>(index_.classes.size());
+    RT_CHECK(label >= 0 && label < classes, name, ": image/class/label ", example.label, " less data.label_offset ",
+             label_offset_, " is ", label, ", not a class (0 to ", classes - 1, ")");
+    s.image = example.image;
+    s.label = static_cast<int32_t>(label);
+  }
+  return s;
+}
+
+std::vector<uint8_t> SampleFiles::read_span(size_t sample) {
   const RecordSpan& span = index_.spans[sample];
   const int fd = container(span.container);
   std::vector<uint8_t> bytes(span.size);

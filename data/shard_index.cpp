@@ -14,13 +14,16 @@
 #include "base/check.h"
 #include "data/index_cache.h"
 #include "data/tar_members.h"
+#include "data/tf_example.h"
 
 namespace fs = std::filesystem;
 
 namespace rt {
 namespace {
 
-constexpr const char* kHeader = "# ringtrain shard index v1";
+const char* header_of(RecordFormat f) {
+  return f == RecordFormat::kTar ? "# ringtrain shard index v1" : "# ringtrain tfrecord index v1";
+}
 constexpr const char* kClassList = "classes.txt";
 
 // The extensions a sample's image member may have (decoding goes by content, not by name).
@@ -47,13 +50,16 @@ struct Listed {
   bool operator==(const Listed&) const = default;
 };
 
-std::vector<Listed> list_shard_folder(const std::string& root) {
+std::vector<Listed> list_shard_folder(const std::string& root, RecordFormat format) {
   RT_CHECK(fs::is_directory(root), "shard folder '", root, "' does not exist or is not a folder");
+  const auto container = [&](const fs::path& p) {
+    return format == RecordFormat::kTar ? p.extension() == ".tar" : p.extension() != ".idx";
+  };
   std::vector<Listed> out;
   for (const fs::directory_entry& e : fs::directory_iterator(root)) {
     const std::string name = e.path().filename().string();
     if (!e.is_regular_file() || name.starts_with(".")) continue;
-    if (e.path().extension() == ".tar" || name == kClassList)
+    if (container(e.path()) || name == kClassList)
       out.push_back({name, static_cast<uint64_t>(e.file_size()), mtime_ns(e.path().string())});
   }
   std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) { return a.name < b.name; });
@@ -133,6 +139,18 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
     index.left_out.push_back(str_cat(listing.damage, "; the members before it are used, the rest left out"));
 }
 
+// One TFRecord file's records appended to index (container number c), their labels unknown (-1).
+void index_tfrecord_file(const std::string& root, const std::string& file, uint32_t c, ImageIndex& index) {
+  const TfRecordListing listing = list_tfrecords(root + "/" + file);
+  for (size_t r = 0; r < listing.offsets.size(); ++r) {
+    index.files.push_back(str_cat("offset ", listing.offsets[r]));
+    index.labels.push_back(-1);
+    index.spans.push_back({c, listing.offsets[r], listing.sizes[r]});
+  }
+  if (!listing.damage.empty())
+    index.left_out.push_back(str_cat(listing.damage, "; the records before it are used, the rest left out"));
+}
+
 std::vector<std::string> read_class_list(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> classes;
@@ -142,22 +160,27 @@ std::vector<std::string> read_class_list(const std::string& path) {
   return classes;
 }
 
-ImageIndex scan(const std::string& root, const std::vector<Listed>& listed) {
+ImageIndex scan(const std::string& root, const std::vector<Listed>& listed, RecordFormat format) {
   ImageIndex index;
   index.root = root;
+  index.format = format;
   const bool class_list =
       std::any_of(listed.begin(), listed.end(), [](const Listed& l) { return l.name == kClassList; });
   if (class_list) index.classes = read_class_list(root + "/" + kClassList);
   for (const Listed& l : listed) {
     if (l.name == kClassList) continue;
-    index_shard(root, l.name, static_cast<uint32_t>(index.containers.size()), index,
-                static_cast<int64_t>(index.classes.size()));
+    const auto c = static_cast<uint32_t>(index.containers.size());
+    if (format == RecordFormat::kTar)
+      index_shard(root, l.name, c, index, static_cast<int64_t>(index.classes.size()));
+    else
+      index_tfrecord_file(root, l.name, c, index);
     index.containers.push_back(l.name);
   }
-  RT_CHECK(!index.containers.empty(), "shard folder '", root, "' has no .tar shards");
+  RT_CHECK(!index.containers.empty(), "shard folder '", root, "' has no ",
+           format == RecordFormat::kTar ? ".tar shards" : "TFRecord files");
   RT_CHECK(!index.files.empty(), "shard folder '", root, "' has no usable samples in its ", index.containers.size(),
            " shards", index.left_out.empty() ? "" : str_cat(" (the first problem: ", index.left_out[0], ")"));
-  if (!class_list) {
+  if (!class_list && format == RecordFormat::kTar) {
     const int32_t top = *std::max_element(index.labels.begin(), index.labels.end());
     for (int32_t k = 0; k <= top; ++k) index.classes.push_back(std::to_string(k));
   }
@@ -173,7 +196,12 @@ std::string listed_text(const std::vector<Listed>& listed) {
 // Parses shard index text; with `listed`, false unless it was made from exactly those files.
 bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& index) {
   std::string line;
-  if (!std::getline(in, line) || line != kHeader) return false;
+  if (!std::getline(in, line)) return false;
+  if (line == header_of(RecordFormat::kTfRecord))
+    index.format = RecordFormat::kTfRecord;
+  else if (line != header_of(RecordFormat::kTar))
+    return false;
+  const bool known_labels = index.format == RecordFormat::kTar;
   std::vector<Listed> files;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -202,8 +230,9 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
       fields >> span.container >> span.offset >> span.size;
       fields.get();
       std::getline(fields, member);
-      if (kind.empty() || *end != '\0' || label < 0 || static_cast<size_t>(label) >= index.classes.size() || !fields ||
-          span.container >= index.containers.size())
+      const bool label_fits =
+          known_labels ? label >= 0 && static_cast<size_t>(label) < index.classes.size() : label == -1;
+      if (kind.empty() || *end != '\0' || !label_fits || !fields || span.container >= index.containers.size())
         return false;
       index.labels.push_back(static_cast<int32_t>(label));
       index.files.push_back(member);
@@ -216,10 +245,12 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
 
 }  // namespace
 
-ImageIndex scan_shard_folder(const std::string& root) { return scan(root, list_shard_folder(root)); }
+ImageIndex scan_shard_folder(const std::string& root, RecordFormat format) {
+  return scan(root, list_shard_folder(root, format), format);
+}
 
 std::string shard_index_text(const ImageIndex& index) {
-  std::string text = str_cat(kHeader, "\n", listed_text(list_shard_folder(index.root)));
+  std::string text = str_cat(header_of(index.format), "\n", listed_text(list_shard_folder(index.root, index.format)));
   for (const std::string& c : index.classes) text += str_cat("class\t", c, "\n");
   for (const std::string& why : index.left_out) {
     std::string line = why;
@@ -241,21 +272,27 @@ ImageIndex shard_index_from_text(const std::string& root, const std::string& tex
   return index;
 }
 
-ImageIndex load_shard_index(const std::string& root, std::string cache_path, bool rebuild) {
-  const std::vector<Listed> listed = list_shard_folder(root);
-  if (cache_path.empty()) cache_path = root + "/.ringtrain_shards.tsv";
+ImageIndex load_shard_index(const std::string& root, std::string cache_path, bool rebuild, RecordFormat format) {
+  const std::vector<Listed> listed = list_shard_folder(root, format);
+  if (cache_path.empty())
+    cache_path = root + (format == RecordFormat::kTar ? "/.ringtrain_shards.tsv" : "/.ringtrain_tfrecords.tsv");
   if (!rebuild) {
     ImageIndex cached;
     cached.root = root;
     std::ifstream in(cache_path);
-    if (parse(in, &listed, cached)) return cached;
+    if (parse(in, &listed, cached) && cached.format == format) return cached;
   }
-  ImageIndex index = scan(root, listed);
+  ImageIndex index = scan(root, listed, format);
   write_index_cache(cache_path, shard_index_text(index));
   return index;
 }
 
 void leave_out_labels_from(ImageIndex& index, int64_t num_classes) {
+  if (index.format == RecordFormat::kTfRecord) {
+    for (int64_t k = static_cast<int64_t>(index.classes.size()); k < num_classes; ++k)
+      index.classes.push_back(std::to_string(k));
+    return;
+  }
   size_t kept = 0;
   for (size_t i = 0; i < index.files.size(); ++i) {
     if (index.labels[i] >= num_classes) {

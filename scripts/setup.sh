@@ -13,6 +13,8 @@ data_pkgs=(dataset-fashion-mnist)
 bench_pkgs=(gnuplot-nox)
 # The TensorBoard tests read event files back with Python's protobuf, from a .proto protoc compiles.
 tensorboard_test_pkgs=(python3-protobuf protobuf-compiler)
+# The TFRecord tests write tf.Examples with that protobuf and their framing CRCs with crcmod.
+tfrecord_test_pkgs=(python3-crcmod)
 # The style check (ctest -L style, tests/style/clang_format_test.sh) formats with clang-format 14.
 style_pkgs=(clang-format)
 # The decoders' fuzz test (tests/data/decode_fuzz_test.sh) builds with clang's libFuzzer.
@@ -23,7 +25,7 @@ oracle_pkgs=(python3-torch python3-torchvision)
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
 want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${tensorboard_test_pkgs[@]}"
-      "${style_pkgs[@]}" "${fuzz_pkgs[@]}" "${slurm_pkgs[@]}")
+      "${tfrecord_test_pkgs[@]}" "${style_pkgs[@]}" "${fuzz_pkgs[@]}" "${slurm_pkgs[@]}")
 if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
 
 missing=()

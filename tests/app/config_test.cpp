@@ -232,7 +232,8 @@ TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
       {"[eval]\nevery_epochs = 0", "'eval.every_epochs' = 0 is out of range: expected >= 1"},
       {"[log]\nevery_steps = 0", "'log.every_steps' = 0 is out of range: expected >= 1"},
       {"[checkpoint]\nevery_epochs = 0", "'checkpoint.every_epochs' = 0 is out of range: expected >= 1"},
-      {"[data]\nsource = \"mnist\"", "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic, shards"},
+      {"[data]\nsource = \"mnist\"",
+       "'data.source' = \"mnist\" is not one of: idx, imagefolder, synthetic, shards, tfrecord"},
       {"[data]\ntail = \"keep\"", "'data.tail' = \"keep\" is not one of: drop, pad"},
       {"[log]\nprogress = \"fancy\"", "'log.progress' = \"fancy\" is not one of: auto, bar, lines, none"},
       {"[train]\ndevice = \"gpu\"", "'train.device' = \"gpu\" is not one of: cpu, cuda"},
@@ -448,6 +449,7 @@ Config every_key_changed() {
   c.data.workers = 3;
   c.data.prefetch = 9;
   c.data.on_bad_file = BadFilePolicy::kError;
+  c.data.label_offset = 0;
   c.data.rebuild_index = true;
   c.data.max_image_pixels = 1000;
   c.train = {7,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training from tar shards end to end: `ringtrain pack` writes Fashion-MNIST's PNG folders as
-# shards; 2 ranks trained from the shards end bit-identical to 2 ranks trained from the folders
-# with the same seed; a run resumed from a checkpoint saved mid-epoch ends bit-identical to the
+# shards; 2 ranks trained from the shards, and from the same images as TFRecord files, end
+# bit-identical to 2 ranks trained from the folders with the same seed; a run resumed from a checkpoint saved mid-epoch ends bit-identical to the
 # uninterrupted one; a member with no label stops a data.on_bad_file = "error" run on every rank
 # with a message naming shard and member, and is named and skipped otherwise.
 # usage: shards_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
@@ -34,6 +34,13 @@ same() { python3 "$src/tests/support/same_tensors.py" "$work/$1/checkpoint.safet
 run folders imagefolder "$work/folders" || { cat "$work/folders.out"; fail "folders: exit $?"; }
 run shards shards "$work/shards" || { cat "$work/shards.out"; fail "shards: exit $?"; }
 same folders shards || fail "2 ranks trained from shards differ from 2 ranks trained from the folders"
+# The same folders as TFRecord files of tf.Examples, written by Python's protobuf (1-based labels).
+for part in train val; do
+  /usr/bin/python3 "$src/tests/data/write_tfrecords.py" "$work/folders/$part" "$work/tfrecords/$part" --per-file 150 ||
+    fail "cannot write TFRecords (python3-protobuf and python3-crcmod are in scripts/setup.sh)"
+done
+run tfrecords tfrecord "$work/tfrecords" || { cat "$work/tfrecords.out"; fail "tfrecords: exit $?"; }
+same folders tfrecords || fail "2 ranks trained from TFRecords differ from 2 ranks trained from the folders"
 
 run saving shards "$work/shards" --set checkpoint.every_steps=7 --set checkpoint.keep=0 ||
   { cat "$work/saving.out"; fail "saving: exit $?"; }
@@ -56,4 +63,4 @@ grep -q "train-000000.tar' member '$image': no label" "$work/strict.out" ||
 run lenient shards "$work/shards" --set train.epochs=1 || { cat "$work/lenient.out"; fail "lenient: exit $?"; }
 [[ $(grep -c "left out of the index: .*member '$image': no label" "$work/lenient.out") == 1 ]] ||
   { cat "$work/lenient.out"; fail "the member left out is not named once"; }
-echo "PASS: $shards packed shards train 2 ranks bit-identically to the folders, resume mid-epoch exactly, and name a member with no label"
+echo "PASS: $shards packed shards and TFRecords train 2 ranks bit-identically to the folders, resume mid-epoch exactly, and name a member with no label"

@@ -25,7 +25,7 @@ void expect_names_read_back(size_t enumerators) {
 }
 
 TEST(RunSettings, EveryNameReadsBackAsItsValue) {
-  expect_names_read_back<DataSource>(4);
+  expect_names_read_back<DataSource>(5);
   expect_names_read_back<TailPolicy>(2);
   expect_names_read_back<BadFilePolicy>(2);
   expect_names_read_back<Device>(2);
@@ -44,6 +44,7 @@ TEST(RunSettings, EveryNameReadsBackAsItsValue) {
 TEST(RunSettings, NamesAreTheConfigFilesSpellings) {
   EXPECT_EQ(name_of(DataSource::kImageFolder), "imagefolder");
   EXPECT_EQ(name_of(DataSource::kShards), "shards");
+  EXPECT_EQ(name_of(DataSource::kTfRecord), "tfrecord");
   EXPECT_EQ(name_of(CudnnGraphUse::kNever), "off");
   EXPECT_EQ(name_of(Hierarchy::kTwoLevel), "two_level");
   EXPECT_EQ(enum_named<Precision>("bf16"), Precision::kBf16);

@@ -1,8 +1,10 @@
-// Tar shards (data/shard_index.h) against the image folder they were made from: shards written by
+// Tar shards and TFRecord files (data/shard_index.h) against the image folder they were made from: shards written by
 // Python's tarfile (GNU and PAX headers, long names) and by `ringtrain pack`'s writer give batches
 // byte-identical to the folder's with the same seed, and a pass opens each shard once; damaged
 // shards, members without labels or with labels out of range, and an index that no longer matches
-// its shard are named (shard and member) and left out, skipped, or refused.
+// its shard are named (shard and member) and left out, skipped, or refused. TFRecords written with
+// Python's protobuf give the folder's batches too; bad CRCs, labels and truncation are named by file
+// and offset.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,6 +20,8 @@
 #include "data/shard_index.h"
 #include "data/shard_writer.h"
 #include "data/tar_members.h"
+#include "data/tf_example.h"
+#include "base/tfrecord.h"
 #include "tests/data/image_passes.h"
 #include "tests/data/test_folders.h"
 #include "tests/support/python_probe.h"
@@ -126,7 +130,7 @@ TEST(ShardBatches, TheIndexIsCachedAndRebuiltWhenAShardChanges) {
 
   // An index read from before the change reads past the shard's end: the read names it.
   ImageIndex stale = first;
-  SampleFiles files(stale);
+  SampleFiles files(stale, 0);
   try {
     files.read(4);  // the old first shard's last sample, past the new one's end
     ADD_FAILURE() << "a stale index read a sample";
@@ -230,6 +234,134 @@ TEST(ShardBatches, AFolderWithoutShardsOrSamplesIsRefusedNamingIt) {
     EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
+}
+
+// tests/data/write_tfrecords.py ROOT OUT args...; false where it failed.
+bool python_tfrecords(const fs::path& root, const fs::path& out, const std::string& args) {
+  const std::string cmd = str_cat(testing::kPython, " " RT_SOURCE_DIR "/tests/data/write_tfrecords.py ", root.string(),
+                                  " ", out.string(), " ", args);
+  return std::system(cmd.c_str()) == 0;
+}
+
+TEST(TfRecordBatches, PythonWrittenExamplesGiveTheFolderBatchesOpeningEachFileOncePerPass) {
+  if (const std::string& why = testing::python_unavailable("google.protobuf, crcmod"); !why.empty())
+    GTEST_SKIP() << why;
+  const fs::path dir = fresh_dir("tfrecord_same");
+  write_tree(dir / "tree", 8);
+  ASSERT_TRUE(python_tfrecords(dir / "tree", dir / "tfr", "--per-file 5"));
+  std::ofstream(dir / "tfr" / "train-00000-of-00005.idx") << "0 1\n";  // DALI's index beside: not a record file
+  const ImageIndex folder = load_image_index((dir / "tree").string());
+  ImageIndex records = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  ASSERT_EQ(records.files.size(), folder.files.size());
+  EXPECT_EQ(records.containers.size(), 5u);
+  EXPECT_TRUE(records.left_out.empty());
+  EXPECT_EQ(records.files[1], "offset " + std::to_string(records.spans[1].offset));
+  leave_out_labels_from(records, 3);  // numbered classes, as many as the model's
+  EXPECT_EQ(records.classes.size(), 3u);
+  const ImageIndex cached = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  EXPECT_EQ(cached.spans.size(), records.spans.size());
+  EXPECT_EQ(cached.format, RecordFormat::kTfRecord);
+
+  const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22, 2, 4, 6, 8};
+  ImageFolderBatches want(folder, training_options(2));
+  FolderBatchOptions o = training_options(3);
+  o.label_offset = 1;  // TensorFlow's ImageNet labels, 1-based
+  ImageFolderBatches got(records, o);
+  for (int64_t epoch : {0, 1}) {
+    const int64_t opened = got.files_opened();
+    const Pass a = one_pass(want, epoch, order, 4), b = one_pass(got, epoch, order, 4);
+    EXPECT_EQ(a.images, b.images) << "epoch " << epoch;
+    EXPECT_EQ(a.labels, b.labels) << "epoch " << epoch;
+    std::vector<uint32_t> read;
+    for (int64_t i : order) read.push_back(records.spans[static_cast<size_t>(i)].container);
+    std::sort(read.begin(), read.end());
+    EXPECT_EQ(got.files_opened() - opened, std::unique(read.begin(), read.end()) - read.begin());
+  }
+  fs::remove_all(dir);
+}
+
+TEST(TfRecordBatches, BadCrcsLabelsAndTruncationAreNamedByFileAndOffset) {
+  if (const std::string& why = testing::python_unavailable("google.protobuf, crcmod"); !why.empty())
+    GTEST_SKIP() << why;
+  const fs::path dir = fresh_dir("tfrecord_bad");
+  write_tree(dir / "tree", 4);  // 12 samples, 4 per file
+  ASSERT_TRUE(python_tfrecords(dir / "tree", dir / "tfr", "--per-file 4"));
+  const fs::path first = dir / "tfr" / "train-00000-of-00003", last = dir / "tfr" / "train-00002-of-00003";
+  const TfRecordListing one = list_tfrecords(first.string()), three = list_tfrecords(last.string());
+  ASSERT_EQ(one.offsets.size(), 4u);
+  // A byte of record 1's data flipped: its data CRC fails when it is read.
+  {
+    std::fstream f(first, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(one.offsets[1] + 40));
+    f.put('\x5a');
+  }
+  // The last file cut inside its last record.
+  fs::resize_file(last, three.offsets[3] + 20);
+  ImageIndex index = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  ASSERT_EQ(index.left_out.size(), 1u);
+  EXPECT_TRUE(mentions(index.left_out, str_cat("offset ", three.offsets[3], " of '", last.string()), "truncated"))
+      << index.left_out[0];
+  EXPECT_EQ(index.files.size(), 11u);
+  leave_out_labels_from(index, 3);
+
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  FolderBatchOptions o = training_options(1);
+  o.label_offset = 0;  // so class2's stored label 3 is past the 3 classes
+  o.warn = [&](const std::string& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    warnings.push_back(m);
+  };
+  ImageFolderBatches source(index, o);
+  one_pass(source, 0, every(index.files.size()), 1);
+  const std::string crc_name = str_cat(first.string(), ":offset ", one.offsets[1]);
+  EXPECT_TRUE(mentions(warnings, crc_name, "fails its CRC")) << crc_name;
+  EXPECT_TRUE(mentions(warnings, "image/class/label 3 less data.label_offset 0 is 3", "not a class (0 to 2)"));
+  EXPECT_EQ(source.skipped(), 1 + 3);  // the damaged record, and class2's three whole ones
+  o.error_on_bad_file = true;
+  ImageFolderBatches strict(index, o);
+  try {
+    one_pass(strict, 0, every(index.files.size()), 1);
+    ADD_FAILURE() << "data.on_bad_file = \"error\" went past a record whose CRC fails";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(crc_name), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// The wire format's corners that Python's writer does not produce: an unpacked int64 list, fields
+// in any order and unknown fields between; and malformed messages refused, not overread.
+TEST(TfExample, ReadsUnpackedLabelsAndUnknownFieldsAndRefusesMalformedMessages) {
+  const auto len = [](int field, const std::string& body) {
+    std::string out(1, static_cast<char>(field << 3 | 2));
+    out += static_cast<char>(body.size());  // bodies here are under 128 bytes
+    return out + body;
+  };
+  const std::string label_feature = len(3, std::string("\x08\x05", 2));       // Int64List, value 5 unpacked
+  const std::string image_feature = len(1, len(1, "IMG"));                    // BytesList, value "IMG"
+  const std::string unknown = std::string("\x28\x96\x01", 3) + len(9, "zz");  // field 5 varint, field 9 bytes
+  const std::string features = len(1, len(2, label_feature) + len(1, "image/class/label")) + unknown +
+                               len(1, len(1, "image/encoded") + len(2, image_feature));
+  const std::string example = unknown + len(1, features);
+  const auto bytes = [](const std::string& s) {
+    return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  const ImageExample ex = parse_image_example(bytes(example), "x");
+  EXPECT_EQ(ex.label, 5);
+  EXPECT_EQ(std::string(ex.image.begin(), ex.image.end()), "IMG");
+  for (size_t cut = 1; cut < example.size(); ++cut) {
+    try {
+      parse_image_example(bytes(example.substr(0, cut)), "cut");
+      ADD_FAILURE() << "a message cut at byte " << cut << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cut: "), std::string::npos) << e.what();
+    }
+  }
+  // Framing: the record as base/tfrecord.h writes it reads back; a changed byte fails a CRC.
+  std::string framed = tfrecord(example);
+  EXPECT_EQ(parse_image_example(tfrecord_data(bytes(framed), "f"), "f").label, 5);
+  framed[framed.size() - 6] ^= 1;
+  EXPECT_THROW(tfrecord_data(bytes(framed), "f"), Error);
 }
 
 }  // namespace
