@@ -1,5 +1,11 @@
 #include "data/image_decode.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -53,11 +59,27 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name, i
   return image;
 }
 
+// One read of the size fstat gives (then on to the end, for a file that grew), not a stream's
+// byte at a time.
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  RT_CHECK(in.good(), path, ": cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  RT_CHECK(!in.bad(), path, ": read error");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  RT_CHECK(fd >= 0, path, ": cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  std::vector<uint8_t> bytes(::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 4096);
+  size_t done = 0;
+  for (;;) {
+    if (done == bytes.size()) bytes.resize(bytes.size() * 2);
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = got < 0 ? errno : 0;
+      ::close(fd);
+      RT_CHECK(got == 0, path, ": read error (", std::strerror(error), ")");
+      break;
+    }
+    done += static_cast<size_t>(got);
+  }
+  bytes.resize(done);
   return bytes;
 }
 
