@@ -17,6 +17,8 @@ ImageSampleOptions image_sample_options(const DataConfig& d, const std::string& 
   s.random_crop = d.random_crop;
   s.flip = d.flip;
   s.max_pixels = d.max_image_pixels;
+  s.crop_region_decode = d.decode != JpegDecode::kWhole;
+  s.scaled_decode = d.decode == JpegDecode::kScaled;
   s.channels = static_cast<int>(d.channels);
   RT_CHECK(d.mean.size() == static_cast<size_t>(s.channels) && d.std.size() == d.mean.size(),
            "data.mean and data.std need ", s.channels, " value(s) each for data.channels = ", s.channels, ", got ",

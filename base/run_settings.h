@@ -10,6 +10,7 @@ namespace rt {
 enum class DataSource { kIdx, kImageFolder, kSynthetic, kShards, kTfRecord };  // data.source
 enum class TailPolicy { kDrop, kPad };                                         // data.tail
 enum class BadFilePolicy { kSkip, kError };                                    // data.on_bad_file
+enum class JpegDecode { kRegion, kScaled, kWhole };                            // data.decode
 enum class Device { kCpu, kCuda };                                             // train.device
 enum class ConvAlgorithm { kDirect, kWinograd };                               // train.conv_algorithm
 // train.precision; Note [Mixed precision] in nn/ops/cuda/gpu_layout.h.
@@ -39,6 +40,10 @@ struct EnumNames<TailPolicy> {
 template <>
 struct EnumNames<BadFilePolicy> {
   static constexpr std::array<std::string_view, 2> names{"skip", "error"};
+};
+template <>
+struct EnumNames<JpegDecode> {
+  static constexpr std::array<std::string_view, 3> names{"region", "scaled", "whole"};
 };
 template <>
 struct EnumNames<Device> {

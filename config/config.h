@@ -46,6 +46,7 @@ struct DataConfig {
   int64_t max_image_pixels = 178'956'970;
   bool rebuild_index = false;
   int64_t label_offset = 1;
+  JpegDecode decode = JpegDecode::kRegion;
   bool operator==(const DataConfig&) const = default;
 };
 

@@ -173,6 +173,11 @@ inline const SchemaOf<Config>& config_schema() {
        .field = &member<&C::data, &DataConfig::rebuild_index>,
        .doc = "imagefolder, shards, tfrecord: rescan the folders or files instead of reading the cached index"},
       {.table = "data",
+       .key = "decode",
+       .field = &enum_member<&C::data, &DataConfig::decode>,
+       .doc = "image sources, training: a JPEG's crop decoded alone (region: the same pixels as whole), also "
+              "at 1/2 to 1/8 scale where the crop is 2 to 8 times the output (scaled: Pillow's draft), or all of it"},
+      {.table = "data",
        .key = "label_offset",
        .field = &member<&C::data, &DataConfig::label_offset>,
        .doc = "tfrecord: image/class/label less this is the class index (1: TensorFlow's ImageNet files, 1 to 1000)",

@@ -1,5 +1,8 @@
 #include "data/image_sample.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/check.h"
 #include "base/rng.h"
 #include "data/jpeg_decode.h"
@@ -40,8 +43,54 @@ RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& o, boo
   return maybe_flipped(std::move(out), o, training, rng);
 }
 
+int draft_scale(const CropBox& crop, int size) {
+  const int fits = std::min(crop.width / size, crop.height / size);
+  for (int a : {8, 4, 2})
+    if (fits >= a) return a;
+  return 1;
+}
+
+// Note [Scaled decoding]: with data.decode = "scaled" a crop at least twice the output side is
+// decoded at 1/2, 1/4 or 1/8 scale in libjpeg's DCT (draft_scale, Pillow's rule for
+// Image.draft), then resized from its box in the scaled image's fractional pixels, as Pillow's
+// resize(box=...) does; only the part of the scaled image that the bilinear filter reads (the
+// box, widened by the filter's support and a pixel for chroma upsampling) is decoded. The pixels
+// are Pillow's draft-then-resize ones, not torchvision's: fewer DCT coefficients, and a filter
+// over fewer pixels. FFCV and DALI's decoders trade the same way.
+RgbImage scaled_resized_crop(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels,
+                             const std::function<CropBox(int, int)>& choose, int size) {
+  CropBox box;
+  FloatBox scaled;
+  ImagePart at;
+  int scale = 1;
+  const RgbImage part = decode_jpeg(bytes, name, max_pixels, [&](int width, int height) {
+    box = choose(width, height);
+    scale = draft_scale(box, size);
+    if (scale == 1) return JpegRegion{box, 1};
+    const double a = scale;
+    const int W = (width + scale - 1) / scale, H = (height + scale - 1) / scale;  // libjpeg's and Pillow's
+    scaled = {box.x / a, box.y / a, (box.x + box.width) / a, (box.y + box.height) / a};
+    const double reach_x = std::max((scaled.x1 - scaled.x0) / size, 1.0) + 1;
+    const double reach_y = std::max((scaled.y1 - scaled.y0) / size, 1.0) + 1;
+    const int x0 = std::max(0, static_cast<int>(std::floor(scaled.x0 - reach_x)));
+    const int y0 = std::max(0, static_cast<int>(std::floor(scaled.y0 - reach_y)));
+    const int x1 = std::min(W, static_cast<int>(std::ceil(scaled.x1 + reach_x)));
+    const int y1 = std::min(H, static_cast<int>(std::ceil(scaled.y1 + reach_y)));
+    at = {x0, y0, W, H};
+    return JpegRegion{{x0, y0, x1 - x0, y1 - y0}, scale};
+  });
+  return scale == 1 ? resized_crop(part, {0, 0, box.width, box.height}, size, size)
+                    : resized_box(part, at, scaled, size, size);
+}
+
 RgbImage sample_image(std::span<const uint8_t> bytes, const std::string& name, const ImageSampleOptions& o,
                       bool training, uint64_t seed, int64_t epoch, int64_t sample) {
+  if (training && o.random_crop && o.scaled_decode && looks_like_jpeg(bytes)) {
+    Rng rng = sample_rng(seed, epoch, sample);
+    const auto choose = [&](int width, int height) { return random_resized_crop_box(width, height, o.crop, rng); };
+    RgbImage out = scaled_resized_crop(bytes, name, o.max_pixels, choose, o.size);
+    return maybe_flipped(std::move(out), o, training, rng);
+  }
   if (!(training && o.random_crop && o.crop_region_decode && looks_like_jpeg(bytes)))
     return transform_image(decode_image(bytes, name, o.max_pixels), o, training, seed, epoch, sample);
   // The box is drawn from the header's size, as transform_image draws it from the whole image's.
@@ -49,7 +98,7 @@ RgbImage sample_image(std::span<const uint8_t> bytes, const std::string& name, c
   CropBox box;
   const RgbImage part = decode_jpeg(bytes, name, o.max_pixels, [&](int width, int height) {
     box = random_resized_crop_box(width, height, o.crop, rng);
-    return box;
+    return JpegRegion{box, 1};
   });
   RgbImage out = resized_crop(part, {0, 0, box.width, box.height}, o.size, o.size);
   return maybe_flipped(std::move(out), o, training, rng);

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -27,15 +28,25 @@ struct ImageSampleOptions {
   std::array<double, 3> std = {0.229, 0.224, 0.225};
   int64_t max_pixels = kDefaultMaxImagePixels;  // larger files are refused undecoded (Note [Pixel budget])
   bool crop_region_decode = true;               // a JPEG's training crop decodes the crop alone (same pixels)
+  bool scaled_decode = false;  // and at 1/2, 1/4 or 1/8 scale where the crop is 2, 4 or 8 times the output
 
   int64_t floats() const { return int64_t{channels} * size * size; }
 };
 
 // The file's bytes decoded and transformed as transform_image does, with the same pixels: a
 // training crop of a JPEG decodes only the crop's box (Note [Crop-region decoding] in
-// data/jpeg_decode.cpp) where options.crop_region_decode. rt::Error naming `name` for bad bytes.
+// data/jpeg_decode.cpp) where options.crop_region_decode; with options.scaled_decode also at the
+// scale draft_scale gives, as Pillow's draft mode decodes (other pixels: Note [Scaled decoding]).
+// rt::Error naming `name` for bad bytes.
 RgbImage sample_image(std::span<const uint8_t> bytes, const std::string& name, const ImageSampleOptions& options,
                       bool training, uint64_t seed, int64_t epoch, int64_t sample);
+// Pillow's draft rule for a crop: the largest a of 8, 4, 2 and 1 with the crop at least a times
+// the output side in both directions.
+int draft_scale(const CropBox& crop, int size);
+// A JPEG's crop, chosen from the image's size, resized to size x size as Note [Scaled decoding]
+// in image_sample.cpp says: decoded at draft_scale's scale, then Pillow's resize of the crop's box.
+RgbImage scaled_resized_crop(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels,
+                             const std::function<CropBox(int, int)>& choose, int size);
 // The transformed image, before normalisation: what `sample_to_floats` normalises.
 RgbImage transform_image(const RgbImage& image, const ImageSampleOptions& options, bool training, uint64_t seed,
                          int64_t epoch, int64_t sample);

@@ -87,8 +87,9 @@ struct Taps {
   int stride = 0;
 };
 
-Taps bilinear_taps(int in_size, int out_size) {
-  const double scale = static_cast<double>(in_size) / out_size;
+// Pillow's precompute_coeffs: out_size pixels from the span [in0, in1) of in_size pixels.
+Taps bilinear_taps(int in_size, double in0, double in1, int out_size) {
+  const double scale = (in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = 1.0 * filter_scale;  // the triangle filter reaches 1 pixel at scale 1
   Taps t;
@@ -98,7 +99,7 @@ Taps bilinear_taps(int in_size, int out_size) {
   t.weights.assign(static_cast<size_t>(out_size) * static_cast<size_t>(t.stride), 0);
   std::vector<double> k(static_cast<size_t>(t.stride));
   for (int o = 0; o < out_size; ++o) {
-    const double center = (o + 0.5) * scale;
+    const double center = in0 + (o + 0.5) * scale;
     const double inv = 1.0 / filter_scale;
     const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
     const int n = std::min(static_cast<int>(center + support + 0.5), in_size) - lo;
@@ -121,8 +122,9 @@ Taps bilinear_taps(int in_size, int out_size) {
 
 uint8_t clip8(int64_t v) { return static_cast<uint8_t>(std::clamp<int64_t>(v >> kPrecisionBits, 0, 255)); }
 
-RgbImage resize_horizontal(const RgbImage& in, int width) {
-  const Taps t = bilinear_taps(in.width, width);
+// The taps' first pixels are offset pixels right of the input's first column (row, below).
+RgbImage resize_horizontal(const RgbImage& in, const Taps& t, int offset) {
+  const int width = static_cast<int>(t.first.size());
   RgbImage out;
   out.width = width;
   out.height = in.height;
@@ -132,7 +134,7 @@ RgbImage resize_horizontal(const RgbImage& in, int width) {
       int64_t acc[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1)};
       const int32_t* w = t.weights.data() + static_cast<size_t>(x) * t.stride;
       for (int i = 0; i < t.count[static_cast<size_t>(x)]; ++i) {
-        const uint8_t* p = in.at(t.first[static_cast<size_t>(x)] + i, y);
+        const uint8_t* p = in.at(t.first[static_cast<size_t>(x)] - offset + i, y);
         for (int c = 0; c < 3; ++c) acc[c] += static_cast<int64_t>(p[c]) * w[i];
       }
       uint8_t* q = out.pixels.data() + (static_cast<size_t>(y) * width + x) * 3;
@@ -141,8 +143,8 @@ RgbImage resize_horizontal(const RgbImage& in, int width) {
   return out;
 }
 
-RgbImage resize_vertical(const RgbImage& in, int height) {
-  const Taps t = bilinear_taps(in.height, height);
+RgbImage resize_vertical(const RgbImage& in, const Taps& t, int offset) {
+  const int height = static_cast<int>(t.first.size());
   RgbImage out;
   out.width = in.width;
   out.height = height;
@@ -152,7 +154,7 @@ RgbImage resize_vertical(const RgbImage& in, int height) {
     std::fill(acc.begin(), acc.end(), int64_t{1} << (kPrecisionBits - 1));
     const int32_t* w = t.weights.data() + static_cast<size_t>(y) * t.stride;
     for (int i = 0; i < t.count[static_cast<size_t>(y)]; ++i) {
-      const uint8_t* row = in.at(0, t.first[static_cast<size_t>(y)] + i);
+      const uint8_t* row = in.at(0, t.first[static_cast<size_t>(y)] - offset + i);
       for (size_t j = 0; j < acc.size(); ++j) acc[j] += static_cast<int64_t>(row[j]) * w[i];
     }
     uint8_t* q = out.pixels.data() + static_cast<size_t>(y) * in.width * 3;
@@ -165,9 +167,21 @@ RgbImage resize_vertical(const RgbImage& in, int height) {
 RgbImage resized_crop(const RgbImage& image, const CropBox& box, int width, int height) {
   RT_CHECK(width > 0 && height > 0, "resize to ", width, "x", height);
   RgbImage out = crop(image, box);
-  if (out.width != width) out = resize_horizontal(out, width);
-  if (out.height != height) out = resize_vertical(out, height);
+  if (out.width != width) out = resize_horizontal(out, bilinear_taps(out.width, 0, out.width, width), 0);
+  if (out.height != height) out = resize_vertical(out, bilinear_taps(out.height, 0, out.height, height), 0);
   return out;
+}
+
+RgbImage resized_box(const RgbImage& part, const ImagePart& at, const FloatBox& box, int width, int height) {
+  RT_CHECK(width > 0 && height > 0, "resize to ", width, "x", height);
+  const Taps h = bilinear_taps(at.full_width, box.x0, box.x1, width);
+  const Taps v = bilinear_taps(at.full_height, box.y0, box.y1, height);
+  // Every tap inside the part: it was decoded wide enough.
+  for (size_t i = 0; i < h.first.size(); ++i)
+    RT_ASSERT(h.first[i] >= at.x && h.first[i] + h.count[i] <= at.x + part.width);
+  for (size_t i = 0; i < v.first.size(); ++i)
+    RT_ASSERT(v.first[i] >= at.y && v.first[i] + v.count[i] <= at.y + part.height);
+  return resize_vertical(resize_horizontal(part, h, at.x), v, at.y);
 }
 
 void flip_horizontally(RgbImage& image) {

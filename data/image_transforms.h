@@ -36,6 +36,19 @@ std::array<int, 2> shorter_side_size(int width, int height, int size);
 // Crops `box` out of `image` and resizes it to width x height with Pillow's bilinear filter.
 RgbImage resized_crop(const RgbImage& image, const CropBox& box, int width, int height);
 RgbImage crop(const RgbImage& image, const CropBox& box);
+
+// A box in fractional pixels, [x0, x1) x [y0, y1).
+struct FloatBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+// Where a part of an image lies in the whole: its first pixel, and the whole's size.
+struct ImagePart {
+  int x = 0, y = 0, full_width = 0, full_height = 0;
+};
+// Pillow's Image.resize((width, height), BILINEAR, box) of the whole image, from `part` alone
+// (every pixel the filter reads must be in it). Both passes always run, as Pillow's do for a box
+// that is not the whole image (a pass over a whole-pixel box of the same size is the identity).
+RgbImage resized_box(const RgbImage& part, const ImagePart& at, const FloatBox& box, int width, int height);
 void flip_horizontally(RgbImage& image);
 
 // Writes image as planar float CHW: (byte / 255 - mean[c]) / std[c].

@@ -71,9 +71,15 @@ RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, in
   info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   info.dct_method = JDCT_ISLOW;
   info.do_fancy_upsampling = TRUE;
+  const JpegRegion chosen =
+      region ? region(static_cast<int>(info.image_width), static_cast<int>(info.image_height))
+             : JpegRegion{{0, 0, static_cast<int>(info.image_width), static_cast<int>(info.image_height)}, 1};
+  RT_ASSERT(chosen.scale == 1 || chosen.scale == 2 || chosen.scale == 4 || chosen.scale == 8);
+  info.scale_num = 1;
+  info.scale_denom = static_cast<unsigned>(chosen.scale);
   jpeg_start_decompress(&info);
   const int W = static_cast<int>(info.output_width), H = static_cast<int>(info.output_height);
-  const CropBox box = region ? region(W, H) : CropBox{0, 0, W, H};
+  const CropBox box = chosen.box;
   RT_ASSERT(box.x >= 0 && box.y >= 0 && box.width >= 1 && box.height >= 1 && box.x + box.width <= W &&
             box.y + box.height <= H);
   // Note [Crop-region decoding]: the box widened by a pixel on each side (the smooth chroma

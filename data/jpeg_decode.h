@@ -14,11 +14,17 @@
 
 namespace rt {
 
-// Which part of an image to decode, chosen from its width and height once the header is read.
-using RegionChooser = std::function<CropBox(int width, int height)>;
+// Which part of an image to decode, chosen from its width and height once the header is read: a
+// box of the image decoded at 1 / scale of its size (scale 1, 2, 4 or 8: libjpeg's DCT scaling,
+// as Pillow's draft mode), in the coordinates of that scaled image.
+struct JpegRegion {
+  CropBox box;
+  int scale = 1;
+};
+using RegionChooser = std::function<JpegRegion(int width, int height)>;
 
 // The image in RGB (CMYK and YCCK converted as Pillow converts them), or with `region` only the
-// box it chooses: the same pixels as the whole image cropped, decoded faster (Note [Crop-region
+// box it chooses: the same pixels as the whole (scaled) image cropped, decoded faster (Note [Crop-region
 // decoding] in jpeg_decode.cpp). Corrupt or truncated data anywhere in the file is an rt::Error
 // naming `name`, not a partly gray image, and so is a frame declaring more than `max_pixels`
 // (Note [Pixel budget]).

@@ -450,6 +450,7 @@ Config every_key_changed() {
   c.data.prefetch = 9;
   c.data.on_bad_file = BadFilePolicy::kError;
   c.data.label_offset = 0;
+  c.data.decode = JpegDecode::kScaled;
   c.data.rebuild_index = true;
   c.data.max_image_pixels = 1000;
   c.train = {7,

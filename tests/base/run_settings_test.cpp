@@ -28,6 +28,7 @@ TEST(RunSettings, EveryNameReadsBackAsItsValue) {
   expect_names_read_back<DataSource>(5);
   expect_names_read_back<TailPolicy>(2);
   expect_names_read_back<BadFilePolicy>(2);
+  expect_names_read_back<JpegDecode>(3);
   expect_names_read_back<Device>(2);
   expect_names_read_back<ConvAlgorithm>(2);
   expect_names_read_back<Precision>(4);

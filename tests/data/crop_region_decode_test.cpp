@@ -7,13 +7,19 @@
 #include <jpeglib.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/rng.h"
 #include "data/image_sample.h"
 #include "data/image_transforms.h"
 #include "data/jpeg_decode.h"
+#include "tests/data/test_folders.h"
 
 namespace rt {
 namespace {
@@ -93,7 +99,7 @@ TEST(CropRegionDecode, EveryBoxEqualsTheWholeDecodeCropped) {
       const RgbImage part = decode_jpeg(bytes, v.name, kDefaultMaxImagePixels, [&](int w, int h) {
         EXPECT_EQ(w, v.width);
         EXPECT_EQ(h, v.height);
-        return box;
+        return JpegRegion{box, 1};
       });
       const RgbImage want = crop(whole, box);
       if (part.width != want.width || part.height != want.height || part.pixels != want.pixels) {
@@ -119,6 +125,61 @@ TEST(CropRegionDecode, ATrainingSampleEqualsTheOneFromTheWholeImage) {
     ASSERT_EQ(a.pixels, b.pixels) << "sample " << sample;
     ASSERT_EQ(b.pixels, c.pixels) << "sample " << sample;
   }
+}
+
+// data.decode = "scaled" (Note [Scaled decoding]) against Pillow's draft mode and resize(box=...)
+// on the same files and boxes: equal bytes for every subsampling, grayscale, progressive and
+// restart markers, at every scale the rule picks (1/1 to 1/8).
+TEST(ScaledDecode, EqualsPillowsDraftThenResizeOfTheBox) {
+  if (const std::string& why = testing::python_unavailable("PIL"); !why.empty()) GTEST_SKIP() << why;
+  const std::string dir = testing::fresh_dir("scaled_decode").string();
+  const int kBoxes = 300;
+  std::ofstream list(dir + "/list.txt");
+  std::vector<std::vector<uint8_t>> ours;
+  int scales[9] = {};
+  for (Variant v : kVariants) {
+    if (v.space == JCS_CMYK) continue;                       // Pillow's draft keeps CMYK's own mode
+    v.width = v.width * 3 + 1, v.height = v.height * 3 + 2;  // room for 1/8 scale at kSize
+    const std::vector<uint8_t> bytes = encode(v);
+    const std::string path = str_cat(dir, "/", ours.size() / kBoxes, ".jpg");
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    Rng rng(5, 2, 0);
+    for (int k = 0; k < kBoxes; ++k) {
+      const int size = k % 2 ? 40 : 120;  // small outputs for 1/8, large ones for 1/1
+      CropBox box;
+      const RgbImage got = scaled_resized_crop(
+          bytes, path, kDefaultMaxImagePixels,
+          [&](int w, int h) {
+            box = random_resized_crop_box(w, h, ResizedCropOptions{}, rng);
+            return box;
+          },
+          size);
+      const int a = draft_scale(box, size);
+      ++scales[a];
+      list << path << " " << box.x << " " << box.y << " " << box.width << " " << box.height << " " << a << " " << size
+           << "\n";
+      ours.push_back(got.pixels);
+    }
+  }
+  list.close();
+  const std::string cmd =
+      str_cat(testing::kPython, " " RT_SOURCE_DIR "/tests/data/pillow_draft.py ", dir, "/list.txt ", dir, "/out.rgb");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir + "/out.rgb", std::ios::binary);
+  const std::string theirs((std::istreambuf_iterator<char>(in)), {});
+  size_t at = 0;
+  int differing = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    ASSERT_LE(at + ours[i].size(), theirs.size());
+    if (std::memcmp(ours[i].data(), theirs.data() + at, ours[i].size()) != 0 && differing++ < 3)
+      ADD_FAILURE() << "sample " << i << " (file " << i / kBoxes << ") differs from Pillow's draft path";
+    at += ours[i].size();
+  }
+  EXPECT_EQ(at, theirs.size());
+  EXPECT_EQ(differing, 0);
+  for (int a : {1, 2, 4, 8}) EXPECT_GT(scales[a], 0) << "no box at 1/" << a;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
