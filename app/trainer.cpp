@@ -137,11 +137,14 @@ void Trainer::train_logged_step(Run& run, int64_t epoch, int64_t s) {
   if (tl) tl->set_step(run_step);
   const auto start = std::chrono::steady_clock::now();
   float* images = static_cast<float*>(run.image_memory.get());
+  // A micro-batch is lent until the next one is borrowed (its backward is done) or the step ends.
   const LossResult loss = train_step([&](int64_t) {
     ComputeSpan span(tl, "data");
-    run.tally.add_data_wait(train_->next(images, run.labels.data()));
-    return MicroBatch{images, run.labels.data(), Device::kCpu};
+    const LentBatch batch = train_->borrow(images, run.labels.data());
+    run.tally.add_data_wait(batch.waited);
+    return MicroBatch{batch.images, batch.labels, Device::kCpu};
   });
+  train_->release();
   if (tl) tl->flush(run_step);
   run.tally.add_step(loss, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   run.result.step_losses.push_back(loss.loss);

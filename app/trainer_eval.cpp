@@ -57,9 +57,10 @@ EvalResult Trainer::evaluate() {
   double totals[4] = {0, 0, 0, 0};  // loss sum, top-1, top-5, samples
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B)) {
     const int64_t valid = std::min<int64_t>(B, static_cast<int64_t>(indices.size() - start));
-    test_->next(images, labels.data());
-    const Tensor& logits = eval_graph_->forward(images, RunContext{false, 0, 0});
-    const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), labels.data(), 0.0, nullptr);
+    const LentBatch batch = test_->borrow(images, labels.data());
+    const Tensor& logits = eval_graph_->forward(batch.images, RunContext{false, 0, 0});
+    const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), batch.labels, 0.0, nullptr);
+    test_->release();
     totals[0] += l.loss * static_cast<double>(valid);
     totals[1] += static_cast<double>(l.correct1);
     totals[2] += static_cast<double>(l.correct5);

@@ -39,7 +39,7 @@ std::string data_path(const DataConfig& d, const std::string& file) {
 // data.source = "imagefolder", "shards" or "tfrecord": the training or evaluation set (its index), its
 // transforms from the config.
 std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
-                                               bool training, uint64_t seed, int workers,
+                                               Device device, bool training, uint64_t seed, int workers,
                                                std::function<void(const std::string&)> warn) {
   FolderBatchOptions o;
   o.sample = image_sample_options(d, model);
@@ -49,6 +49,10 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex i
   o.prefetch = static_cast<int>(d.prefetch);
   o.error_on_bad_file = d.on_bad_file == BadFilePolicy::kError;
   o.label_offset = d.label_offset;
+  // Note [Lent batches]: the workers write each batch into page-locked memory where the device
+  // reads it (plain memory on the CPU), and the step borrows that slot: no copy of the batch on
+  // the step's thread (38.5 MB at ResNet-50's batch of 64).
+  o.allocate = [device](size_t bytes) { return allocate_host_staging(device, bytes); };
   o.warn = std::move(warn);
   return std::make_unique<ImageFolderBatches>(std::move(index), std::move(o));
 }
@@ -178,10 +182,11 @@ void Trainer::open_data(int workers) {
     return;
   }
   if (decodes_images(d.source)) {
-    train_ = open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, /*training=*/true,
-                               static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
-    test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, /*training=*/false, 0,
-                              workers, rank_warning(world_));
+    train_ =
+        open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, config_.train.device,
+                          /*training=*/true, static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
+    test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, config_.train.device,
+                              /*training=*/false, 0, workers, rank_warning(world_));
   } else {
     train_ = std::make_unique<InMemoryBatches>(
         load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));

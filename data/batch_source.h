@@ -12,6 +12,13 @@
 
 namespace rt {
 
+// A batch in the memory of the source that made it, lent to the caller (BatchSource::borrow).
+struct LentBatch {
+  const float* images = nullptr;
+  const int32_t* labels = nullptr;
+  double waited = 0;  // seconds borrow() waited for it
+};
+
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
@@ -25,6 +32,15 @@ class BatchSource {
   // Writes the next batch (batch x C x H x W floats, plain NCHW, and batch labels); returns the
   // seconds it waited for a batch that was not ready yet.
   virtual double next(float* images, int32_t* labels) = 0;
+  // The next batch where the source made it, lent until release(), the next borrow() or start():
+  // a source that makes batches ahead (image_folder_batches.h) lends the slot its workers wrote,
+  // and nothing copies it; others write into `images` and `labels` as next() does and lend those.
+  virtual LentBatch borrow(float* images, int32_t* labels) {
+    const double waited = next(images, labels);
+    return {images, labels, waited};
+  }
+  // Gives back the batch borrow() lent, if any.
+  virtual void release() {}
   // How many distinct unreadable files were skipped since start() (sources that read files).
   virtual int64_t skipped() const { return 0; }
 };

@@ -14,6 +14,10 @@ ImageFolderBatches::ImageFolderBatches(ImageIndex index, FolderBatchOptions opti
   RT_CHECK(o_.prefetch >= 1, "an image folder needs a prefetch depth of at least one batch, got ", o_.prefetch);
   RT_CHECK(!index_.files.empty(), "image folder '", index_.root, "' has no files");
   if (!o_.warn) o_.warn = [](const std::string& m) { stderr_line(m); };
+  if (!o_.allocate)
+    o_.allocate = [](size_t bytes) {
+      return std::shared_ptr<void>(new float[bytes / sizeof(float)], std::default_delete<float[]>());
+    };
   slots_.resize(static_cast<size_t>(o_.prefetch));
   for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { work(); });
 }
@@ -33,6 +37,7 @@ void ImageFolderBatches::start(int64_t epoch, std::vector<int64_t> indices, int6
   for (int64_t i : indices)
     RT_CHECK(i >= 0 && i < count(), "sample ", i, " is outside image folder '", index_.root, "' (", count(), " files)");
   std::lock_guard<std::mutex> lock(mu_);
+  give_back();
   RT_CHECK(claimed_ == delivered_, "an image folder pass started before the last was delivered");
   indices_ = std::move(indices);
   epoch_ = epoch;
@@ -44,7 +49,10 @@ void ImageFolderBatches::start(int64_t epoch, std::vector<int64_t> indices, int6
   error_ = nullptr;
   const size_t floats = static_cast<size_t>(batch * o_.sample.floats());
   for (Slot& s : slots_) {
-    s.images.resize(floats);
+    if (s.floats < floats) {
+      s.memory = o_.allocate(floats * sizeof(float));
+      s.floats = floats;
+    }
     s.labels.resize(static_cast<size_t>(batch));
     s.ready = false;
   }
@@ -68,7 +76,7 @@ void ImageFolderBatches::work() {
     std::exception_ptr failed;
     try {
       for (int64_t i = 0; i < batch; ++i)
-        make_sample(epoch, samples[i], slot.images.data() + i * o_.sample.floats(), slot.labels.data() + i);
+        make_sample(epoch, samples[i], slot.images() + i * o_.sample.floats(), slot.labels.data() + i);
     } catch (...) {
       failed = std::current_exception();
     }
@@ -102,23 +110,39 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
   throw Error(str_cat("image folder '", index_.root, "': none of its ", n, " files is a readable image"));
 }
 
-double ImageFolderBatches::next(float* images, int32_t* labels) {
+LentBatch ImageFolderBatches::borrow(float* /*images*/, int32_t* /*labels*/) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mu_);
+  give_back();
   RT_CHECK(delivered_ < total_, "no batch left in this pass of image folder '", index_.root, "'");
   Slot& slot = slots_[static_cast<size_t>(delivered_) % slots_.size()];
   const auto begin = Clock::now();
   ready_cv_.wait(lock, [&] { return slot.ready || error_; });
   const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
   if (!slot.ready) std::rethrow_exception(error_);
-  lock.unlock();
-  std::copy(slot.images.begin(), slot.images.end(), images);
-  std::copy(slot.labels.begin(), slot.labels.end(), labels);
-  lock.lock();
-  slot.ready = false;
+  lent_ = true;
+  return {slot.images(), slot.labels.data(), waited};
+}
+
+void ImageFolderBatches::give_back() {
+  if (!lent_) return;
+  slots_[static_cast<size_t>(delivered_) % slots_.size()].ready = false;
   ++delivered_;
+  lent_ = false;
   work_cv_.notify_all();
-  return waited;
+}
+
+void ImageFolderBatches::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  give_back();
+}
+
+double ImageFolderBatches::next(float* images, int32_t* labels) {
+  const LentBatch lent = borrow(images, labels);
+  std::copy_n(lent.images, static_cast<size_t>(batch_ * o_.sample.floats()), images);
+  std::copy_n(lent.labels, static_cast<size_t>(batch_), labels);
+  release();
+  return lent.waited;
 }
 
 int64_t ImageFolderBatches::skipped() const {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -35,6 +36,9 @@ struct FolderBatchOptions {
   bool error_on_bad_file = false;
   int64_t label_offset = 0;  // TFRecords: the stored label less this is the class (data.label_offset)
   std::function<void(const std::string&)> warn;  // a skipped file's message; default: stderr
+  // The memory of a slot's images (bytes); default: the heap. The trainer passes page-locked
+  // memory on CUDA, so the device copies a lent batch straight from where the workers wrote it.
+  std::function<std::shared_ptr<void>(size_t bytes)> allocate;
 };
 
 class ImageFolderBatches final : public BatchSource {
@@ -49,6 +53,8 @@ class ImageFolderBatches final : public BatchSource {
   std::array<int64_t, 3> sample_shape() const override { return {o_.sample.channels, o_.sample.size, o_.sample.size}; }
   void start(int64_t epoch, std::vector<int64_t> indices, int64_t batch) override;
   double next(float* images, int32_t* labels) override;
+  LentBatch borrow(float* images, int32_t* labels) override;
+  void release() override;
   int64_t skipped() const override;
 
   // Files opened so far (a folder's images, or shards once per pass).
@@ -59,12 +65,16 @@ class ImageFolderBatches final : public BatchSource {
 
  private:
   struct Slot {
-    std::vector<float> images;
+    std::shared_ptr<void> memory;  // o_.allocate's
+    size_t floats = 0;             // what memory holds
     std::vector<int32_t> labels;
     bool ready = false;
+
+    float* images() const { return static_cast<float*>(memory.get()); }
   };
   void work();
   bool can_claim() const;  // under mu_
+  void give_back();        // under mu_: the lent slot, if any
 
   ImageIndex index_;
   FolderBatchOptions o_;
@@ -73,6 +83,7 @@ class ImageFolderBatches final : public BatchSource {
   std::condition_variable work_cv_, ready_cv_;
   std::vector<int64_t> indices_;
   int64_t epoch_ = 0, batch_ = 0, total_ = 0, claimed_ = 0, delivered_ = 0;
+  bool lent_ = false;  // slot delivered_ is lent (borrow) and not yet given back
   std::vector<Slot> slots_;
   std::exception_ptr error_;
   std::set<std::string> warned_;        // files already reported (once per run)

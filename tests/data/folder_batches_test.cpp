@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +46,46 @@ TEST(FolderBatches, TheSameSeedAndEpochGiveTheSameBatchesWithOneAndThreeWorkers)
   eval.sample.resize = 28;
   ImageFolderBatches e(load_image_index(root.string()), eval);
   EXPECT_EQ(one_pass(e, 0, order, 3).images, one_pass(e, 5, order, 3).images);
+  fs::remove_all(root);
+}
+
+// Note [Lent batches]: borrow() lends the slot the workers wrote, in memory from the allocator the
+// options name, and gives the same batches as next(), which copies; a slot comes back at release()
+// or the next borrow(), so micro-batches can be borrowed one after another with a single slot.
+TEST(FolderBatches, BorrowedBatchesAreTheSlotsTheWorkersWroteAndEqualCopiedOnes) {
+  const fs::path root = fresh_dir("borrow");
+  write_tree(root, 8);
+  const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22};
+  std::vector<std::pair<const char*, size_t>> blocks;  // what the allocator handed out
+  std::mutex mu;
+  FolderBatchOptions o = training_options(2);
+  o.prefetch = 1;
+  o.allocate = [&](size_t bytes) {
+    auto memory = std::shared_ptr<void>(new char[bytes], std::default_delete<char[]>());
+    std::lock_guard<std::mutex> lock(mu);
+    blocks.emplace_back(static_cast<const char*>(memory.get()), bytes);
+    return memory;
+  };
+  ImageFolderBatches lending(load_image_index(root.string()), o);
+  ImageFolderBatches copying(load_image_index(root.string()), training_options(3));
+  for (int64_t epoch : {0, 1}) {
+    const Pass want = one_pass(copying, epoch, order, 3);
+    lending.start(epoch, order, 3);
+    const size_t floats = 3 * static_cast<size_t>(o.sample.floats());
+    for (size_t b = 0; b < order.size() / 3; ++b) {
+      const LentBatch lent = lending.borrow(nullptr, nullptr);  // no copy: nothing to write into
+      const char* p = reinterpret_cast<const char*>(lent.images);
+      EXPECT_TRUE(std::any_of(
+          blocks.begin(), blocks.end(),
+          [&](const auto& blk) { return p >= blk.first && p + floats * sizeof(float) <= blk.first + blk.second; }))
+          << "batch " << b << " is not in a slot's memory";
+      EXPECT_TRUE(std::equal(lent.images, lent.images + floats, want.images.begin() + static_cast<long>(b * floats)))
+          << "epoch " << epoch << " batch " << b;
+      EXPECT_TRUE(std::equal(lent.labels, lent.labels + 3, want.labels.begin() + static_cast<long>(b * 3)));
+      if (b % 2) lending.release();  // else the next borrow gives it back
+    }
+  }
+  EXPECT_EQ(blocks.size(), 1u) << "one slot (prefetch 1), allocated once";
   fs::remove_all(root);
 }
 
