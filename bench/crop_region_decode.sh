@@ -10,8 +10,8 @@ reps=${1:-5} images=${2:-640}
 bin=./build/bench/image_pipeline_bench
 [[ -x $bin ]] || { echo "crop_region_decode: build first ($bin)" >&2; exit 1; }
 source bench/photo_tree.sh
+source bench/median.sh
 tree=$(photo_tree "$images")
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 whole="" region=""
 for ((r = 1; r <= reps; r++)); do
   for how in whole region; do
@@ -20,5 +20,5 @@ for ((r = 1; r <= reps; r++)); do
     if [[ $how == whole ]]; then whole+="$rate "; else region+="$rate "; fi
   done
 done
-a=$(echo "$whole" | tr ' ' '\n' | grep . | median) b=$(echo "$region" | tr ' ' '\n' | grep . | median)
+a=$(median_of $whole) b=$(median_of $region)
 awk -v a="$a" -v b="$b" 'BEGIN { printf "whole decode %.1f images/s per worker, crop region %.1f: %.2fx\n", a, b, b / a }'

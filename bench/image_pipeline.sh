@@ -11,8 +11,8 @@ python=/usr/bin/python3
 bin=./build/bench/image_pipeline_bench
 [[ -x $bin ]] || { echo "image_pipeline: build first ($bin)" >&2; exit 1; }
 source bench/photo_tree.sh
+source bench/median.sh
 tree=$(photo_tree "$images")
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 ours="" theirs=""
 for ((r = 1; r <= reps; r++)); do
   ours+="$("$bin" "$tree" --workers "$workers" --passes 3 | sed -n 's/^ringtrain: median \([0-9.]*\).*/\1/p') "
@@ -20,7 +20,7 @@ for ((r = 1; r <= reps; r++)); do
              sed -n 's/^torchvision: median \([0-9.]*\).*/\1/p') "
   echo "repetition $r/$reps done" >&2
 done
-a=$(echo "$ours" | tr ' ' '\n' | grep . | median) b=$(echo "$theirs" | tr ' ' '\n' | grep . | median)
+a=$(median_of $ours) b=$(median_of $theirs)
 echo "decode + random resized crop 224 + flip + normalise, $images JPEGs of 500x375 (quality 90), $workers workers, median of $reps"
 awk -v a="$a" -v b="$b" -v w="$workers" 'BEGIN {
   printf "ringtrain   %7.1f images/s (%6.1f per worker)\ntorchvision %7.1f images/s (%6.1f per worker)\nratio %.2fx\n",

@@ -3,9 +3,11 @@
 transforms of the ImageNet recipe (RandomResizedCrop, RandomHorizontalFlip, ToTensor, Normalize),
 shuffled, W worker processes, as a training loop would consume it. One JSON line per pass.
 
-  image_pipeline_torchvision.py ROOT [--workers W] [--batch B] [--size S] [--passes P]
+  image_pipeline_torchvision.py ROOT [--workers W] [--batch B] [--size S] [--passes P] [--cold]
+
+--cold empties the page cache before every pass (root only), so each pass reads from the disk.
 """
-import argparse, json, statistics, time
+import argparse, json, os, statistics, time
 
 import torch
 from torchvision import datasets, transforms
@@ -18,6 +20,7 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--passes", type=int, default=3)
+    p.add_argument("--cold", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(1)
     t = transforms.Compose([transforms.RandomResizedCrop(a.size), transforms.RandomHorizontalFlip(),
@@ -27,6 +30,10 @@ def main():
                                          drop_last=True, persistent_workers=a.workers > 0)
     rates = []
     for epoch in range(a.passes + 1):  # pass 0 warms the page cache and starts the workers
+        if a.cold:
+            os.sync()
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
         start = time.perf_counter()
         n = sum(images.shape[0] for images, _ in loader)
         s = time.perf_counter() - start
