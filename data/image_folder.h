@@ -37,6 +37,8 @@ struct ImageIndex {
   // A TFRecord's label is read with its image: labels are -1 in the index.
   // Members left out of the index (no label, damaged shard...), a message naming each.
   std::vector<std::string> left_out;
+  // Records only: the files' sizes and times the index was made from, as its cache records them.
+  std::string indexed_files;
 
   bool records() const { return !containers.empty(); }
   // What a message names: the file, or "ROOT/SHARD:MEMBER".

@@ -1,10 +1,12 @@
 #include "data/sample_files.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "base/check.h"
 #include "data/image_decode.h"
@@ -13,7 +15,15 @@
 namespace rt {
 
 SampleFiles::SampleFiles(const ImageIndex& index, int64_t label_offset)
-    : index_(index), label_offset_(label_offset), fds_(index.containers.size(), -1) {}
+    : index_(index), label_offset_(label_offset), fds_(index.containers.size(), -1) {
+  // A pass may hold every container open: ImageNet's TFRecords are 1,152 files, past the usual
+  // soft limit of 1,024 descriptors. The hard limit is this process's to take.
+  rlimit limit{};
+  if (!fds_.empty() && ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 SampleFiles::~SampleFiles() { new_pass(); }
 
@@ -35,6 +45,10 @@ int SampleFiles::container(uint32_t c) {
   if (fds_[c] < 0) {
     const std::string path = index_.root + "/" + index_.containers[c];
     fds_[c] = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Out of descriptors is the job's trouble, not the file's: not skipped as a bad file.
+    if (fds_[c] < 0 && (errno == EMFILE || errno == ENFILE))
+      throw std::runtime_error(str_cat("cannot open shard '", path, "': ", std::strerror(errno), " (", opened_,
+                                       " open; raise the limit with ulimit -n)"));
     RT_CHECK(fds_[c] >= 0, "cannot open shard '", path, "': ", std::strerror(errno));
     ++opened_;
   }

@@ -2,7 +2,7 @@
 // sample is its own file; a shard's or TFRecord's is a span of its container, read with one
 // pread from a file opened once per pass, so a pass opens as many files as it reads containers,
 // not one per image. A TFRecord's framing CRCs are checked and its tf.Example read for the image
-// and the label. Safe to call from several threads at once.
+// and the label. read() is safe to call from several threads at once.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,8 @@ class SampleFiles {
   // rt::Error naming the sample (file, or container and member or offset) where it cannot be
   // read whole, or a TFRecord's where a CRC fails, or it is no tf.Example, or its label is no class.
   SampleBytes read(size_t sample);
-  // Closes the open shards: the next pass opens each it reads again (a job that runs for days
-  // sees shards replaced between epochs, and holds no descriptors between passes).
+  // Closes the open containers, so that each pass opens those it reads once. Only while no read
+  // is under way (ImageFolderBatches::start, after the last pass was delivered).
   void new_pass();
   // Files opened since construction.
   int64_t files_opened() const;

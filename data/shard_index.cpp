@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "base/stderr_line.h"
 #include "data/index_cache.h"
 #include "data/tar_members.h"
 #include "data/tf_example.h"
@@ -66,11 +67,27 @@ std::vector<Listed> list_shard_folder(const std::string& root, RecordFormat form
   return out;
 }
 
-std::string read_member(int fd, const TarMember& m) {
+// More classes than any model here has: a label beyond is damage, not a class.
+constexpr int64_t kMostClasses = 1 << 20;
+
+// A label member's text; a member too long to be one reads as empty (not a class).
+std::string read_label(int fd, const TarMember& m) {
+  if (m.size > 64) return std::string();
   std::string text(m.size, '\0');
   const ssize_t got = ::pread(fd, text.data(), text.size(), static_cast<off_t>(m.offset));
   return got == static_cast<ssize_t>(m.size) ? text : std::string();
 }
+
+// A descriptor closed on every way out.
+struct OpenFile {
+  explicit OpenFile(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    RT_CHECK(fd >= 0, "cannot open tar shard '", path, "'");
+  }
+  ~OpenFile() { ::close(fd); }
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  int fd;
+};
 
 // A class index as .cls holds it: decimal digits, surrounding white space allowed.
 bool parse_label(std::string text, int64_t& label) {
@@ -78,7 +95,7 @@ bool parse_label(std::string text, int64_t& label) {
   text.erase(text.begin(), std::find_if_not(text.begin(), text.end(), space));
   text.erase(std::find_if_not(text.rbegin(), text.rend(), space).base(), text.end());
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), label);
-  return !text.empty() && ec == std::errc() && end == text.data() + text.size() && label >= 0 && label <= INT32_MAX;
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size() && label >= 0;
 }
 
 // One shard's samples appended to index (container number c).
@@ -86,8 +103,7 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
                  int64_t class_limit) {
   const std::string path = root + "/" + shard;
   const TarListing listing = list_tar_members(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  RT_CHECK(fd >= 0, "cannot open tar shard '", path, "'");
+  const OpenFile file(path);
   struct Sample {
     const TarMember* image = nullptr;
     const TarMember* label = nullptr;
@@ -101,7 +117,12 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
     if (!is_label && !is_image) continue;
     auto [it, fresh] = samples.try_emplace(key);
     if (fresh) keys.push_back(key);
-    (is_label ? it->second.label : it->second.image) = &m;
+    const TarMember*& slot = is_label ? it->second.label : it->second.image;
+    if (slot)
+      index.left_out.push_back(str_cat("'", path, "' member '", m.name, "': a second ", is_label ? "label" : "image",
+                                       " for key '", key, "' (the first, '", slot->name, "', is used)"));
+    else
+      slot = &m;
   }
   const auto name = [&](const std::string& member) { return str_cat("'", path, "' member '", member, "'"); };
   for (const std::string& key : keys) {
@@ -119,22 +140,23 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
       continue;
     }
     int64_t label = 0;
-    const std::string text = read_member(fd, *s.label);
+    const std::string text = read_label(file.fd, *s.label);
     if (!parse_label(text, label)) {
       index.left_out.push_back(
           str_cat(name(s.label->name), ": holds '", text.substr(0, 40), "', not a class index (0, 1, 2...)"));
       continue;
     }
-    if (class_limit > 0 && label >= class_limit) {
-      index.left_out.push_back(str_cat(name(s.label->name), ": class ", label, ", but ", kClassList, " lists ",
-                                       class_limit, " classes (0 to ", class_limit - 1, ")"));
+    if (label >= (class_limit > 0 ? class_limit : kMostClasses)) {
+      index.left_out.push_back(
+          class_limit > 0 ? str_cat(name(s.label->name), ": class ", label, ", but ", kClassList, " lists ",
+                                    class_limit, " classes (0 to ", class_limit - 1, ")")
+                          : str_cat(name(s.label->name), ": class ", label, ", more than ", kMostClasses, " classes"));
       continue;
     }
     index.files.push_back(s.image->name);
     index.labels.push_back(static_cast<int32_t>(label));
     index.spans.push_back({c, s.image->offset, s.image->size});
   }
-  ::close(fd);
   if (!listing.damage.empty())
     index.left_out.push_back(str_cat(listing.damage, "; the members before it are used, the rest left out"));
 }
@@ -179,7 +201,8 @@ ImageIndex scan(const std::string& root, const std::vector<Listed>& listed, Reco
   RT_CHECK(!index.containers.empty(), "shard folder '", root, "' has no ",
            format == RecordFormat::kTar ? ".tar shards" : "TFRecord files");
   RT_CHECK(!index.files.empty(), "shard folder '", root, "' has no usable samples in its ", index.containers.size(),
-           " shards", index.left_out.empty() ? "" : str_cat(" (the first problem: ", index.left_out[0], ")"));
+           format == RecordFormat::kTar ? " shards" : " TFRecord files",
+           index.left_out.empty() ? "" : str_cat(" (the first problem: ", index.left_out[0], ")"));
   if (!class_list && format == RecordFormat::kTar) {
     const int32_t top = *std::max_element(index.labels.begin(), index.labels.end());
     for (int32_t k = 0; k <= top; ++k) index.classes.push_back(std::to_string(k));
@@ -203,7 +226,10 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
     return false;
   const bool known_labels = index.format == RecordFormat::kTar;
   std::vector<Listed> files;
+  std::vector<uint64_t> sizes;  // of the containers
+  bool ended = false;
   while (std::getline(in, line)) {
+    if (ended) return false;
     std::istringstream fields(line);
     std::string kind;
     std::getline(fields, kind, '\t');
@@ -213,11 +239,19 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
       fields.get();
       std::getline(fields, l.name);
       files.push_back(l);
-      if (l.name != kClassList) index.containers.push_back(l.name);
+      if (l.name != kClassList) {
+        index.containers.push_back(l.name);
+        sizes.push_back(l.size);
+      }
     } else if (kind == "class") {
       std::string name;
       std::getline(fields, name);
       index.classes.push_back(name);
+    } else if (kind == "end") {  // the sample count: a cache cut short is not believed
+      size_t count = 0;
+      fields >> count;
+      if (!fields || count != index.files.size()) return false;
+      ended = true;
     } else if (kind == "left_out") {
       std::string why;
       std::getline(fields, why);
@@ -232,7 +266,8 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
       std::getline(fields, member);
       const bool label_fits =
           known_labels ? label >= 0 && static_cast<size_t>(label) < index.classes.size() : label == -1;
-      if (kind.empty() || *end != '\0' || !label_fits || !fields || span.container >= index.containers.size())
+      if (kind.empty() || *end != '\0' || !label_fits || !fields || span.container >= index.containers.size() ||
+          span.size > sizes[span.container] || span.offset > sizes[span.container] - span.size)
         return false;
       index.labels.push_back(static_cast<int32_t>(label));
       index.files.push_back(member);
@@ -240,17 +275,23 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
     }
   }
   if (listed && files != *listed) return false;
-  return !index.containers.empty() && !index.files.empty() && !in.bad();
+  index.indexed_files = listed_text(files);
+  return ended && !index.containers.empty() && !index.files.empty() && !in.bad();
 }
 
 }  // namespace
 
 ImageIndex scan_shard_folder(const std::string& root, RecordFormat format) {
-  return scan(root, list_shard_folder(root, format), format);
+  const std::vector<Listed> listed = list_shard_folder(root, format);
+  ImageIndex index = scan(root, listed, format);
+  index.indexed_files = listed_text(listed);
+  return index;
 }
 
 std::string shard_index_text(const ImageIndex& index) {
-  std::string text = str_cat(header_of(index.format), "\n", listed_text(list_shard_folder(index.root, index.format)));
+  std::string text = str_cat(
+      header_of(index.format), "\n",
+      index.indexed_files.empty() ? listed_text(list_shard_folder(index.root, index.format)) : index.indexed_files);
   for (const std::string& c : index.classes) text += str_cat("class\t", c, "\n");
   for (const std::string& why : index.left_out) {
     std::string line = why;
@@ -261,7 +302,7 @@ std::string shard_index_text(const ImageIndex& index) {
     const RecordSpan& s = index.spans[i];
     text += str_cat(index.labels[i], "\t", s.container, "\t", s.offset, "\t", s.size, "\t", index.files[i], "\n");
   }
-  return text;
+  return text + str_cat("end\t", index.files.size(), "\n");
 }
 
 ImageIndex shard_index_from_text(const std::string& root, const std::string& text) {
@@ -283,7 +324,13 @@ ImageIndex load_shard_index(const std::string& root, std::string cache_path, boo
     if (parse(in, &listed, cached) && cached.format == format) return cached;
   }
   ImageIndex index = scan(root, listed, format);
-  write_index_cache(cache_path, shard_index_text(index));
+  index.indexed_files = listed_text(listed);
+  // A file that changed while it was indexed (a copy still running) leaves no cache to trust.
+  if (list_shard_folder(root, format) == listed)
+    write_index_cache(cache_path, shard_index_text(index));
+  else
+    stderr_line(str_cat("ringtrain: warning: the files of '", root, "' changed while they were indexed; ",
+                        "the index is used but not cached"));
   return index;
 }
 

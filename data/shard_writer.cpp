@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <span>
 
 #include "base/check.h"
@@ -142,9 +143,12 @@ PackedShards pack_shards(const ImageIndex& index, const std::string& out_dir, co
     done.bytes += shard->written() + 2 * kBlock;
     shard.reset();
   };
+  std::set<std::string> keys;
   for (size_t i = 0; i < index.files.size(); ++i) {
     const std::vector<uint8_t> image = read_file_bytes(index.path(i));
-    const std::string key = key_of(index.files[i]);
+    std::string key = key_of(index.files[i]);
+    if (!keys.insert(key).second) keys.insert(key += str_cat("_", i));  // x.y.jpg beside x_y.jpg
+
     const std::string image_name = key + "." + extension_of(image), label_name = key + ".cls";
     const std::string label = std::to_string(index.labels[i]);
     const uint64_t size =

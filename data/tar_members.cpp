@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "base/check.h"
 
@@ -23,9 +25,12 @@ std::string field(const char* p, size_t n) { return std::string(p, strnlen(p, n)
 // An octal number, or GNU's base-256 (first byte's high bit set) for sizes of 8 GiB and more.
 bool parse_number(const unsigned char* p, size_t n, uint64_t& out) {
   out = 0;
-  if (p[0] & 0x80) {
-    for (size_t i = 1; i < n; ++i) out = out << 8 | p[i];
-    return n - 1 <= 8 || p[1] == 0;
+  if (p[0] & 0x80) {  // big-endian after the flag byte; more than 64 bits is no size
+    for (size_t i = 1; i < n; ++i) {
+      if (i + 8 < n && p[i] != 0) return false;
+      out = out << 8 | p[i];
+    }
+    return true;
   }
   size_t i = 0;
   while (i < n && p[i] == ' ') ++i;
@@ -43,26 +48,35 @@ bool checksum_holds(const std::array<unsigned char, kBlock>& h) {
   return sum == stored;
 }
 
-// PAX records, "<length> <key>=<value>\n": the path and size they override.
-void read_pax(const std::string& text, std::string& path, uint64_t& size, bool& has_size) {
+// Decimal digits only (no sign, no spaces), as PAX writes lengths and sizes.
+bool decimal(std::string_view s, uint64_t& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+// PAX records, "<length> <key>=<value>\n" with length counting the whole record: the path and
+// size they override. False where a record is malformed.
+bool read_pax(const std::string& text, std::string& path, uint64_t& size, bool& has_size) {
   size_t at = 0;
   while (at < text.size()) {
     const size_t space = text.find(' ', at);
-    if (space == std::string::npos) return;
-    const uint64_t length = std::strtoull(text.c_str() + at, nullptr, 10);
-    if (length == 0 || at + length > text.size()) return;
+    uint64_t length = 0;
+    if (space == std::string::npos || !decimal(std::string_view(text).substr(at, space - at), length) ||
+        length < space - at + 2 || length > text.size() - at || text[at + length - 1] != '\n')
+      return false;
     const std::string record = text.substr(space + 1, at + length - space - 2);  // without the newline
     const size_t eq = record.find('=');
     if (eq != std::string::npos) {
       const std::string key = record.substr(0, eq), value = record.substr(eq + 1);
       if (key == "path") path = value;
       if (key == "size") {
-        size = std::strtoull(value.c_str(), nullptr, 10);
+        if (!decimal(value, size)) return false;
         has_size = true;
       }
     }
     at += length;
   }
+  return true;
 }
 
 class File {
@@ -70,7 +84,11 @@ class File {
   explicit File(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     RT_CHECK(fd_ >= 0, "cannot open tar shard '", path, "': ", std::strerror(errno));
     struct stat st {};
-    RT_CHECK(::fstat(fd_, &st) == 0, "cannot stat tar shard '", path, "': ", std::strerror(errno));
+    if (::fstat(fd_, &st) != 0) {
+      const int error = errno;
+      ::close(fd_);
+      RT_CHECK(false, "cannot stat tar shard '", path, "': ", std::strerror(error));
+    }
     size_ = static_cast<uint64_t>(st.st_size);
   }
   ~File() { ::close(fd_); }
@@ -127,7 +145,7 @@ TarListing list_tar_members(const std::string& path) {
     }
     if (pax_has_size) size = pax_size;
     const uint64_t data = at + kBlock;
-    if (data + size > file.size()) {
+    if (size > file.size() - data) {  // not data + size: a size near 2^64 would wrap
       out.damage = str_cat("member '", long_name.empty() ? (pax_path.empty() ? name : pax_path) : long_name, "' at ",
                            where, " runs past the end of the file (", size, " bytes declared, ", file.size() - data,
                            " left): the shard is truncated");
@@ -138,8 +156,9 @@ TarListing list_tar_members(const std::string& path) {
       file.read(data, text.data(), size);
       if (type == 'L') {
         long_name = field(text.data(), text.size());
-      } else {
-        read_pax(text, pax_path, pax_size, pax_has_size);
+      } else if (!read_pax(text, pax_path, pax_size, pax_has_size)) {
+        out.damage = str_cat("the PAX header at ", where, " is malformed");
+        return out;
       }
     } else {
       if (type == '0' || type == '\0' || type == '7') {

@@ -94,7 +94,11 @@ TfRecordListing list_tfrecords(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   RT_CHECK(fd >= 0, "cannot open TFRecord file '", path, "': ", std::strerror(errno));
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    RT_CHECK(false, "cannot stat TFRecord file '", path, "': ", std::strerror(error));
+  }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   TfRecordListing out;
   uint64_t at = 0;

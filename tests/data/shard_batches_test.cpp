@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -109,19 +110,28 @@ TEST(ShardBatches, TheIndexIsCachedAndRebuiltWhenAShardChanges) {
   const ImageIndex sent = shard_index_from_text((dir / "s").string(), shard_index_text(first));
   const ImageIndex cached = load_shard_index((dir / "s").string());
   for (const ImageIndex* x : {&sent, &cached}) {
+    ASSERT_EQ(x->spans.size(), first.spans.size());
     EXPECT_EQ(x->files, first.files);
     EXPECT_EQ(x->labels, first.labels);
     EXPECT_EQ(x->containers, first.containers);
     EXPECT_EQ(x->classes, first.classes);
     for (size_t i = 0; i < first.spans.size(); ++i) EXPECT_EQ(x->spans[i].offset, first.spans[i].offset);
   }
-  // A cache that names what the shards are not (as a stale one would) is not believed...
-  {
-    std::string text = file_text(dir / "s" / ".ringtrain_shards.tsv");
-    text.replace(text.find("\t0\t"), 3, "\t1\t");  // a sample's shard number
-    std::ofstream(dir / "s" / ".ringtrain_shards.tsv", std::ios::trunc) << text;
-  }
-  // ...once its shards changed: the first shard rewritten with its first two samples only.
+  // A cache whose span runs past its shard's end, or cut short, is not believed: the shards are
+  // indexed again.
+  const fs::path cache = dir / "s" / ".ringtrain_shards.tsv";
+  const std::string good = file_text(cache);
+  const size_t sample_line = good.find("\n0\t") + 1;  // the first sample of class 0
+  ASSERT_NE(sample_line, 0u);
+  const size_t offset_at = good.find('\t', good.find('\t', sample_line) + 1) + 1;
+  std::ofstream(cache, std::ios::trunc) << good.substr(0, offset_at) << "999999999"
+                                        << good.substr(good.find('\t', offset_at));
+  EXPECT_EQ(load_shard_index((dir / "s").string()).spans[0].offset, first.spans[0].offset);
+  EXPECT_EQ(file_text(cache), good) << "rewritten by the scan";
+  std::ofstream(cache, std::ios::trunc) << good.substr(0, good.rfind("end\t"));
+  EXPECT_EQ(load_shard_index((dir / "s").string()).files.size(), first.files.size());
+  EXPECT_EQ(file_text(cache), good) << "rewritten by the scan";
+  // A shard changed since: the first one rewritten with its first two samples only.
   ASSERT_TRUE(python_shards(dir / "tree", dir / "two", "--format gnu --per-shard 2"));
   fs::copy_file(dir / "two" / "part-0000.tar", dir / "s" / "part-0000.tar", fs::copy_options::overwrite_existing);
   const ImageIndex rebuilt = load_shard_index((dir / "s").string());
@@ -362,6 +372,67 @@ TEST(TfExample, ReadsUnpackedLabelsAndUnknownFieldsAndRefusesMalformedMessages) 
   EXPECT_EQ(parse_image_example(tfrecord_data(bytes(framed), "f"), "f").label, 5);
   framed[framed.size() - 6] ^= 1;
   EXPECT_THROW(tfrecord_data(bytes(framed), "f"), Error);
+}
+
+// Headers a broken or hostile tar may hold stop the listing with a message naming the file and
+// the offset, never a loop or an allocation of what a size field claims.
+TEST(TarMembers, HugeSizesAndMalformedPaxHeadersAreDamageNamingTheOffset) {
+  const fs::path dir = fresh_dir("tar_malformed");
+  // A ustar header for `name` of type `type` whose size field is `size` (12 bytes as given).
+  const auto header = [](const std::string& name, char type, const std::string& size) {
+    std::string h(512, '\0');
+    h.replace(0, name.size(), name);
+    h.replace(100, 7, "0000644");
+    std::string field = size;
+    field.resize(12, '\0');
+    h.replace(124, 12, field);
+    h[156] = type;
+    h.replace(257, 8,
+              std::string("ustar\0"
+                          "00",
+                          8));
+    h.replace(148, 8, "        ");
+    unsigned sum = 0;
+    for (char c : h) sum += static_cast<unsigned char>(c);
+    char digits[8];
+    std::snprintf(digits, sizeof digits, "%06o", sum);
+    h.replace(148, 7, std::string(digits, 7));
+    return h;
+  };
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    return list_tar_members((dir / name).string());
+  };
+  // GNU base-256: 0xFFFF...FE00 bytes, which a sum of offset and size would wrap back to here.
+  const std::string huge("\x80\0\0\0\xff\xff\xff\xff\xff\xff\xfe\x00", 12);
+  TarListing l = write("huge.tar", header("a.jpg", '0', huge) + std::string(1024, '\0'));
+  EXPECT_TRUE(l.members.empty());
+  EXPECT_NE(l.damage.find("runs past the end"), std::string::npos) << l.damage;
+  EXPECT_NE(l.damage.find("offset 0 of"), std::string::npos) << l.damage;
+  // More than 64 bits of base-256 size.
+  l = write("wide.tar",
+            header("a.jpg", '0', std::string("\x80\x01\0\0\0\0\0\0\0\0\0\0", 12)) + std::string(1024, '\0'));
+  EXPECT_NE(l.damage.find("no readable size"), std::string::npos) << l.damage;
+  // PAX records whose lengths would go backwards, or are not digits, or do not end a record.
+  for (const std::string& pax :
+       {std::string("6 a=b\n5 a=\n-5 x\n"), std::string("x path=a\n"), std::string("9 path=abc")}) {
+    std::string body = pax;
+    body.resize((body.size() + 511) / 512 * 512, '\0');
+    char size[12];
+    std::snprintf(size, sizeof size, "%011o", static_cast<unsigned>(pax.size()));
+    l = write("pax.tar", header("PaxHeader", 'x', std::string(size, 12)) + body + header("a.jpg", '0', "00000000001") +
+                             std::string(512, 'x') + std::string(1024, '\0'));
+    EXPECT_TRUE(l.members.empty()) << pax;
+    EXPECT_NE(l.damage.find("the PAX header at offset 0"), std::string::npos) << l.damage;
+  }
+  // A PAX size that is not a number.
+  const std::string bad_size = "13 size=-512\n";
+  std::string body = bad_size;
+  body.resize(512, '\0');
+  l = write("pax_size.tar", header("PaxHeader", 'x', "00000000015") + body + header("a.jpg", '0', "00000000001") +
+                                std::string(512, 'x') + std::string(1024, '\0'));
+  EXPECT_NE(l.damage.find("is malformed"), std::string::npos) << l.damage;
+  fs::remove_all(dir);
 }
 
 }  // namespace
