@@ -1,8 +1,5 @@
 #include "data/shard_index.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -14,6 +11,7 @@
 #include "base/check.h"
 #include "base/stderr_line.h"
 #include "data/index_cache.h"
+#include "data/read_only_file.h"
 #include "data/tar_members.h"
 #include "data/tf_example.h"
 
@@ -71,23 +69,12 @@ std::vector<Listed> list_shard_folder(const std::string& root, RecordFormat form
 constexpr int64_t kMostClasses = 1 << 20;
 
 // A label member's text; a member too long to be one reads as empty (not a class).
-std::string read_label(int fd, const TarMember& m) {
+std::string read_label(const ReadOnlyFile& file, const TarMember& m) {
   if (m.size > 64) return std::string();
   std::string text(m.size, '\0');
-  const ssize_t got = ::pread(fd, text.data(), text.size(), static_cast<off_t>(m.offset));
-  return got == static_cast<ssize_t>(m.size) ? text : std::string();
+  file.read(m.offset, text.data(), text.size());
+  return text;
 }
-
-// A descriptor closed on every way out.
-struct OpenFile {
-  explicit OpenFile(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    RT_CHECK(fd >= 0, "cannot open tar shard '", path, "'");
-  }
-  ~OpenFile() { ::close(fd); }
-  OpenFile(const OpenFile&) = delete;
-  OpenFile& operator=(const OpenFile&) = delete;
-  int fd;
-};
 
 // A class index as .cls holds it: decimal digits, surrounding white space allowed.
 bool parse_label(std::string text, int64_t& label) {
@@ -103,7 +90,7 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
                  int64_t class_limit) {
   const std::string path = root + "/" + shard;
   const TarListing listing = list_tar_members(path);
-  const OpenFile file(path);
+  const ReadOnlyFile file(path, "tar shard");
   struct Sample {
     const TarMember* image = nullptr;
     const TarMember* label = nullptr;
@@ -140,7 +127,7 @@ void index_shard(const std::string& root, const std::string& shard, uint32_t c, 
       continue;
     }
     int64_t label = 0;
-    const std::string text = read_label(file.fd, *s.label);
+    const std::string text = read_label(file, *s.label);
     if (!parse_label(text, label)) {
       index.left_out.push_back(
           str_cat(name(s.label->name), ": holds '", text.substr(0, 40), "', not a class index (0, 1, 2...)"));

@@ -1,17 +1,13 @@
 #include "data/tar_members.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 
 #include "base/check.h"
+#include "data/read_only_file.h"
 
 namespace rt {
 namespace {
@@ -79,44 +75,10 @@ bool read_pax(const std::string& text, std::string& path, uint64_t& size, bool& 
   return true;
 }
 
-class File {
- public:
-  explicit File(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    RT_CHECK(fd_ >= 0, "cannot open tar shard '", path, "': ", std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) {
-      const int error = errno;
-      ::close(fd_);
-      RT_CHECK(false, "cannot stat tar shard '", path, "': ", std::strerror(error));
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-  }
-  ~File() { ::close(fd_); }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  uint64_t size() const { return size_; }
-  void read(uint64_t offset, void* out, size_t n) const {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pread(fd_, static_cast<char*>(out) + done, n - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      RT_CHECK(got > 0, "cannot read tar shard '", path_, "' at offset ", offset + done, ": ",
-               got < 0 ? std::strerror(errno) : "unexpected end of file");
-      done += static_cast<size_t>(got);
-    }
-  }
-
- private:
-  std::string path_;
-  int fd_;
-  uint64_t size_ = 0;
-};
-
 }  // namespace
 
 TarListing list_tar_members(const std::string& path) {
-  const File file(path);
+  const ReadOnlyFile file(path, "tar shard");
   TarListing out;
   std::string long_name, pax_path;  // for the next member only
   uint64_t pax_size = 0;

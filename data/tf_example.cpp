@@ -1,15 +1,11 @@
 #include "data/tf_example.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 
 #include "base/check.h"
 #include "base/tfrecord.h"
+#include "data/read_only_file.h"
 
 namespace rt {
 namespace {
@@ -91,15 +87,8 @@ class WireReader {
 }  // namespace
 
 TfRecordListing list_tfrecords(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  RT_CHECK(fd >= 0, "cannot open TFRecord file '", path, "': ", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    RT_CHECK(false, "cannot stat TFRecord file '", path, "': ", std::strerror(error));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const ReadOnlyFile file(path, "TFRecord file");
+  const uint64_t size = file.size();
   TfRecordListing out;
   uint64_t at = 0;
   while (at < size) {
@@ -108,11 +97,7 @@ TfRecordListing list_tfrecords(const std::string& path) {
       out.damage = str_cat("'", path, "' ends inside a record's header at offset ", at, ": truncated");
       break;
     }
-    const ssize_t got = ::pread(fd, h, 12, static_cast<off_t>(at));
-    if (got != 12) {
-      ::close(fd);
-      RT_CHECK(false, "cannot read TFRecord file '", path, "' at offset ", at);
-    }
+    file.read(at, h, 12);
     const uint64_t length = little_endian(h, 8);
     if (masked_crc32c(std::string_view(reinterpret_cast<const char*>(h), 8)) != little_endian(h + 8, 4)) {
       out.damage =
@@ -128,7 +113,6 @@ TfRecordListing list_tfrecords(const std::string& path) {
     out.sizes.push_back(length + 16);
     at += length + 16;
   }
-  ::close(fd);
   return out;
 }
 
