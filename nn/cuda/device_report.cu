@@ -1,6 +1,7 @@
-// What the CUDA side of this build sees: driver, runtime and cuDNN versions and the GPUs, or the
+// What the CUDA side of this build sees: driver, runtime, cuDNN and cuBLAS versions and the GPUs, or the
 // driver's own words for why there are none (NCCL's version is dist's: nccl_version()). Built
 // only with RINGTRAIN_CUDA.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -18,7 +19,12 @@ std::string cuda_report() {
   cudaDriverGetVersion(&driver);
   const size_t cudnn = cudnnGetVersion();  // cuDNN 9: major * 10000 + minor * 100 + patch
   os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnn / 10000 << "."
-     << cudnn % 10000 / 100 << "." << cudnn % 100 << ", driver ";
+     << cudnn % 10000 / 100 << "." << cudnn % 100;
+  int cublas[3] = {0, 0, 0};  // asked of the library loaded, which may be newer than the headers
+  cublasGetProperty(MAJOR_VERSION, &cublas[0]);
+  cublasGetProperty(MINOR_VERSION, &cublas[1]);
+  cublasGetProperty(PATCH_LEVEL, &cublas[2]);
+  os << ", cuBLAS " << cublas[0] << "." << cublas[1] << "." << cublas[2] << ", driver ";
   if (driver == 0)
     os << "none";
   else
