@@ -1,7 +1,8 @@
 // The trainer end to end on the GPU (CTest label "gpu"): real Fashion-MNIST batches through the
 // page-locked staging buffer, evaluation, a checkpoint written from the GPU that the CPU backend
-// reads back and scores alike, and steps replayed from a CUDA graph against steps issued call by
-// call. Without a usable GPU every test skips, saying why.
+// reads back and scores alike, steps replayed from a CUDA graph against steps issued call by
+// call, and LARS, clipping and accumulation against the CPU. Without a usable GPU every test
+// skips, saying why.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -161,6 +162,51 @@ TEST_P(GpuTraining, StepsReplayedFromACudaGraphTrainAsIssuedStepsDo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, GpuTraining, ::testing::Values("fp32", "tf32", "bf16", "fp16"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+// The long-run features whose GPU code is the CPU's arithmetic on other kernels: LARS (its norms
+// from the agreed sums of squares on the device, the rate inside the momentum buffer), gradient
+// clipping (the device's sum of squares) and accumulation (the device's accumulate op in the
+// grad-ready hook). In float32 the GPU trains as the CPU does, within ten times the CPU's own
+// spread (its thread count changed; Note [Batch-norm conditioning]) over the first steps, where
+// a wrong update shows at once, and within 5% over the whole run, where a wrong one would have
+// taken the loss elsewhere. Dropout is off: its mask is checked by GpuParity.DropoutDrawsTheCpuMask.
+class GpuLongRunFeature : public GpuTraining {};
+
+Config with_feature(Config c, const std::string& feature) {
+  c.model.dropout = 0;
+  if (feature == "lars") {
+    c.train.optimizer = OptimizerKind::kLars;
+    c.train.lr_per_256 = 2.0;  // LARS scales each tensor's step by its trust ratio (0.001 by default)
+  } else if (feature == "clip") {
+    c.train.clip_grad_norm = 0.05;  // below the gradients' norm, so that clipping acts at every step
+  } else {
+    c.train.accumulate_steps = 2;
+    c.train.batch_per_rank = 16;  // 2 micro-batches of 16 make the 32 of a step
+  }
+  return c;
+}
+
+TEST_P(GpuLongRunFeature, TrainsAsTheCpuDoes) {
+  Config cpu = with_feature(synthetic_config(root_), GetParam());
+  Config cpu_one_thread = cpu;
+  cpu_one_thread.train.threads = 1;
+  Config gpu = cpu;
+  gpu.train.device = Device::kCuda;
+  const std::vector<double> a = Trainer(cpu, log_, World::get()).train().step_losses;
+  const std::vector<double> b = Trainer(cpu_one_thread, log_, World::get()).train().step_losses;
+  const std::vector<double> g = Trainer(gpu, log_, World::get()).train().step_losses;
+  ASSERT_EQ(a.size(), 40u);  // 2 epochs of 640 images at 32 a step
+  ASSERT_EQ(g.size(), a.size());
+  const auto first = [](const std::vector<double>& v) { return std::vector<double>(v.begin(), v.begin() + 5); };
+  const double spread = relative_difference(first(a), first(b));
+  EXPECT_LE(relative_difference(first(a), first(g)), std::max(10 * spread, 1e-4))
+      << "the GPU's first 5 losses against the CPU's; the CPU's own spread is " << spread;
+  EXPECT_LE(relative_difference(a, g), 0.05) << "over the whole run";
+  EXPECT_LT(g.back(), 0.8 * g.front()) << "the loss should fall";
+}
+
+INSTANTIATE_TEST_SUITE_P(Features, GpuLongRunFeature, ::testing::Values("lars", "clip", "accumulate"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace
