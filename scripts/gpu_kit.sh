@@ -118,15 +118,22 @@ write_env() {
 # Sourced by scripts/check_gpu.sh (or by hand) to run the kit's binaries: the kit's libraries and
 # Open MPI, relocated, and the CUDA libraries this machine has, wherever they are.
 kit=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# CUDA's runtime, cuBLAS, cuDNN and NCCL: the dynamic linker's own, CUDA's toolkit, then the
-# nvidia/*/lib folders of PyTorch's wheels (python3's site-packages).
+# CUDA's runtime, cuBLAS, cuDNN and NCCL: the dynamic linker's own, then the nvidia/*/lib folders
+# of PyTorch's wheels (the versions PyTorch itself runs with), then CUDA's toolkit.
 cuda_dirs=""
 add_cuda_dir() { [[ -d $1 && :$cuda_dirs: != *:$1:* ]] && cuda_dirs=${cuda_dirs:+$cuda_dirs:}$1; return 0; }
+wheels=$(${PYTHON:-python3} -c '
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+try:
+    import torch  # wherever it is installed, its nvidia/ wheels are beside it
+    roots.insert(0, os.path.dirname(os.path.dirname(torch.__file__)))
+except ImportError:
+    pass
+print(" ".join(d for r in roots for d in sorted(glob.glob(r + "/nvidia/*/lib"))))' 2>/dev/null)
 for want in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
-  ldconfig -p 2>/dev/null | grep -q " $want " && continue
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib $(${PYTHON:-python3} -c '
-import glob, site
-print(" ".join(d for s in site.getsitepackages() for d in sorted(glob.glob(s + "/nvidia/*/lib"))))' 2>/dev/null); do
+  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$want " && continue
+  for d in $wheels /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     if [[ -e $d/$want ]]; then add_cuda_dir "$d"; break; fi
   done
 done
@@ -136,6 +143,8 @@ export OPAL_PKGDATADIR=$kit/mpi/share OPAL_SYSCONFDIR=$kit/mpi/etc
 export PMIX_PREFIX=$kit/mpi/pmix PMIX_PKGLIBDIR=$kit/mpi/pmix/plugins PMIX_PKGDATADIR=$kit/mpi/pmix/share
 export PATH=$kit/mpi/bin:$kit/bin:$PATH
 export RINGTRAIN_MPI=openmpi RINGTRAIN_MPIEXEC=$kit/mpi/bin/mpirun
+# Open MPI's shared-memory transport copies between processes with a call containers often refuse.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 SH
 }
 
@@ -162,6 +171,8 @@ if [[ -z $prebuilt ]]; then
   cmake --build "$build" -j"$(nproc)" --target "${binaries[@]##*/}"
   prebuilt=$build
 fi
+archs=$(grep -ho 'sm_[0-9a-z]*' "$prebuilt/nn/CMakeFiles/rt_nn.dir/flags.make" 2>/dev/null | sort -u | tr '\n' ' ')
+[[ " $archs" == *" sm_$arch "* ]] || echo "gpu_kit: warning: $prebuilt is built for ${archs:-no CUDA architecture}, not sm_$arch" >&2
 grep -q '^RINGTRAIN_MPI:STRING=openmpi$' "$prebuilt/CMakeCache.txt" ||
   die "$prebuilt is not built against Open MPI (RINGTRAIN_MPI=openmpi), whose launcher the kit carries"
 [[ -n $out ]] || out=$prebuilt/ringtrain-gpu-kit.tar.xz
@@ -183,7 +194,7 @@ write_env "$kit"
 {
   echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')"
   echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
-  echo "cuda architectures $(grep -ho 'sm_[0-9a-z]*' "$prebuilt/nn/CMakeFiles/rt_nn.dir/flags.make" | sort -u | tr '\n' ' ')"
+  echo "cuda architectures $archs"
 } >"$kit/VERSION"
 verify "$(cd "$kit" && pwd)" 1
 tar -C "$(dirname "$kit")" -cf - "$(basename "$kit")" | xz -T0 -6 >"$out"
