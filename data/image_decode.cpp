@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
 
 #include "base/check.h"
+#include "data/image_headers.h"
 #include "data/jpeg_decode.h"
 
 // stb_image compiled here only, with the formats the image pipeline promises and nothing else:
@@ -44,10 +46,12 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name, i
   if (looks_like_jpeg(bytes)) return decode_jpeg(bytes, name, max_pixels);
   RT_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), name, ": file too large to decode (", bytes.size(),
            " bytes)");
+  // The header alone (Note [Pixel budget], Note [Declared sizes]); where it cannot be read, the
+  // decoder says why below.
+  check_image_header(bytes, name, max_pixels);
   int w = 0, h = 0, channels = 0;
-  // The header alone (Note [Pixel budget]); where it cannot be read, the decoder says why below.
   if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels))
-    check_pixel_budget(w, h, max_pixels, name);
+    check_pixel_budget(std::abs(int64_t{w}), std::abs(int64_t{h}), max_pixels, name);
   std::unique_ptr<stbi_uc, void (*)(void*)> data(
       stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels, 3), stbi_image_free);
   RT_CHECK(data != nullptr, name, ": cannot decode as an image (", stbi_failure_reason(),

@@ -25,9 +25,10 @@ using RegionChooser = std::function<JpegRegion(int width, int height)>;
 
 // The image in RGB (CMYK and YCCK converted as Pillow converts them), or with `region` only the
 // box it chooses: the same pixels as the whole (scaled) image cropped, decoded faster (Note [Crop-region
-// decoding] in jpeg_decode.cpp). Corrupt or truncated data anywhere in the file is an rt::Error
-// naming `name`, not a partly gray image, and so is a frame declaring more than `max_pixels`
-// (Note [Pixel budget]).
+// decoding] in jpeg_decode.cpp). A file Pillow refuses (an error in libjpeg's words, or data that
+// ends before the last row) is an rt::Error naming `name` whatever the region, and so is a frame
+// declaring more than `max_pixels` (Note [Pixel budget]); damage libjpeg only warns about is
+// decoded as Pillow decodes it (Note [Pillow's verdict]).
 RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name,
                      int64_t max_pixels = kDefaultMaxImagePixels, const RegionChooser& region = {});
 

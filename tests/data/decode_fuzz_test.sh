@@ -19,8 +19,8 @@ clang++ -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2> /dev/null ||
 # passes memcpy a null buffer with length 0 for an empty IDAT chunk, undefined on paper and
 # harmless in fact, and such findings would fail CI at random.
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,bounds -fno-sanitize-recover=all -I"$src" \
-  "$src/tests/data/decode_fuzz.cpp" "$src/data/image_decode.cpp" "$src/data/jpeg_decode.cpp" "$src/base/check.cpp" \
-  -ljpeg -o "$work/decode_fuzz" || { echo "FAIL: the fuzz target does not build"; exit 1; }
+  "$src/tests/data/decode_fuzz.cpp" "$src/data/image_decode.cpp" "$src/data/image_headers.cpp" "$src/data/jpeg_decode.cpp" "$src/base/check.cpp" \
+  -ljpeg -lz -o "$work/decode_fuzz" || { echo "FAIL: the fuzz target does not build"; exit 1; }
 mkdir -p "$work/seeds" "$work/corpus"
 $python - "$work/seeds" << 'PY' || { echo "FAIL: no seed corpus"; exit 1; }
 import io, os, sys
