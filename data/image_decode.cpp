@@ -18,7 +18,7 @@
 // stb_image compiled here only, with the formats the image pipeline promises and nothing else:
 // no PSD, HDR, PIC or PNM, and no JPEG, which is libjpeg-turbo's alone (Note [JPEG decoder]).
 // (Its JPEG decoder took a file with fill bytes before the JPEG marker, which ours does not call
-// a JPEG, and wrote past a Huffman table: tests/data/decode_fuzz.cpp keeps such files a test.)
+// a JPEG, and wrote past a Huffman table: tests/data/fuzz/regressions/decode keeps such a file.)
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_ONLY_PNG
 #define STBI_ONLY_BMP

@@ -17,7 +17,7 @@ tensorboard_test_pkgs=(python3-protobuf protobuf-compiler)
 tfrecord_test_pkgs=(python3-crcmod)
 # The style check (ctest -L style, tests/style/clang_format_test.sh) formats with clang-format 14.
 style_pkgs=(clang-format)
-# The decoders' fuzz test (tests/data/decode_fuzz_test.sh) builds with clang's libFuzzer.
+# The fuzz targets' test (tests/data/fuzz/fuzz_test.sh) builds with clang's libFuzzer.
 fuzz_pkgs=(clang libclang-rt-14-dev)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
 oracle_pkgs=(python3-torch python3-torchvision)

@@ -158,7 +158,7 @@ std::string jpeg_declaring(int w, int h) {
          std::string("\xFF\xD9", 2);
 }
 
-// Found by tests/data/decode_fuzz_test.sh: fill bytes before the JPEG marker are no JPEG to
+// Found by the decode fuzz target (tests/data/fuzz/): fill bytes before the JPEG marker are no JPEG to
 // libjpeg-turbo, so the file went to stb_image, whose own JPEG decoder wrote past a Huffman
 // table. JPEGs are libjpeg-turbo's alone now: the file is refused as no known image.
 TEST(ImageDecode, AJpegBehindFillBytesIsRefusedAsNoKnownImage) {

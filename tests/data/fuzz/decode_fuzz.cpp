@@ -1,6 +1,6 @@
 // A libFuzzer target over ringtrain's image decoding (decode_image: libjpeg-turbo for JPEGs,
 // stb_image for PNG, BMP, TGA and GIF), built with AddressSanitizer and UBSan's bounds check by
-// tests/data/decode_fuzz_test.sh. Any input must decode or be refused with rt::Error; anything
+// tests/data/fuzz/fuzz_test.sh. Any input must decode or be refused with rt::Error; anything
 // else (a crash, a sanitizer report, another exception) is a finding. It found stb_image's JPEG
 // decoder writing past a Huffman table on a file with fill bytes before its JPEG marker, which
 // is why stb_image is built without its JPEG decoder (data/image_decode.cpp).
