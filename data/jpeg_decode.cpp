@@ -124,7 +124,7 @@ RgbImage decode_jpeg(std::span<const uint8_t> bytes, const std::string& name, in
   // the rows above skipped (entropy-decoded only). The rows below are skipped to the last row,
   // which is read: skipping to the very end would mark the image finished without reading its
   // data, and a file cut below the box would pass (Note [Pillow's verdict]); decoding them
-  // costs 1.9% of a sample's time (measured on the image pipeline bench). The box then holds
+  // costs 1.9% of a sample's time (docs/results/2026-11-26-jpeg-verdict.md). The box then holds
   // the same pixels as the whole decode cropped, except where libjpeg smooths the blocks of a
   // progressive file whose coefficients were left unrefined: it reads the DC values of the
   // blocks around each one, which a cropped decode does not all have (18 of 144 pixels of one
