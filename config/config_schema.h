@@ -1,6 +1,7 @@
 // The config schema (config/schema.h): one entry per TOML key, in the order to_toml prints them.
 // Loading and --set overrides (config/schema_loader.h), validation and printing (config/config.cpp) are
-// all driven by it, so a new key is one line here plus its field in config/config.h.
+// all driven by it, so a new key is one entry here (its table, key, field, words and limits, a few
+// lines) plus its field in config/config.h.
 #pragma once
 
 #include "config/config.h"
