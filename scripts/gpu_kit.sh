@@ -6,13 +6,14 @@
 # read, packed as one .tar.xz. scripts/check_gpu.sh runs the check from it on the GPU machine,
 # with no build there (docs/gpu.md, "Checking a GPU machine").
 #
-# usage: scripts/gpu_kit.sh [--arch SM] [--build DIR] [--prebuilt DIR] [--out FILE]
+# usage: scripts/gpu_kit.sh [--arch SM] [--build DIR] [--prebuilt DIR] [--out FILE] [--fast]
 #        scripts/gpu_kit.sh --verify KIT_DIR [--cuda-may-be-missing]
 #   --arch SM        CUDA architecture to build for (default 90: H100 and H200)
 #   --build DIR      the build tree to configure and build (default build-gpu-kit)
 #   --prebuilt DIR   take the binaries from this existing CUDA build tree instead of building
 #   --out FILE       the packed kit (default DIR/ringtrain-gpu-kit.tar.xz); the unpacked folder is
 #                    kept beside it as FILE without .tar.xz
+#   --fast           xz -1 instead of -6: 4 times as fast, about 8% larger (the tests' dry run)
 #   --verify KIT     check the kit's library closure: with its lib/ on the library path, every
 #                    binary and plugin in it finds each library in the kit, or is one of those the
 #                    GPU machine provides (glibc, libstdc++, libgcc_s; CUDA's runtime, cuBLAS,
@@ -148,7 +149,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 SH
 }
 
-arch=90 build=build-gpu-kit prebuilt="" out="" verify_kit="" cuda_missing_ok=0
+arch=90 build=build-gpu-kit prebuilt="" out="" verify_kit="" cuda_missing_ok=0 level=6
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
@@ -157,6 +158,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --verify) verify_kit=$2; shift 2 ;;
     --cuda-may-be-missing) cuda_missing_ok=1; shift ;;
+    --fast) level=1; shift ;;
     *) die "unknown argument '$1' (see the usage at the top of $0)" ;;
   esac
 done
@@ -197,7 +199,7 @@ write_env "$kit"
   echo "cuda architectures $archs"
 } >"$kit/VERSION"
 verify "$(cd "$kit" && pwd)" 1
-tar -C "$(dirname "$kit")" -cf - "$(basename "$kit")" | xz -T0 -6 >"$out"
+tar -C "$(dirname "$kit")" -cf - "$(basename "$kit")" | xz -T0 -"$level" >"$out"
 size=$(stat -c %s "$out")
 echo "gpu_kit: $out: $((size / 1024 / 1024)) MiB ($size bytes; unpacked $(du -sm "$kit" | cut -f1) MiB)"
 [[ $size -le $((kit_limit_mib * 1024 * 1024)) ]] || die "$out is over ${kit_limit_mib} MiB"

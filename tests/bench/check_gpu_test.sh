@@ -190,7 +190,8 @@ if [[ ! -x $build_dir/tests/dist/test_gpu_ring ]]; then
   echo "check_gpu_test: this build has no CUDA, so the real kit is not gathered (parts 1-3 passed)"
   exit 0
 fi
-bash "$source_dir/scripts/gpu_kit.sh" --prebuilt "$build_dir" --out "$work/real/ringtrain-gpu-kit.tar.xz" >"$work/kit.log" 2>&1 ||
+# --fast packs larger than the real kit: under 48 MiB here, the real one is too.
+bash "$source_dir/scripts/gpu_kit.sh" --prebuilt "$build_dir" --out "$work/real/ringtrain-gpu-kit.tar.xz" --fast >"$work/kit.log" 2>&1 ||
   fail "gpu_kit.sh failed: $(cat "$work/kit.log")"
 grep -q "every library is in the kit or provided by the machine" "$work/kit.log" || fail "no closure verdict: $(cat "$work/kit.log")"
 size=$(stat -c %s "$work/real/ringtrain-gpu-kit.tar.xz")
