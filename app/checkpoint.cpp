@@ -100,6 +100,11 @@ TrainingPosition position_of(const StFile& f, const std::string& path) {
   return pos;
 }
 
+// "optimizer.momentum.conv1.weight": state k of a parameter, as checkpoints name it.
+std::string state_tensor_name(const Optimizer& optimizer, size_t k, const std::string& param) {
+  return kOptimizerPrefix + optimizer.state_name(k) + "." + param;
+}
+
 }  // namespace
 
 StTensor f32_tensor_of(const Tensor& t) {
@@ -155,13 +160,14 @@ void load_model_state(Graph& graph, const StFile& file, const std::string& sourc
   }
 }
 
-std::string save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& pos,
-                            const std::string& model_name, const std::string& resolved_config, int64_t keep) {
+std::string save_checkpoint(const std::string& dir, const Graph& graph, Optimizer& optimizer,
+                            const TrainingPosition& pos, const std::string& model_name,
+                            const std::string& resolved_config, int64_t keep) {
   StFile f = model_state(graph);
-  for (size_t i = 0; i < graph.params().size(); ++i) {
-    const Tensor& m = sgd.momentum(i);
-    f.tensors.push_back({kMomentumPrefix + graph.params()[i].name, f32_tensor_of(m)});
-  }
+  for (size_t k = 0; k < optimizer.state_count(); ++k)
+    for (size_t i = 0; i < graph.params().size(); ++i)
+      f.tensors.push_back(
+          {state_tensor_name(optimizer, k, graph.params()[i].name), f32_tensor_of(optimizer.state(k, i))});
   f.metadata = {{"format", kFormat},
                 {"model", model_name},
                 {"epochs_done", std::to_string(pos.epochs_done)},
@@ -186,7 +192,8 @@ TrainingPosition read_training_position(const std::string& path) {
   return position_of(read_safetensors_metadata(path), path);
 }
 
-TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd, const std::string& model_name) {
+TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Optimizer& optimizer,
+                                 const std::string& model_name) {
   const std::string path = newest_checkpoint(dir);
   RT_CHECK(!path.empty(), "cannot resume from '", dir, "': it has no checkpoint (checkpoint-<N>.safetensors or ",
            kCheckpointFile, ")");
@@ -196,12 +203,13 @@ TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd,
   RT_CHECK(f.meta("model") == model_name, path, ": checkpoint is of model '", f.meta("model"),
            "', the config asks for '", model_name, "'");
   load_model_state(graph, f, path);
-  for (size_t i = 0; i < graph.params().size(); ++i) {
-    const std::string name = kMomentumPrefix + graph.params()[i].name;
-    const StTensor* t = f.find(name);
-    RT_CHECK(t, path, ": tensor '", name, "' is missing");
-    copy_into(sgd.momentum(i), *t, name, path);
-  }
+  for (size_t k = 0; k < optimizer.state_count(); ++k)
+    for (size_t i = 0; i < graph.params().size(); ++i) {
+      const std::string name = state_tensor_name(optimizer, k, graph.params()[i].name);
+      const StTensor* t = f.find(name);
+      RT_CHECK(t, path, ": tensor '", name, "' is missing");
+      copy_into(optimizer.state(k, i), *t, name, path);
+    }
   return position_of(f, path);
 }
 

@@ -13,7 +13,7 @@
 #include "app/checkpoint_files.h"
 #include "formats/safetensors.h"
 #include "nn/graph.h"
-#include "nn/optim/sgd.h"
+#include "nn/optim/optimizer.h"
 
 namespace rt {
 
@@ -42,7 +42,7 @@ struct TrainingPosition {
   EpochSums epoch_sums{};
   double loss_scale = 0;  // fp16's dynamic loss scale (nn/optim/loss_scale.h); 0: not fp16
 };
-inline constexpr const char* kMomentumPrefix = "optimizer.momentum.";
+inline constexpr const char* kOptimizerPrefix = "optimizer.";  // then the state's name, ".", the parameter's
 
 // The state dict (parameters, buffers, counters), plain and named as torchvision.
 // A float32 safetensors entry holding t's values, from whichever device t is on.
@@ -57,11 +57,13 @@ void load_model_state(Graph& graph, const StFile& file, const std::string& sourc
 
 // Writes DIR's next numbered checkpoint and publishes it, keeping the newest `keep` (Note
 // [Checkpoint files]); returns its path.
-std::string save_checkpoint(const std::string& dir, const Graph& graph, Sgd& sgd, const TrainingPosition& position,
-                            const std::string& model_name, const std::string& resolved_config, int64_t keep = 1);
+std::string save_checkpoint(const std::string& dir, const Graph& graph, Optimizer& optimizer,
+                            const TrainingPosition& position, const std::string& model_name,
+                            const std::string& resolved_config, int64_t keep = 1);
 // The position a checkpoint file was saved at (its metadata only).
 TrainingPosition read_training_position(const std::string& path);
 // Restores graph and optimizer from DIR's newest checkpoint and returns the position.
-TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Sgd& sgd, const std::string& model_name);
+TrainingPosition load_checkpoint(const std::string& dir, Graph& graph, Optimizer& optimizer,
+                                 const std::string& model_name);
 
 }  // namespace rt

@@ -21,7 +21,7 @@
 
 #include "dist/world.h"
 #include "nn/graph.h"
-#include "nn/optim/sgd.h"
+#include "nn/optim/optimizer.h"
 
 namespace rt {
 
@@ -31,7 +31,8 @@ struct ReplicaPrint {
   bool operator==(const ReplicaPrint&) const = default;
 };
 
-ReplicaPrint replica_print(Graph& graph, Sgd& sgd, double loss_scale, double grad_norm, bool with_momentum);
+// with_momentum: the optimizer's state too (its momentum, for SGD and LARS).
+ReplicaPrint replica_print(Graph& graph, Optimizer& optimizer, double loss_scale, double grad_norm, bool with_momentum);
 
 // What differs among the ranks' prints (indexed by rank), for the message: "" when all are the
 // same; else which ranks hold which model, the ranks apart from the largest group first named.

@@ -85,8 +85,8 @@ void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
   const int64_t step = current_training_step();
   set_current_training_step(-1);
   if (fault_requested("freeze_before_replica_check", world_.rank(), position_.step)) freeze_this_process();
-  check_replicas(replica_print(*graph_, *sgd_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_, when,
-                 &between_steps_);
+  check_replicas(replica_print(*graph_, *optimizer_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_,
+                 when, &between_steps_);
   set_current_training_step(step);
 }
 
@@ -151,7 +151,7 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
 void Trainer::update(double grad_scale, StepClock& clock) {
   ComputeSpan span(timeline_.get(), "optimizer");
   clock.start();
-  sgd_->step(lr_, grad_scale);
+  optimizer_->step(lr_, grad_scale);
   clock.issued(&StepTimes::optimizer_host_s);
   clock.done(&StepTimes::optimizer_s);
 }

@@ -69,7 +69,7 @@ struct Trainer::Run {
 Trainer::~Trainer() = default;
 
 void Trainer::resume(const std::string& dir) {
-  const TrainingPosition saved = load_checkpoint(dir, *graph_, *sgd_, config_.model.name);
+  const TrainingPosition saved = load_checkpoint(dir, *graph_, *optimizer_, config_.model.name);
   // Each rank picked the newest file itself: a folder whose listing differs between hosts (a
   // stale network-file-system cache) would start the ranks at different steps.
   const std::vector<std::string> chosen = world_.allgather(newest_checkpoint(dir));
@@ -222,7 +222,7 @@ std::string Trainer::save(const EpochSums& sums) {
   average_buffers();
   std::string path;
   if (world_.rank() == 0)
-    path = save_checkpoint(config_.checkpoint.dir, *graph_, *sgd_, position_, config_.model.name, resolved_,
+    path = save_checkpoint(config_.checkpoint.dir, *graph_, *optimizer_, position_, config_.model.name, resolved_,
                            config_.checkpoint.keep);
   // Every rank waits for rank 0's file: a rank that stopped on a signal and exited first could
   // make the launcher end rank 0 mid-write.
@@ -240,7 +240,8 @@ std::string Trainer::save(const EpochSums& sums) {
 }
 
 void Trainer::gather_optimizer_state() {
-  if (reducer_ && reducer_->updates_parameters()) reducer_->gather_updated(sgd_->momentum_arena());
+  if (reducer_ && reducer_->updates_parameters())
+    for (size_t k = 0; k < optimizer_->state_count(); ++k) reducer_->gather_updated(optimizer_->state_arena(k));
 }
 
 }  // namespace rt

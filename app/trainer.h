@@ -100,7 +100,7 @@ class Trainer {
   GradReducer* reducer() { return reducer_.get(); }
   Shape input_shape() const { return input_shape_; }  // one sample: (C, H, W)
   Graph& graph() { return *graph_; }
-  Sgd& optimizer() { return *sgd_; }
+  Optimizer& optimizer() { return *optimizer_; }
   // Makes the optimizer state whole on every rank after sharded updates (Note [Sharded update]):
   // train() does this before each checkpoint and when it returns. Every rank calls it.
   void gather_optimizer_state();
@@ -184,7 +184,7 @@ class Trainer {
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<StepLoss> step_loss_;
   CudaGraphReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
-  std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaling> loss_scaling_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;

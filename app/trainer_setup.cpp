@@ -16,6 +16,8 @@
 #include "app/consistency.h"
 #include "app/gradient_buckets.h"
 #include "app/image_options.h"
+#include "app/recipe_summary.h"
+#include "app/sharded_update.h"
 #include "app/thread_split.h"
 #include "app/trainer.h"
 #include "base/check.h"
@@ -117,11 +119,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     eval_graph_ = build_config_model(config, input_shape_);
     eval_graph_->plan(config.eval.batch, device, /*training=*/false, eval_context);
   }
-  sgd_ = std::make_unique<Sgd>(
-      *graph_, SgdOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
-                          config.train.decay_bias_and_bn,
-                          LarsOptions{config.train.optimizer == OptimizerKind::kLars, config.train.trust_coefficient,
-                                      config.train.lars_epsilon}});
+  optimizer_ = make_optimizer(
+      config.train.optimizer, *graph_,
+      OptimizerOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
+                       config.train.decay_bias_and_bn, config.train.trust_coefficient, config.train.lars_epsilon});
   loss_scaling_ = make_loss_scaling(plan_context.precision);
 
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
@@ -263,56 +264,12 @@ void Trainer::plan_schedule() {
 void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   const DistConfig& dc = config_.dist;
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
+  // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
+  cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
   std::optional<ShardUpdate> update;
-  // SGD runs in the communication thread, on this rank's share (Note [Sharded update]). On the
-  // GPU it follows the allreduce on the compute stream instead: the communication thread only
-  // enqueues work (Note [Device collectives]).
-  // Clipping needs the norm of all gradients before any parameter moves. LARS's per-weight norms
-  // are summed in pieces cut where the ranks' parts meet, sharded or not (Note [Norms across
-  // shards]), so that both paths agree bit for bit.
-  std::vector<int64_t> cuts;
-  for (const Bucket& b : plan.buckets)
-    for (int64_t at : collective->shard_cuts(b.count)) cuts.push_back(b.offset + at);
-  sgd_->set_norm_cuts(std::move(cuts));
-  if (dc.sharded_update && graph_->device() == Device::kCpu && config_.train.clip_grad_norm == 0 &&
-      collective->shards_update()) {
-    // On the communication thread, beside the compute threads: an OpenMP team there would take
-    // their cores, and the update is bound by memory anyway.
-    const auto alone = [] {
-      static thread_local const bool once = (omp_set_num_threads(1), true);
-      (void)once;
-    };
-    if (config_.train.optimizer == OptimizerKind::kLars) {
-      // apply() only notes this rank's part of the bucket; finish() sums the norms and updates,
-      // waiting as the ring's transports wait beside the compute threads (asleep when idle).
-      auto own = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);
-      auto patient = std::make_shared<StallPolicy>(stall_policy(dc, world_, StallPolicy::Idle::kSleep));
-      update = ShardUpdate{[own](int64_t offset, int64_t count) {
-                             if (own->second == own->first) *own = {offset, offset};
-                             RT_ASSERT(own->second == offset);  // one contiguous part per bucket
-                             own->second = offset + count;
-                           },
-                           graph_->param_arena(),
-                           [this, own, alone, patient](int64_t begin, int64_t count) {
-                             alone();
-                             const auto sum_over_ranks = [&](std::vector<double>& sums) {
-                               world_.allreduce_sum(
-                                   sums.data(), static_cast<int>(sums.size()),
-                                   {patient.get(), str_cat("step ", current_training_step(), ": LARS's norms of the ",
-                                                           "bucket at arena float ", begin, ", across ranks")});
-                             };
-                             sgd_->step_shard(lr_, begin, begin + count, own->first, own->second, sum_over_ranks);
-                             *own = {0, 0};
-                           }};
-    } else {
-      update = ShardUpdate{[this, alone](int64_t offset, int64_t count) {
-                             alone();
-                             sgd_->step_range(lr_, offset, offset + count);
-                           },
-                           graph_->param_arena(),
-                           {}};
-    }
-  }
+  if (dc.sharded_update)
+    update = make_sharded_update(*optimizer_, *graph_, *collective, config_.train.clip_grad_norm > 0, world_,
+                                 stall_policy(dc, world_, StallPolicy::Idle::kSleep), &lr_);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
@@ -366,14 +323,12 @@ void Trainer::print_start(const ThreadSplit& split) const {
     out_ << "ringtrain: batch-norm statistics pooled over groups of " << config.train.bn_group
          << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each, "
          << (device == Device::kCuda ? "over NCCL" : "over shared memory") << "\n";
-  if (config.train.optimizer == OptimizerKind::kLars)
-    out_ << "ringtrain: LARS (trust coefficient " << config.train.trust_coefficient << ", epsilon "
-         << config.train.lars_epsilon << "): each weight's rate scaled by its trust ratio; biases and batch norm "
-         << "plain\n";
+  out_ << "ringtrain: optimizer " << optimizer_summary(config.train) << "\n";
   if (reducer_)
     out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
          << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
-         << " backward" << (reducer_->updates_parameters() ? ", SGD sharded across ranks" : "") << "\n";
+         << " backward"
+         << (reducer_->updates_parameters() ? str_cat(", ", optimizer_->name(), " sharded across ranks") : "") << "\n";
 }
 
 }  // namespace rt

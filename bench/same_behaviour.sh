@@ -5,6 +5,9 @@
 #   lenet_signal   LeNet at 2 ranks, SIGUSR1 to rank 1 mid-run (save, exit 75), then --auto-resume
 #   mini_accum     resnet_mini at 2 ranks, 2 micro-batches a step, gradients clipped to norm 1
 #   two_level      LeNet at 4 ranks as 2 fake hosts x 2 ranks (the two-level ring)
+#   lars_sharded   resnet_mini at 2 ranks with LARS, each rank updating its own part (its norms summed
+#                  across ranks)
+#   shards         LeNet at 2 ranks from tar shards that `ringtrain pack` (of AFTER) wrote
 # usage: same_behaviour.sh BEFORE AFTER [WORK]      (prints one line per run; exit 1 on a difference)
 set -u
 before=$1 after=$2
@@ -14,6 +17,8 @@ source "$src/tests/support/fashion_mnist.sh"
 have_fashion_mnist || { echo "Fashion-MNIST is not installed in $fashion_mnist" >&2; exit 2; }
 launch=$src/scripts/mpi_launch.sh
 [[ -d $work/data ]] || fashion_mnist_subset "$work/data" 8192 1024 || exit 2
+[[ -d $work/folders ]] || fashion_mnist_folders "$work/folders" 600 || exit 2
+[[ -d $work/shards ]] || "$after" pack --from "$work/folders" --to "$work/shards" --shard-mb 0.1 > /dev/null || exit 2
 subset_data_args "$work/data"
 common=(--config "$src/configs/fashion_mnist.toml" --set train.threads=1 --set log.progress=none
         --set log.every_steps=1 "${subset_data[@]}")
@@ -54,14 +59,24 @@ two_level() {
   RINGTRAIN_FAKE_HOST_RANKS=2 run "$1" two_level 4 --set model.name=lenet --set train.epochs=1 \
     --set train.batch_per_rank=32 --set dist.hierarchy=two_level || fail "$1 two_level"
 }
+lars_sharded() {
+  run "$1" lars_sharded 2 --set model.name=resnet_mini --set train.epochs=1 --set train.batch_per_rank=32 \
+    --set train.optimizer=lars --set dist.sharded_update=true || fail "$1 lars_sharded"
+}
+shards() {
+  run "$1" shards 2 --set model.name=lenet --set train.epochs=1 --set train.batch_per_rank=16 --set data.source=shards \
+    --set data.dir="$work/shards" --set data.channels=1 --set data.image_size=28 || fail "$1 shards"
+}
 
 for which in before after; do
   rm -rf "${work:?}/$which" && mkdir -p "$work/$which"
   lenet_signal "$which"
   mini_accum "$which"
   two_level "$which"
+  lars_sharded "$which"
+  shards "$which"
 done
-for name in lenet_signal mini_accum two_level; do
+for name in lenet_signal mini_accum two_level lars_sharded shards; do
   a=$work/before/$name b=$work/after/$name
   python3 "$src/tests/support/same_tensors.py" "$a/checkpoint.safetensors" "$b/checkpoint.safetensors" ||
     fail "$name: the checkpoints differ"

@@ -27,11 +27,11 @@ run() {  # run NAME [args...]
 }
 
 run whole --set checkpoint.dir="$work/whole"
-grep -q "ringtrain: LARS (trust coefficient 0.001" "$work/whole.out" || { cat "$work/whole.out"; fail "no LARS line"; }
+grep -q "ringtrain: optimizer lars (trust coefficient 0.001" "$work/whole.out" || { cat "$work/whole.out"; fail "no LARS line"; }
 if [[ $mode == sharded ]]; then
-  grep -q "SGD sharded across ranks" "$work/whole.out" || { cat "$work/whole.out"; fail "the update is not sharded"; }
+  grep -q "LARS sharded across ranks" "$work/whole.out" || { cat "$work/whole.out"; fail "the update is not sharded"; }
 else
-  grep -q "SGD sharded across ranks" "$work/whole.out" && { cat "$work/whole.out"; fail "clipping left it sharded"; }
+  grep -q "LARS sharded across ranks" "$work/whole.out" && { cat "$work/whole.out"; fail "clipping left it sharded"; }
 fi
 run saving --set checkpoint.dir="$work/saving" --set checkpoint.every_steps=5 --set checkpoint.keep=0
 # Step 10 of 32 per epoch: inside the first epoch, in the warmup's tail.

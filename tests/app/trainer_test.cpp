@@ -100,7 +100,7 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
 std::vector<float> weights_and_momentum(Trainer& t) {
   const size_t n = static_cast<size_t>(t.graph().arena_floats());
   std::vector<float> v(t.graph().param_arena(), t.graph().param_arena() + n);
-  v.insert(v.end(), t.optimizer().momentum_arena(), t.optimizer().momentum_arena() + n);
+  v.insert(v.end(), t.optimizer().state_arena(0), t.optimizer().state_arena(0) + n);
   return v;
 }
 

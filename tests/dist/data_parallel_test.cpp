@@ -12,6 +12,7 @@
 #include "app/trainer.h"
 #include "base/check.h"
 #include "dist/world.h"
+#include "nn/optim/lars.h"
 #include "tests/support/synthetic_idx.h"
 
 namespace rt::testing {
@@ -51,8 +52,8 @@ std::vector<float> arena(Graph& g) { return std::vector<float>(g.param_arena(), 
 std::vector<float> expect_same_parameters_and_momentum(Trainer& got, Trainer& want) {
   const int64_t n = got.graph().arena_floats();
   EXPECT_EQ(arena(got.graph()), arena(want.graph()));
-  const float* m = got.optimizer().momentum_arena();
-  const float* w = want.optimizer().momentum_arena();
+  const float* m = got.optimizer().state_arena(0);
+  const float* w = want.optimizer().state_arena(0);
   EXPECT_EQ(std::vector<float>(m, m + n), std::vector<float>(w, w + n));
   return std::vector<float>(m, m + n);
 }
@@ -133,7 +134,7 @@ void expect_sharded_lars_equals_whole(const std::string& test, Hierarchy hierarc
   expect_same_parameters_and_momentum(sharded, reference);
   const int64_t n = sharded.graph().arena_floats();
   // Some weight straddles two ranks' parts: the norms did cross ranks.
-  EXPECT_GT(sharded.optimizer().norm_pieces(0, n).size(), static_cast<size_t>(4));
+  EXPECT_GT(dynamic_cast<Lars&>(sharded.optimizer()).norm_pieces(0, n).size(), static_cast<size_t>(4));
 }
 
 TEST(DataParallel, ShardedLarsEndsWithTheParametersAndMomentumOfTheWholeLars) {

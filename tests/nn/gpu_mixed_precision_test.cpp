@@ -338,7 +338,7 @@ TEST_P(GpuMixedPrecision, ShortTrainingRunLossFalls) {
   auto graph = build_model("resnet_mini", o);
   graph->plan(32, kGpu, /*training=*/true, plan_of(h));
   graph->init_parameters(3);
-  Sgd sgd(*graph, SgdOptions{0.9, false, 0, false, {}});
+  Sgd sgd(*graph, SgdOptions{0.9, false, 0, false});
   LossScaleOptions lo;
   lo.initial = h.precision == Precision::kFp16 ? std::ldexp(1.0, 30) : 1;
   lo.growth_interval = 1000;

@@ -170,7 +170,7 @@ inline StepResult model_step(const std::string& name, const Shape& input, int64_
   g->backward(views, ctx);
   r.grads = arena_values(g->grad_arena(), g->arena_floats(), device);
   for (float& x : r.grads) x = static_cast<float>(x / loss_scale);
-  Sgd sgd(*g, SgdOptions{0.9, false, 1e-4, false, {}});
+  Sgd sgd(*g, SgdOptions{0.9, false, 1e-4, false});
   sgd.step(0.01, 1 / loss_scale);
   r.params = arena_values(g->param_arena(), g->arena_floats(), device);
   r.refs = g->params();

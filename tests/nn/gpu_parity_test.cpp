@@ -364,7 +364,7 @@ TEST_F(GpuParity, ShortTrainingRunLossFalls) {
   auto graph = build_model("resnet_mini", o);
   graph->plan(32, kGpu);
   graph->init_parameters(3);
-  Sgd sgd(*graph, SgdOptions{0.9, false, 0, false, {}});
+  Sgd sgd(*graph, SgdOptions{0.9, false, 0, false});
   const Both images = random_both({32, 1, 28, 28}, 80);
   std::vector<int32_t> targets(32);
   for (int n = 0; n < 32; ++n) targets[n] = n % 10;

@@ -16,6 +16,7 @@
 #include "nn/layers/conv2d.h"
 #include "nn/ops/softmax_cross_entropy.h"
 #include "nn/optim/lr_schedule.h"
+#include "nn/optim/lars.h"
 #include "nn/optim/sgd.h"
 
 namespace rt::testing {
@@ -47,7 +48,7 @@ void build_conv_bn(Graph& g, uint64_t seed) {
 void check_sgd(bool nesterov) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 3);
-  Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false, {}});
+  Sgd sgd(g, SgdOptions{0.9, nesterov, 0.01, false});
   std::vector<std::vector<TorchSgdScalar>> ref;
   for (ParamRef& p : g.params()) {
     ref.emplace_back();
@@ -96,7 +97,7 @@ TEST(Lars, TwentyStepsMatchTheFormulaOnAWeightABiasAndBatchNormParameters) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 11);
   const double m = 0.94, wd = 5e-5, eta = 0.001, eps = 1e-9, grad_scale = 0.25;
-  Sgd lars(g, SgdOptions{m, false, wd, false, LarsOptions{true, eta, eps}});
+  Lars lars(g, SgdOptions{m, false, wd, false}, LarsOptions{eta, eps});
   std::vector<LarsReference> ref;
   for (const ParamRef& p : g.params())
     ref.push_back({std::vector<double>(p.value.data(), p.value.data() + p.value.numel()),
@@ -133,7 +134,7 @@ TEST(Lars, TwentyStepsMatchTheFormulaOnAWeightABiasAndBatchNormParameters) {
 // put together, the parts equal the whole update with the same cuts, bit for bit, step after step.
 TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
   constexpr int kRanks = 3;
-  const SgdOptions options{0.94, false, 5e-5, false, LarsOptions{true, 0.001, 1e-9}};
+  const SgdOptions options{0.94, false, 5e-5, false};
   std::vector<std::unique_ptr<Graph>> graphs;
   for (int r = 0; r <= kRanks; ++r) {  // the last one takes the whole update
     graphs.push_back(std::make_unique<Graph>(Shape{2, 3, 3}));
@@ -151,10 +152,10 @@ TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
   const ParamRef& other = found == all.begin() ? all.back() : all.front();
   std::vector<int64_t> cuts = {weight.offset + 1, weight.offset + 3, other.offset + 1};
   std::sort(cuts.begin(), cuts.end());
-  std::vector<std::unique_ptr<Sgd>> sgds;
+  std::vector<std::unique_ptr<Lars>> sgds;
   for (auto& g : graphs) {
-    sgds.push_back(std::make_unique<Sgd>(*g, options));
-    sgds.back()->set_norm_cuts(cuts);
+    sgds.push_back(std::make_unique<Lars>(*g, options, LarsOptions{0.001, 1e-9}));
+    sgds.back()->set_part_cuts(cuts);
   }
   const int64_t bounds[kRanks + 1] = {0, cuts[0], cuts[2], n};
   std::vector<std::vector<double>> posted(kRanks);
@@ -169,7 +170,7 @@ TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
     std::vector<std::thread> ranks;
     for (int r = 0; r < kRanks; ++r)
       ranks.emplace_back([&, r] {
-        sgds[r]->step_shard(lr, 0, n, bounds[r], bounds[r + 1], [&](std::vector<double>& sums) {
+        sgds[r]->update_part(lr, 0, n, bounds[r], bounds[r + 1], [&](std::vector<double>& sums) {
           posted[r] = sums;
           sync.arrive_and_wait();
           for (int other = 0; other < kRanks; ++other)
@@ -202,11 +203,11 @@ TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
 TEST(Lars, RefusesACutThroughAParameterAndABadTrustCoefficient) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 11);
-  Sgd lars(g, SgdOptions{0.9, false, 1e-4, false, LarsOptions{true, 0.001, 0}});
+  Lars lars(g, SgdOptions{0.9, false, 1e-4, false}, LarsOptions{0.001, 0});
   const ParamRef& first = g.params().front();
   ASSERT_GT(first.value.numel(), 1);
-  EXPECT_THROW(lars.step_range(0.1, first.offset, first.offset + first.value.numel() - 1), Error);
-  EXPECT_THROW(Sgd(g, SgdOptions{0.9, false, 1e-4, false, LarsOptions{true, -0.001, 0}}), Error);
+  EXPECT_THROW(lars.update(0.1, first.offset, first.offset + first.value.numel() - 1), Error);
+  EXPECT_THROW(Lars(g, SgdOptions{0.9, false, 1e-4, false}, LarsOptions{-0.001, 0}), Error);
 }
 TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 
@@ -215,7 +216,7 @@ TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 5);
-  Sgd sgd(g, SgdOptions{0.9, true, 0.01, false, {}});
+  Sgd sgd(g, SgdOptions{0.9, true, 0.01, false});
   const int64_t n = g.arena_floats();
   // Parameter elements only: alignment padding is zero in every arena, as the graph makes them.
   for (const ParamRef& p : g.params())
@@ -230,7 +231,7 @@ TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   std::copy(w0.begin(), w0.end(), g.param_arena());
   std::copy(v0.begin(), v0.end(), sgd.momentum_arena());
   const int64_t cuts[] = {0, 3, 17, n / 2 + 1, n - 1, n};
-  for (size_t k = 5; k-- > 0;) sgd.step_range(0.1, cuts[k], cuts[k + 1]);  // in any order
+  for (size_t k = 5; k-- > 0;) sgd.update(0.1, cuts[k], cuts[k + 1]);  // in any order
   EXPECT_EQ(std::vector<float>(g.param_arena(), g.param_arena() + n), w1);
   EXPECT_EQ(std::vector<float>(sgd.momentum_arena(), sgd.momentum_arena() + n), v1);
   // Updates run across the padding between parameters (one call per run of equal steps) and

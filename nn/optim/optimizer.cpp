@@ -1,0 +1,36 @@
+#include "nn/optim/optimizer.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+#include "nn/optim/lars.h"
+#include "nn/optim/sgd.h"
+
+namespace rt {
+
+void Optimizer::update_part(double lr, int64_t begin, int64_t end, int64_t own_begin, int64_t own_end,
+                            const SumOverRanks& sum_over_ranks) {
+  (void)begin, (void)end, (void)sum_over_ranks;
+  if (own_end > own_begin) update(lr, own_begin, own_end);
+}
+
+void Optimizer::add_state(const std::string& name) {
+  State s{name, Tensor(plain_spec({std::max<int64_t>(graph_.arena_floats(), 1)}, graph_.device())), {}};
+  for (const ParamRef& p : graph_.params()) s.views.emplace_back(p.value.spec(), s.arena.data() + p.offset, nullptr);
+  states_.push_back(std::move(s));
+}
+
+std::unique_ptr<Optimizer> make_optimizer(OptimizerKind kind, Graph& graph, const OptimizerOptions& o) {
+  const SgdOptions sgd{o.momentum, o.nesterov, o.weight_decay, o.decay_bias_and_bn};
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<Sgd>(graph, sgd);
+    case OptimizerKind::kLars:
+      return std::make_unique<Lars>(graph, sgd, LarsOptions{o.trust, o.lars_epsilon});
+  }
+  RT_ASSERT(false);
+  return nullptr;
+}
+
+}  // namespace rt
