@@ -80,14 +80,9 @@ void Trainer::flip_parameter_bit() {
 }
 
 void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
-  // Its message names the step as metrics.jsonl counts it; the fatal-error report's own "at step"
-  // (counted from 0) would contradict it.
-  const int64_t step = current_training_step();
-  set_current_training_step(-1);
   if (fault_requested("freeze_before_replica_check", world_.rank(), position_.step)) freeze_this_process();
   check_replicas(replica_print(*graph_, *optimizer_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_,
                  when, &between_steps_);
-  set_current_training_step(step);
 }
 
 void Trainer::check_replicas_after_step() {

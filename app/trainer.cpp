@@ -145,6 +145,7 @@ void Trainer::train_logged_step(Run& run, int64_t epoch, int64_t s) {
     return MicroBatch{batch.images, batch.labels, Device::kCpu};
   });
   train_->release();
+  g_step = -1;  // between steps: a failure now names its own step, as metrics.jsonl counts it
   if (tl) tl->flush(run_step);
   run.tally.add_step(loss, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   run.result.step_losses.push_back(loss.loss);

@@ -202,8 +202,9 @@ class Trainer {
   TrainLimits limits_;
 };
 
-// The step the training loop is in (for fatal-error reports), or -1 outside training; the
-// Trainer keeps it.
+// The step the training loop is in (for fatal-error reports): set as a step begins, -1 once its
+// work is done (what fails between steps names its own step) and outside training. The Trainer
+// keeps it.
 int64_t current_training_step();
 void set_current_training_step(int64_t step);
 
