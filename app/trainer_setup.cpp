@@ -24,6 +24,7 @@
 #include "base/stderr_line.h"
 #include "base/test_fault.h"
 #include "data/image_folder_batches.h"
+#include "data/sample_index.h"
 #include "data/sampler.h"
 #include "data/shard_index.h"
 #include "dist/cuda/device_collective.h"
@@ -147,25 +148,19 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 // Shards are indexed the same way (their offsets, not a listing).
 ImageIndex Trainer::shared_index(const std::string& root) {
   const DataSource source = config_.data.source;
-  const bool shards = source == DataSource::kShards || source == DataSource::kTfRecord;
-  const auto load = [&] {
-    return shards ? load_shard_index(root, "", config_.data.rebuild_index,
-                                     source == DataSource::kShards ? RecordFormat::kTar : RecordFormat::kTfRecord)
-                  : load_image_index(root, "", config_.data.rebuild_index);
-  };
   ImageIndex index;
   if (world_.size() == 1) {
-    index = load();
+    index = load_index(source, root, config_.data.rebuild_index);
   } else {
     std::string text;
     if (world_.rank() == 0) {
-      index = load();
-      text = shards ? shard_index_text(index) : image_index_text(index);
+      index = load_index(source, root, config_.data.rebuild_index);
+      text = index_text(index);
     }
     world_.broadcast(text, 0, watched(str_cat("rank 0's index of ", root)));
-    if (world_.rank() != 0) index = shards ? shard_index_from_text(root, text) : image_index_from_text(root, text);
+    if (world_.rank() != 0) index = index_from_text(source, root, text);
   }
-  if (shards) leave_out_labels_from(index, config_.model.num_classes);
+  if (index.records()) leave_out_labels_from(index, config_.model.num_classes);
   // What indexing left out: every rank stops alike, or rank 0 alone names each once.
   const DataConfig& d = config_.data;
   if (!index.left_out.empty() && d.on_bad_file == BadFilePolicy::kError)

@@ -14,7 +14,7 @@
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "data/image_folder.h"
-#include "data/shard_index.h"
+#include "data/sample_index.h"
 #include "formats/safetensors.h"
 #include "models/registry.h"
 
@@ -28,9 +28,7 @@ std::vector<std::string> class_names(const DataConfig& d, int64_t classes) {
     for (const std::string& folder : {d.val_folder, d.train_folder}) {
       const std::string root = (std::filesystem::path(d.dir) / folder).string();
       if (std::filesystem::is_directory(root)) {
-        names = d.source == DataSource::kImageFolder ? load_image_index(root).classes
-                : d.source == DataSource::kShards    ? load_shard_index(root).classes
-                                                  : load_shard_index(root, "", false, RecordFormat::kTfRecord).classes;
+        names = load_index(d.source, root).classes;
         break;
       }
     }

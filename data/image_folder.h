@@ -14,10 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace rt {
+#include "base/run_settings.h"
 
-// The containers of a record source (data/shard_index.h): tar shards, or TFRecord files.
-enum class RecordFormat { kTar, kTfRecord };
+namespace rt {
 
 // Where a sample's bytes lie inside a container file.
 struct RecordSpan {
@@ -33,8 +32,9 @@ struct ImageIndex {
   // Sources of records only: the container files (relative to root) and each sample's span.
   std::vector<std::string> containers;
   std::vector<RecordSpan> spans;
-  RecordFormat format = RecordFormat::kTar;  // of the containers
-  // A TFRecord's label is read with its image: labels are -1 in the index.
+  // kImageFolder, or the record format of the containers (Note [Record formats]), whose labels
+  // may be read with each image: -1 in the index.
+  DataSource source = DataSource::kImageFolder;
   // Members left out of the index (no label, damaged shard...), a message naming each.
   std::vector<std::string> left_out;
   // Records only: the files' sizes and times the index was made from, as its cache records them.

@@ -10,7 +10,7 @@
 
 #include "base/check.h"
 #include "data/image_decode.h"
-#include "data/tf_example.h"
+#include "data/record_format.h"
 
 namespace rt {
 
@@ -68,14 +68,16 @@ SampleBytes SampleFiles::read(size_t sample) {
   }
   s.image = s.buffer;
   s.label = index_.labels[sample];
-  if (index_.format == RecordFormat::kTfRecord) {
+  if (index_.records()) {
     const std::string name = index_.path(sample);
-    const ImageExample example = parse_image_example(tfrecord_data(s.buffer, name), name);
-    const int64_t label = example.label - label_offset_, classes = static_cast<int64_t>(index_.classes.size());
-    RT_CHECK(label >= 0 && label < classes, name, ": image/class/label ", example.label, " less data.label_offset ",
-             label_offset_, " is ", label, ", not a class (0 to ", classes - 1, ")");
-    s.image = example.image;
-    s.label = static_cast<int32_t>(label);
+    const RecordImage r = record_format(index_.source).read(s.buffer, name);
+    s.image = r.image;
+    if (r.label) {  // read with the image
+      const int64_t label = *r.label - label_offset_, classes = static_cast<int64_t>(index_.classes.size());
+      RT_CHECK(label >= 0 && label < classes, name, ": image/class/label ", *r.label, " less data.label_offset ",
+               label_offset_, " is ", label, ", not a class (0 to ", classes - 1, ")");
+      s.label = static_cast<int32_t>(label);
+    }
   }
   return s;
 }

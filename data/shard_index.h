@@ -29,12 +29,12 @@
 namespace rt {
 
 // Scans root (no cache). rt::Error naming root where it holds no shards.
-ImageIndex scan_shard_folder(const std::string& root, RecordFormat format = RecordFormat::kTar);
+ImageIndex scan_shard_folder(const std::string& root, DataSource source = DataSource::kShards);
 // The index from cache_path ("" = ROOT/.ringtrain_shards.tsv or .ringtrain_tfrecords.tsv) when
 // that still matches the files, else scanned and written there atomically (Note [One index at a
 // time] in data/index_cache.cpp).
 ImageIndex load_shard_index(const std::string& root, std::string cache_path = "", bool rebuild = false,
-                            RecordFormat format = RecordFormat::kTar);
+                            DataSource source = DataSource::kShards);
 // The index as text, as the cache holds it, and back (what rank 0 hands the other ranks).
 std::string shard_index_text(const ImageIndex& index);
 ImageIndex shard_index_from_text(const std::string& root, const std::string& text);

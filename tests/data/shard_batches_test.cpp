@@ -261,16 +261,16 @@ TEST(TfRecordBatches, PythonWrittenExamplesGiveTheFolderBatchesOpeningEachFileOn
   ASSERT_TRUE(python_tfrecords(dir / "tree", dir / "tfr", "--per-file 5"));
   std::ofstream(dir / "tfr" / "train-00000-of-00005.idx") << "0 1\n";  // DALI's index beside: not a record file
   const ImageIndex folder = load_image_index((dir / "tree").string());
-  ImageIndex records = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  ImageIndex records = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
   ASSERT_EQ(records.files.size(), folder.files.size());
   EXPECT_EQ(records.containers.size(), 5u);
   EXPECT_TRUE(records.left_out.empty());
   EXPECT_EQ(records.files[1], "offset " + std::to_string(records.spans[1].offset));
   leave_out_labels_from(records, 3);  // numbered classes, as many as the model's
   EXPECT_EQ(records.classes.size(), 3u);
-  const ImageIndex cached = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  const ImageIndex cached = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
   EXPECT_EQ(cached.spans.size(), records.spans.size());
-  EXPECT_EQ(cached.format, RecordFormat::kTfRecord);
+  EXPECT_EQ(cached.source, DataSource::kTfRecord);
 
   const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22, 2, 4, 6, 8};
   ImageFolderBatches want(folder, training_options(2));
@@ -307,7 +307,7 @@ TEST(TfRecordBatches, BadCrcsLabelsAndTruncationAreNamedByFileAndOffset) {
   }
   // The last file cut inside its last record.
   fs::resize_file(last, three.offsets[3] + 20);
-  ImageIndex index = load_shard_index((dir / "tfr").string(), "", false, RecordFormat::kTfRecord);
+  ImageIndex index = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
   ASSERT_EQ(index.left_out.size(), 1u);
   EXPECT_TRUE(mentions(index.left_out, str_cat("offset ", three.offsets[3], " of '", last.string()), "truncated"))
       << index.left_out[0];
