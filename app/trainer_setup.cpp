@@ -23,7 +23,7 @@
 #include "base/check.h"
 #include "base/stderr_line.h"
 #include "base/test_fault.h"
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 #include "data/sample_index.h"
 #include "data/sampler.h"
 #include "data/shard_index.h"
@@ -44,7 +44,7 @@ std::string data_path(const DataConfig& d, const std::string& file) {
 std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
                                                Device device, bool training, uint64_t seed, int workers,
                                                std::function<void(const std::string&)> warn) {
-  FolderBatchOptions o;
+  ImageBatchOptions o;
   o.sample = image_sample_options(d, model);
   o.training = training;
   o.seed = seed;
@@ -57,7 +57,7 @@ std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex i
   // the step's thread (38.5 MB at ResNet-50's batch of 64).
   o.allocate = [device](size_t bytes) { return allocate_host_staging(device, bytes); };
   o.warn = std::move(warn);
-  return std::make_unique<ImageFolderBatches>(std::move(index), std::move(o));
+  return std::make_unique<IndexedImageBatches>(std::move(index), std::move(o));
 }
 
 // A warning from this rank on stderr, named by its rank and host.

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 #include "data/sampler.h"
 #include "data/shard_index.h"
 
@@ -65,13 +65,13 @@ int main(int argc, char** argv) {
       else
         RT_CHECK(false, "unknown flag ", flag);
     }
-    rt::FolderBatchOptions o;
+    rt::ImageBatchOptions o;
     o.sample.size = static_cast<int>(size);
     o.sample.crop_region_decode = region;
     o.training = true;
     o.workers = workers;
     o.prefetch = 2 * workers;
-    rt::ImageFolderBatches source(shards ? rt::load_shard_index(root) : rt::load_image_index(root), o);
+    rt::IndexedImageBatches source(shards ? rt::load_shard_index(root) : rt::load_image_index(root), o);
     const rt::EpochSampler sampler(source.count(), batch, 1);
     std::vector<float> images(static_cast<size_t>(batch * o.sample.floats()));
     std::vector<int32_t> labels(static_cast<size_t>(batch));

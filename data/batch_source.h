@@ -1,6 +1,6 @@
 // Where the training loop and evaluation get their batches: an in-memory data set (IDX files,
 // gathered on the calling thread) or an image folder (decoded and augmented by worker threads
-// ahead of the loop, image_folder_batches.h). The sampler decides which samples a rank asks
+// ahead of the loop, indexed_image_batches.h). The sampler decides which samples a rank asks
 // for; a source reads only those.
 #pragma once
 
@@ -33,7 +33,7 @@ class BatchSource {
   // seconds it waited for a batch that was not ready yet.
   virtual double next(float* images, int32_t* labels) = 0;
   // The next batch where the source made it, lent until release(), the next borrow() or start():
-  // a source that makes batches ahead (image_folder_batches.h) lends the slot its workers wrote,
+  // a source that makes batches ahead (indexed_image_batches.h) lends the slot its workers wrote,
   // and nothing copies it; others write into `images` and `labels` as next() does and lend those.
   virtual LentBatch borrow(float* images, int32_t* labels) {
     const double waited = next(images, labels);

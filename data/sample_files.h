@@ -33,7 +33,7 @@ class SampleFiles {
   // read whole, or a TFRecord's where a CRC fails, or it is no tf.Example, or its label is no class.
   SampleBytes read(size_t sample);
   // Closes the open containers, so that each pass opens those it reads once. Only while no read
-  // is under way (ImageFolderBatches::start, after the last pass was delivered).
+  // is under way (IndexedImageBatches::start, after the last pass was delivered).
   void new_pass();
   // Files opened since construction.
   int64_t files_opened() const;

@@ -13,7 +13,7 @@
 
 #include "base/check.h"
 #include "base/rng.h"
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 #include "data/labeled_images.h"
 #include "tests/data/image_passes.h"
 #include "tests/data/test_folders.h"
@@ -30,8 +30,8 @@ TEST(FolderBatches, TheSameSeedAndEpochGiveTheSameBatchesWithOneAndThreeWorkers)
   const fs::path root = fresh_dir("determinism");
   write_tree(root, 8);
   const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22};  // as a sampler would give
-  ImageFolderBatches one(load_image_index(root.string()), training_options(1));
-  ImageFolderBatches three(load_image_index(root.string()), training_options(3));
+  IndexedImageBatches one(load_image_index(root.string()), training_options(1));
+  IndexedImageBatches three(load_image_index(root.string()), training_options(3));
   for (int64_t epoch : {0, 1}) {
     const Pass a = one_pass(one, epoch, order, 4), b = one_pass(three, epoch, order, 4);
     EXPECT_EQ(a.images, b.images) << "epoch " << epoch;
@@ -41,10 +41,10 @@ TEST(FolderBatches, TheSameSeedAndEpochGiveTheSameBatchesWithOneAndThreeWorkers)
   }
   // Another epoch draws other crops; the evaluation transform draws none.
   EXPECT_NE(one_pass(one, 0, order, 4).images, one_pass(one, 1, order, 4).images);
-  FolderBatchOptions eval = training_options(2);
+  ImageBatchOptions eval = training_options(2);
   eval.training = false;
   eval.sample.resize = 28;
-  ImageFolderBatches e(load_image_index(root.string()), eval);
+  IndexedImageBatches e(load_image_index(root.string()), eval);
   EXPECT_EQ(one_pass(e, 0, order, 3).images, one_pass(e, 5, order, 3).images);
   fs::remove_all(root);
 }
@@ -58,7 +58,7 @@ TEST(FolderBatches, BorrowedBatchesAreTheSlotsTheWorkersWroteAndEqualCopiedOnes)
   const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22};
   std::vector<std::pair<const char*, size_t>> blocks;  // what the allocator handed out
   std::mutex mu;
-  FolderBatchOptions o = training_options(2);
+  ImageBatchOptions o = training_options(2);
   o.prefetch = 1;
   o.allocate = [&](size_t bytes) {
     auto memory = std::shared_ptr<void>(new char[bytes], std::default_delete<char[]>());
@@ -66,8 +66,8 @@ TEST(FolderBatches, BorrowedBatchesAreTheSlotsTheWorkersWroteAndEqualCopiedOnes)
     blocks.emplace_back(static_cast<const char*>(memory.get()), bytes);
     return memory;
   };
-  ImageFolderBatches lending(load_image_index(root.string()), o);
-  ImageFolderBatches copying(load_image_index(root.string()), training_options(3));
+  IndexedImageBatches lending(load_image_index(root.string()), o);
+  IndexedImageBatches copying(load_image_index(root.string()), training_options(3));
   for (int64_t epoch : {0, 1}) {
     const Pass want = one_pass(copying, epoch, order, 3);
     lending.start(epoch, order, 3);
@@ -123,12 +123,12 @@ TEST(FolderBatches, UnreadableFilesAreSkippedNamedOnceAndCounted) {
   ASSERT_EQ(index.files.size(), 12u + bad.size());
   std::vector<std::string> warnings;
   std::mutex mu;
-  FolderBatchOptions o = training_options(2);
+  ImageBatchOptions o = training_options(2);
   o.warn = [&](const std::string& m) {
     std::lock_guard<std::mutex> lock(mu);
     warnings.push_back(m);
   };
-  ImageFolderBatches source(index, o);
+  IndexedImageBatches source(index, o);
   std::vector<int64_t> all(index.files.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   for (int64_t epoch : {0, 1}) {
@@ -149,7 +149,7 @@ TEST(FolderBatches, UnreadableFilesAreSkippedNamedOnceAndCounted) {
         << path;
 
   o.error_on_bad_file = true;
-  ImageFolderBatches strict(index, o);
+  IndexedImageBatches strict(index, o);
   try {
     one_pass(strict, 0, all, 1);
     ADD_FAILURE() << "data.on_bad_file = \"error\" went past a bad file";
@@ -170,7 +170,7 @@ TEST(FolderBatches, AGrayFolderGivesExactlyTheIdxTensors) {
   ASSERT_TRUE(testing::export_fashion_mnist(out, 200));
   const LabeledImages ref =
       load_idx_dataset(idx + "/t10k-images-idx3-ubyte.gz", idx + "/t10k-labels-idx1-ubyte.gz", {0.2860}, {0.3530});
-  FolderBatchOptions o;
+  ImageBatchOptions o;
   o.sample.size = 28;
   o.sample.random_crop = false;
   o.sample.flip = false;
@@ -180,7 +180,7 @@ TEST(FolderBatches, AGrayFolderGivesExactlyTheIdxTensors) {
   o.training = true;  // without random crop or flip: the images as they are
   o.workers = 2;
   const ImageIndex index = load_image_index((out / "val").string());
-  ImageFolderBatches source(index, o);
+  IndexedImageBatches source(index, o);
   std::vector<int64_t> all(index.files.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   const Pass p = one_pass(source, 0, all, 8);

@@ -9,7 +9,7 @@
 #include "base/check.h"
 #include "base/rng.h"
 #include "data/batch_source.h"
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC    // a copy per test file that includes it
@@ -38,8 +38,8 @@ inline void write_tree(const fs::path& root, int per_class) {
   }
 }
 
-inline FolderBatchOptions training_options(int workers) {
-  FolderBatchOptions o;
+inline ImageBatchOptions training_options(int workers) {
+  ImageBatchOptions o;
   o.sample.size = 24;
   o.training = true;
   o.seed = 11;

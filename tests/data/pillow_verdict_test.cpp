@@ -28,7 +28,7 @@
 #include "base/check.h"
 #include "data/image_decode.h"
 #include "data/image_folder.h"
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 #include "data/image_transforms.h"
 #include "data/jpeg_decode.h"
 #include "tests/data/image_passes.h"
@@ -299,7 +299,7 @@ TEST(PillowVerdict, EveryEpochAndDecodeModeSkipsExactlyThePillowRefusals) {
   for (const char* mode : {"whole", "region", "scaled"}) {
     std::set<std::string> named;
     std::mutex mu;
-    FolderBatchOptions o = training_options(2);
+    ImageBatchOptions o = training_options(2);
     o.sample.crop_region_decode = std::string(mode) != "whole";
     o.sample.scaled_decode = std::string(mode) == "scaled";
     o.warn = [&](const std::string& m) {
@@ -307,7 +307,7 @@ TEST(PillowVerdict, EveryEpochAndDecodeModeSkipsExactlyThePillowRefusals) {
       for (const auto& [name, bytes] : files)
         if (m.find("/" + name) != std::string::npos) named.insert(name);
     };
-    ImageFolderBatches source(index, o);
+    IndexedImageBatches source(index, o);
     for (int64_t epoch : {0, 1}) {
       one_pass(source, epoch, all, 1);
       EXPECT_EQ(source.skipped(), static_cast<int64_t>(refused.size())) << mode << ", epoch " << epoch;

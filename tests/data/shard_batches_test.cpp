@@ -67,11 +67,11 @@ TEST(ShardBatches, PythonAndPackedShardsGiveTheFolderBatchesOpeningEachShardOnce
   pack_shards(folder, (dir / "packed").string(), "train", 8 * 1024);
 
   const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22, 2, 4, 6, 8};
-  ImageFolderBatches want(folder, training_options(2));
-  FolderBatchOptions eval = training_options(2);
+  IndexedImageBatches want(folder, training_options(2));
+  ImageBatchOptions eval = training_options(2);
   eval.training = false;
   eval.sample.resize = 28;
-  ImageFolderBatches want_eval(folder, eval);
+  IndexedImageBatches want_eval(folder, eval);
   for (const char* kind : {"gnu", "pax", "gnu_long", "packed"}) {
     SCOPED_TRACE(kind);
     const ImageIndex shards = load_shard_index((dir / kind).string());
@@ -79,7 +79,7 @@ TEST(ShardBatches, PythonAndPackedShardsGiveTheFolderBatchesOpeningEachShardOnce
     EXPECT_TRUE(shards.left_out.empty()) << shards.left_out[0];
     EXPECT_EQ(shards.labels, folder.labels);
     EXPECT_EQ(shards.classes.size(), 3u);
-    ImageFolderBatches got(shards, training_options(3));
+    IndexedImageBatches got(shards, training_options(3));
     for (int64_t epoch : {0, 1}) {
       const int64_t opened = got.files_opened(), folder_opened = want.files_opened();
       const Pass a = one_pass(want, epoch, order, 4), b = one_pass(got, epoch, order, 4);
@@ -92,7 +92,7 @@ TEST(ShardBatches, PythonAndPackedShardsGiveTheFolderBatchesOpeningEachShardOnce
       EXPECT_EQ(got.files_opened() - opened, std::unique(read.begin(), read.end()) - read.begin());
       EXPECT_EQ(want.files_opened() - folder_opened, static_cast<int64_t>(order.size()));  // a file per image
     }
-    ImageFolderBatches got_eval(shards, eval);
+    IndexedImageBatches got_eval(shards, eval);
     EXPECT_EQ(one_pass(want_eval, 0, order, 4).images, one_pass(got_eval, 0, order, 4).images);
   }
   EXPECT_EQ(file_text(dir / "packed" / "classes.txt"), "class0\nclass1\nclass2\n");
@@ -198,18 +198,18 @@ TEST(ShardBatches, DamagedShardsAndBadMembersAreNamedAndLeftOut) {
 
   std::vector<std::string> warnings;
   std::mutex mu;
-  FolderBatchOptions o = training_options(2);
+  ImageBatchOptions o = training_options(2);
   o.warn = [&](const std::string& m) {
     std::lock_guard<std::mutex> lock(mu);
     warnings.push_back(m);
   };
-  ImageFolderBatches source(index, o);
+  IndexedImageBatches source(index, o);
   one_pass(source, 0, every(index.files.size()), 2);
   EXPECT_EQ(source.skipped(), 1);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find(s.string() + "/part-0002.tar:000008.png"), std::string::npos) << warnings[0];
   o.error_on_bad_file = true;
-  ImageFolderBatches strict(index, o);
+  IndexedImageBatches strict(index, o);
   try {
     one_pass(strict, 0, every(index.files.size()), 2);
     ADD_FAILURE() << "data.on_bad_file = \"error\" went past a corrupt member";
@@ -273,10 +273,10 @@ TEST(TfRecordBatches, PythonWrittenExamplesGiveTheFolderBatchesOpeningEachFileOn
   EXPECT_EQ(cached.source, DataSource::kTfRecord);
 
   const std::vector<int64_t> order = {5, 0, 23, 17, 9, 12, 3, 20, 1, 14, 7, 22, 2, 4, 6, 8};
-  ImageFolderBatches want(folder, training_options(2));
-  FolderBatchOptions o = training_options(3);
+  IndexedImageBatches want(folder, training_options(2));
+  ImageBatchOptions o = training_options(3);
   o.label_offset = 1;  // TensorFlow's ImageNet labels, 1-based
-  ImageFolderBatches got(records, o);
+  IndexedImageBatches got(records, o);
   for (int64_t epoch : {0, 1}) {
     const int64_t opened = got.files_opened();
     const Pass a = one_pass(want, epoch, order, 4), b = one_pass(got, epoch, order, 4);
@@ -316,20 +316,20 @@ TEST(TfRecordBatches, BadCrcsLabelsAndTruncationAreNamedByFileAndOffset) {
 
   std::vector<std::string> warnings;
   std::mutex mu;
-  FolderBatchOptions o = training_options(1);
+  ImageBatchOptions o = training_options(1);
   o.label_offset = 0;  // so class2's stored label 3 is past the 3 classes
   o.warn = [&](const std::string& m) {
     std::lock_guard<std::mutex> lock(mu);
     warnings.push_back(m);
   };
-  ImageFolderBatches source(index, o);
+  IndexedImageBatches source(index, o);
   one_pass(source, 0, every(index.files.size()), 1);
   const std::string crc_name = str_cat(first.string(), ":offset ", one.offsets[1]);
   EXPECT_TRUE(mentions(warnings, crc_name, "fails its CRC")) << crc_name;
   EXPECT_TRUE(mentions(warnings, "image/class/label 3 less data.label_offset 0 is 3", "not a class (0 to 2)"));
   EXPECT_EQ(source.skipped(), 1 + 3);  // the damaged record, and class2's three whole ones
   o.error_on_bad_file = true;
-  ImageFolderBatches strict(index, o);
+  IndexedImageBatches strict(index, o);
   try {
     one_pass(strict, 0, every(index.files.size()), 1);
     ADD_FAILURE() << "data.on_bad_file = \"error\" went past a record whose CRC fails";

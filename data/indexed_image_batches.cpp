@@ -1,4 +1,4 @@
-#include "data/image_folder_batches.h"
+#include "data/indexed_image_batches.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 namespace rt {
 
-ImageFolderBatches::ImageFolderBatches(ImageIndex index, FolderBatchOptions options)
+IndexedImageBatches::IndexedImageBatches(ImageIndex index, ImageBatchOptions options)
     : index_(std::move(index)), o_(std::move(options)), files_(index_, o_.label_offset) {
   RT_CHECK(o_.workers >= 1, "an image folder needs at least one worker thread, got ", o_.workers);
   RT_CHECK(o_.prefetch >= 1, "an image folder needs a prefetch depth of at least one batch, got ", o_.prefetch);
@@ -22,7 +22,7 @@ ImageFolderBatches::ImageFolderBatches(ImageIndex index, FolderBatchOptions opti
   for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { work(); });
 }
 
-ImageFolderBatches::~ImageFolderBatches() {
+IndexedImageBatches::~IndexedImageBatches() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -31,7 +31,7 @@ ImageFolderBatches::~ImageFolderBatches() {
   for (std::thread& t : threads_) t.join();
 }
 
-void ImageFolderBatches::start(int64_t epoch, std::vector<int64_t> indices, int64_t batch) {
+void IndexedImageBatches::start(int64_t epoch, std::vector<int64_t> indices, int64_t batch) {
   RT_CHECK(batch >= 1 && static_cast<int64_t>(indices.size()) % batch == 0, "a pass of ", indices.size(),
            " samples is not whole batches of ", batch);
   for (int64_t i : indices)
@@ -59,11 +59,11 @@ void ImageFolderBatches::start(int64_t epoch, std::vector<int64_t> indices, int6
   work_cv_.notify_all();
 }
 
-bool ImageFolderBatches::can_claim() const {
+bool IndexedImageBatches::can_claim() const {
   return claimed_ < total_ && claimed_ < delivered_ + static_cast<int64_t>(slots_.size()) && !error_;
 }
 
-void ImageFolderBatches::work() {
+void IndexedImageBatches::work() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || can_claim(); });
@@ -87,7 +87,7 @@ void ImageFolderBatches::work() {
   }
 }
 
-void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image, int32_t* label) {
+void IndexedImageBatches::make_sample(int64_t epoch, int64_t sample, float* image, int32_t* label) {
   const int64_t n = count();
   for (int64_t k = 0; k < n; ++k) {
     const size_t file = static_cast<size_t>((sample + k) % n);
@@ -110,7 +110,7 @@ void ImageFolderBatches::make_sample(int64_t epoch, int64_t sample, float* image
   throw Error(str_cat("image folder '", index_.root, "': none of its ", n, " files is a readable image"));
 }
 
-LentBatch ImageFolderBatches::borrow(float* /*images*/, int32_t* /*labels*/) {
+LentBatch IndexedImageBatches::borrow(float* /*images*/, int32_t* /*labels*/) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mu_);
   give_back();
@@ -124,7 +124,7 @@ LentBatch ImageFolderBatches::borrow(float* /*images*/, int32_t* /*labels*/) {
   return {slot.images(), slot.labels.data(), waited};
 }
 
-void ImageFolderBatches::give_back() {
+void IndexedImageBatches::give_back() {
   if (!lent_) return;
   slots_[static_cast<size_t>(delivered_) % slots_.size()].ready = false;
   ++delivered_;
@@ -132,12 +132,12 @@ void ImageFolderBatches::give_back() {
   work_cv_.notify_all();
 }
 
-void ImageFolderBatches::release() {
+void IndexedImageBatches::release() {
   std::lock_guard<std::mutex> lock(mu_);
   give_back();
 }
 
-double ImageFolderBatches::next(float* images, int32_t* labels) {
+double IndexedImageBatches::next(float* images, int32_t* labels) {
   const LentBatch lent = borrow(images, labels);
   std::copy_n(lent.images, static_cast<size_t>(batch_ * o_.sample.floats()), images);
   std::copy_n(lent.labels, static_cast<size_t>(batch_), labels);
@@ -145,7 +145,7 @@ double ImageFolderBatches::next(float* images, int32_t* labels) {
   return lent.waited;
 }
 
-int64_t ImageFolderBatches::skipped() const {
+int64_t IndexedImageBatches::skipped() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(skipped_this_pass_.size());
 }

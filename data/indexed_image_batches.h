@@ -1,5 +1,5 @@
-// Batches from an image folder (image_folder.h) or tar shards (shard_index.h), made by a pool of worker threads ahead of the
-// training loop: each worker claims the next batch number, decodes and transforms its samples
+// Batches of decoded images from an index (an image folder, image_folder.h, or records: tar shards
+// or TFRecord files, shard_index.h), made by a pool of worker threads ahead of the training loop: each worker claims the next batch number, decodes and transforms its samples
 // (image_sample.h) into a free slot of a bounded ring, and the loop takes the slots in order.
 // A batch's contents depend only on (seed, epoch, sample indices), never on which worker made it
 // or how many there are.
@@ -27,7 +27,7 @@
 
 namespace rt {
 
-struct FolderBatchOptions {
+struct ImageBatchOptions {
   ImageSampleOptions sample;
   bool training = true;  // the training transforms, else the evaluation ones
   uint64_t seed = 1;
@@ -41,12 +41,12 @@ struct FolderBatchOptions {
   std::function<std::shared_ptr<void>(size_t bytes)> allocate;
 };
 
-class ImageFolderBatches final : public BatchSource {
+class IndexedImageBatches final : public BatchSource {
  public:
-  ImageFolderBatches(ImageIndex index, FolderBatchOptions options);
-  ~ImageFolderBatches() override;
-  ImageFolderBatches(const ImageFolderBatches&) = delete;
-  ImageFolderBatches& operator=(const ImageFolderBatches&) = delete;
+  IndexedImageBatches(ImageIndex index, ImageBatchOptions options);
+  ~IndexedImageBatches() override;
+  IndexedImageBatches(const IndexedImageBatches&) = delete;
+  IndexedImageBatches& operator=(const IndexedImageBatches&) = delete;
 
   int64_t count() const override { return static_cast<int64_t>(index_.files.size()); }
   int64_t num_classes() const override { return static_cast<int64_t>(index_.classes.size()); }
@@ -77,7 +77,7 @@ class ImageFolderBatches final : public BatchSource {
   void give_back();        // under mu_: the lent slot, if any
 
   ImageIndex index_;
-  FolderBatchOptions o_;
+  ImageBatchOptions o_;
   SampleFiles files_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, ready_cv_;
