@@ -1,12 +1,12 @@
-// How a Trainer is built, in the constructor's order: threads and device, this rank's data, the
-// model planned on its device, the checks that every rank agrees, the learning-rate schedule, and
-// (on several ranks) the gradient reducer. The loops that use all this are in trainer.cpp.
+// How a Trainer is built, in the constructor's order: threads and device, this rank's data
+// (trainer_data.cpp), the model planned on its device, the checks that every rank agrees, the
+// learning-rate schedule, and (on several ranks) the gradient reducer. The loops that use all this
+// are in trainer.cpp; what rank 0 prints at start, in start_banner.cpp.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,18 +15,14 @@
 #include "app/config_model.h"
 #include "app/consistency.h"
 #include "app/gradient_buckets.h"
-#include "app/image_options.h"
-#include "app/recipe_summary.h"
+#include "app/rank_warning.h"
 #include "app/sharded_update.h"
 #include "app/thread_split.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "base/stderr_line.h"
 #include "base/test_fault.h"
-#include "data/indexed_image_batches.h"
-#include "data/sample_index.h"
 #include "data/sampler.h"
-#include "data/shard_index.h"
 #include "dist/cuda/device_collective.h"
 #include "dist/gpu_choice.h"
 #include "models/registry.h"
@@ -34,36 +30,6 @@
 
 namespace rt {
 namespace {
-
-std::string data_path(const DataConfig& d, const std::string& file) {
-  return (std::filesystem::path(d.dir) / file).string();
-}
-
-// data.source = "imagefolder", "shards" or "tfrecord": the training or evaluation set (its index), its
-// transforms from the config.
-std::unique_ptr<BatchSource> open_image_folder(const DataConfig& d, ImageIndex index, const std::string& model,
-                                               Device device, bool training, uint64_t seed, int workers,
-                                               std::function<void(const std::string&)> warn) {
-  ImageBatchOptions o;
-  o.sample = image_sample_options(d, model);
-  o.training = training;
-  o.seed = seed;
-  o.workers = workers;
-  o.prefetch = static_cast<int>(d.prefetch);
-  o.error_on_bad_file = d.on_bad_file == BadFilePolicy::kError;
-  o.label_offset = d.label_offset;
-  // Note [Lent batches]: the workers write each batch into page-locked memory where the device
-  // reads it (plain memory on the CPU), and the step borrows that slot: no copy of the batch on
-  // the step's thread (38.5 MB at ResNet-50's batch of 64).
-  o.allocate = [device](size_t bytes) { return allocate_host_staging(device, bytes); };
-  o.warn = std::move(warn);
-  return std::make_unique<IndexedImageBatches>(std::move(index), std::move(o));
-}
-
-// A warning from this rank on stderr, named by its rank and host.
-std::function<void(const std::string&)> rank_warning(const World& world) {
-  return [&world](const std::string& m) { stderr_line(str_cat(world.tag(), "ringtrain: warning: ", m)); };
-}
 
 // dist.stall_warn_s and dist.stall_abort_s: a warning on this rank, then the job taken down.
 StallPolicy stall_policy(const DistConfig& dc, const World& world, StallPolicy::Idle idle) {
@@ -139,61 +105,6 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(split);
-}
-
-// Note [One index per job]: rank 0 alone reads a folder's index from its cache, or lists the
-// folder and writes the cache, and hands the index to the other ranks. A file system then sees one
-// listing of 1.28 M files per job, not one per rank; no two ranks race to write one cache; and
-// every rank samples from the same list, even if files change while the job starts.
-// Shards are indexed the same way (their offsets, not a listing).
-ImageIndex Trainer::shared_index(const std::string& root) {
-  const DataSource source = config_.data.source;
-  ImageIndex index;
-  if (world_.size() == 1) {
-    index = load_index(source, root, config_.data.rebuild_index);
-  } else {
-    std::string text;
-    if (world_.rank() == 0) {
-      index = load_index(source, root, config_.data.rebuild_index);
-      text = index_text(index);
-    }
-    world_.broadcast(text, 0, watched(str_cat("rank 0's index of ", root)));
-    if (world_.rank() != 0) index = index_from_text(source, root, text);
-  }
-  if (index.records()) leave_out_labels_from(index, config_.model.num_classes);
-  // What indexing left out: every rank stops alike, or rank 0 alone names each once.
-  const DataConfig& d = config_.data;
-  if (!index.left_out.empty() && d.on_bad_file == BadFilePolicy::kError)
-    throw Error(str_cat(index.left_out[0], " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
-  if (world_.rank() == 0)
-    for (const std::string& why : index.left_out) rank_warning(world_)(str_cat("left out of the index: ", why));
-  return index;
-}
-
-void Trainer::open_data(int workers) {
-  const DataConfig& d = config_.data;
-  synthetic_ = d.source == DataSource::kSynthetic;
-  if (synthetic_) {
-    input_shape_ = usual_input(config_);
-    return;
-  }
-  if (decodes_images(d.source)) {
-    train_ =
-        open_image_folder(d, shared_index(data_path(d, d.train_folder)), config_.model.name, config_.train.device,
-                          /*training=*/true, static_cast<uint64_t>(config_.train.seed), workers, rank_warning(world_));
-    test_ = open_image_folder(d, shared_index(data_path(d, d.val_folder)), config_.model.name, config_.train.device,
-                              /*training=*/false, 0, workers, rank_warning(world_));
-  } else {
-    train_ = std::make_unique<InMemoryBatches>(
-        load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));
-    test_ = std::make_unique<InMemoryBatches>(
-        load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std));
-  }
-  const int64_t classes = std::max(train_->num_classes(), test_->num_classes());
-  RT_CHECK(classes <= config_.model.num_classes, "the data in '", d.dir, "' has ", classes,
-           " classes but model.num_classes = ", config_.model.num_classes);
-  const auto [c, h, w] = train_->sample_shape();
-  input_shape_ = {c, h, w};
 }
 
 const BatchNormGroup& Trainer::make_bn_group() {
@@ -280,50 +191,6 @@ void Trainer::accumulate_gradients() {
     accumulate(p.grad, Tensor(p.grad.spec(), grad_sum_.data() + p.offset, nullptr));
     if (reducer_) reducer_->on_grad_ready(i);
   });
-}
-
-void Trainer::print_start(const ThreadSplit& split) const {
-  const Config& config = config_;
-  const Device device = graph_->device();
-  out_ << "ringtrain: model " << config.model.name << " (" << graph_->parameter_count() << " parameters), ";
-  if (synthetic_)
-    out_ << "synthetic images of " << shape_str(input_shape_);
-  else
-    out_ << train_->count() << " training / " << test_->count() << " test images of " << shape_str(input_shape_);
-  out_ << ", " << name_of(device);
-  if (device == Device::kCuda)
-    out_ << " (rank 0: " << gpu_.how << ") in " << name_of(config.train.precision)
-         << (loss_scaling_->state() ? " with dynamic loss scaling" : "");
-  if (config.train.cuda_graph) out_ << ", steps after the first replayed as a CUDA graph (" << replayed_work() << ")";
-  out_ << "\n"
-       << "ringtrain: world " << world_.size() << " rank(s)" << (world_.uses_mpi() ? " over MPI" : "") << ", "
-       << split.compute << " compute threads per rank ("
-       << (config.train.threads > 0    ? split.compute_how
-           : split.compute_how.empty() ? world_.cpu_share().how
-                                       : str_cat(split.compute_how, "; ", world_.cpu_share().how))
-       << ")"
-       << (decodes_images(config.data.source)
-               ? str_cat(", ", split.decoding, " decoding threads (", split.decoding_how, ")")
-               : std::string())
-       << ", global batch " << config.train.batch_per_rank * config.train.accumulate_steps * world_.size() << " ("
-       << config.train.batch_per_rank << " per rank"
-       << (config.train.accumulate_steps > 1
-               ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")
-               : std::string())
-       << "), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
-       << steps_per_epoch_ << " steps per epoch\n";
-  if (config.train.clip_grad_norm > 0)
-    out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
-  if (config.train.bn_group > 1)
-    out_ << "ringtrain: batch-norm statistics pooled over groups of " << config.train.bn_group
-         << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each, "
-         << (device == Device::kCuda ? "over NCCL" : "over shared memory") << "\n";
-  out_ << "ringtrain: optimizer " << optimizer_summary(config.train) << "\n";
-  if (reducer_)
-    out_ << "ringtrain: gradients averaged by " << reducer_->collective().describe() << " in "
-         << reducer_->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
-         << " backward"
-         << (reducer_->updates_parameters() ? str_cat(", ", optimizer_->name(), " sharded across ranks") : "") << "\n";
 }
 
 }  // namespace rt
