@@ -7,7 +7,7 @@ MODEL: resnet101 | vgg16 | inception_v3 (with its aux head and loss weight 0.4, 
 PRECISION: fp32 (TF32 off) | tf32 | bf16 (autocast) | fp16 (autocast and GradScaler, as fp16 training needs)
 Prints one JSON line: model, batch, res, precision, median images/s over the windows.
 --profile OUT then profiles 3 more steps with PyTorch's profiler and writes its tables to OUT: the
-ops by their own device time, and the same split by input shape (a convolution's shape names its
+ops by their own time on the GPU, and the same split by input shape (a convolution's shape names its
 layer), to read beside `ringtrain bench --profile`. --device cpu runs the same on the CPU (to check
 this script where there is no GPU).
 """

@@ -249,25 +249,34 @@ timed() {  # timed CMD...: runs CMD, keeps the longest duration
   awk "BEGIN { exit !($t > $longest) }" && longest=$t
   return "$rc"
 }
+# keep_run WHAT LOG RC RATE [FAILED]: a finished run's JSON line into speed.jsonl and its rate (RATE:
+# the sed that finds it) on the console; a run stopped at the deadline counted as left; a failed one
+# shown, with the FAILED line into speed.jsonl where given (status 1).
+keep_run() {
+  local what=$1 log=$2 rc=$3 rate=$4 failed=${5:-}
+  if [[ $rc == 0 ]] && grep -q '^{' "$log"; then
+    grep '^{' "$log" >>"$speed"
+    echo "== $what: $(sed -n "$rate" "$log") img/s"
+  elif [[ $rc == 124 || $rc == 137 ]]; then
+    echo "== $what: stopped at the part's deadline"
+    skipped_runs=$((skipped_runs + 1))
+  else
+    echo "== $what FAILED (exit $rc):"
+    tail -n 8 "$log"
+    [[ -z $failed ]] || echo "$failed" >>"$speed"
+    return 1
+  fi
+}
 rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [ARGS...]: one ringtrain bench run into speed.jsonl
   local model=$1 precision=$2 graph=$3 replay=$4 rc=0 log=$work/bench.log
   shift 4
   timeout -k 2 "$(left)" ringtrain bench --config "configs/$model.toml" --set train.device=cuda \
     --set train.precision="$precision" --set train.conv_algorithm=winograd --set train.cudnn_graph="$graph" \
     --set train.cuda_graph="$replay" --set bench.windows=3 --set bench.warmup_steps=5 "$@" >"$log" 2>&1 || rc=$?
-  if [[ $rc == 0 ]] && grep -q '^{' "$log"; then
-    grep '^{' "$log" >>"$speed"
-    echo "== ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay: $(sed -n 's/^{.*"median_images_per_s":\([0-9.]*\).*/\1/p' "$log") img/s"
-  elif [[ $rc == 124 || $rc == 137 ]]; then
-    echo "== ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay: stopped at the part's deadline"
-    skipped_runs=$((skipped_runs + 1))
-  else
-    echo "== ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay FAILED (exit $rc):"
-    tail -n 8 "$log"
-    printf '{"kind":"failed","model":"%s","precision":"%s","conv_algorithm":"winograd","cudnn_graph":"%s","cuda_graph":%s,"profiled":false,"exit":%s}\n' \
-      "$model" "$precision" "$graph" "$replay" "$rc" >>"$speed"
-    return 1
-  fi
+  keep_run "ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay" "$log" "$rc" \
+    's/^{.*"median_images_per_s":\([0-9.]*\).*/\1/p' \
+    "$(printf '{"kind":"failed","model":"%s","precision":"%s","conv_algorithm":"winograd","cudnn_graph":"%s","cuda_graph":%s,"profiled":false,"exit":%s}' \
+      "$model" "$precision" "$graph" "$replay" "$rc")"
 }
 torch_bench() {  # torch_bench MODEL PRECISION [ARGS...]: PyTorch's step, its best layout for the precision
   local model=$1 precision=$2 res=224 layout=() rc=0 log=$work/torch.log
@@ -276,17 +285,7 @@ torch_bench() {  # torch_bench MODEL PRECISION [ARGS...]: PyTorch's step, its be
   [[ $precision == bf16 || $precision == fp16 ]] && layout=(--channels-last)
   timeout -k 2 "$(left)" "${torch_py[@]}" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows 3 "${layout[@]}" "$@" \
     >"$log" 2>&1 || rc=$?
-  if [[ $rc == 0 ]] && grep -q '^{' "$log"; then
-    grep '^{' "$log" >>"$speed"
-    echo "== PyTorch $model $precision: $(sed -n 's/^{.*"images_per_s": \([0-9.]*\).*/\1/p' "$log") img/s"
-  elif [[ $rc == 124 || $rc == 137 ]]; then
-    echo "== PyTorch $model $precision: stopped at the part's deadline"
-    skipped_runs=$((skipped_runs + 1))
-  else
-    echo "== PyTorch $model $precision FAILED (exit $rc):"
-    tail -n 8 "$log"
-    return 1
-  fi
+  keep_run "PyTorch $model $precision" "$log" "$rc" 's/^{.*"images_per_s": \([0-9.]*\).*/\1/p'
 }
 best_setting() {  # best_setting MODEL: "GRAPH REPLAY" of its fastest bf16 run so far (default "off false")
   "$py" - "$speed" "$1" <<'PY'
