@@ -249,6 +249,21 @@ timed() {  # timed CMD...: runs CMD, keeps the longest duration
   awk "BEGIN { exit !($t > $longest) }" && longest=$t
   return "$rc"
 }
+# The two sides' steps as the speed and profile parts run them, into the array `step`. ringtrain,
+# batch 64 from the model's config: rt_bench_step MODEL PRECISION GRAPH REPLAY. PyTorch, in its
+# best layout for the precision (channels_last for 16 bits), at the model's size: torch_step MODEL
+# PRECISION.
+rt_bench_step() {
+  step=(ringtrain bench --config "configs/$1.toml" --set train.device=cuda --set train.precision="$2"
+        --set train.conv_algorithm=winograd --set train.cudnn_graph="$3" --set train.cuda_graph="$4"
+        --set bench.warmup_steps=5)
+}
+torch_step() {
+  local res=224 layout=()
+  [[ $1 == inception_v3 ]] && res=299
+  [[ $2 == bf16 || $2 == fp16 ]] && layout=(--channels-last)
+  step=("${torch_py[@]}" bench/torch_gpu_train.py "$1" 64 "$res" "$2" "${layout[@]}")
+}
 # keep_run WHAT LOG RC RATE [FAILED]: a finished run's JSON line into speed.jsonl and its rate (RATE:
 # the sed that finds it) on the console; a run stopped at the deadline counted as left; a failed one
 # shown, with the FAILED line into speed.jsonl where given (status 1).
@@ -268,33 +283,24 @@ keep_run() {
   fi
 }
 rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [ARGS...]: one ringtrain bench run into speed.jsonl
-  local model=$1 precision=$2 graph=$3 replay=$4 rc=0 log=$work/bench.log
+  local model=$1 precision=$2 graph=$3 replay=$4 rc=0 log=$work/bench.log step
   shift 4
-  timeout -k 2 "$(left)" ringtrain bench --config "configs/$model.toml" --set train.device=cuda \
-    --set train.precision="$precision" --set train.conv_algorithm=winograd --set train.cudnn_graph="$graph" \
-    --set train.cuda_graph="$replay" --set bench.windows=3 --set bench.warmup_steps=5 "$@" >"$log" 2>&1 || rc=$?
+  rt_bench_step "$model" "$precision" "$graph" "$replay"
+  timeout -k 2 "$(left)" "${step[@]}" --set bench.windows=3 "$@" >"$log" 2>&1 || rc=$?
   keep_run "ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay" "$log" "$rc" \
     's/^{.*"median_images_per_s":\([0-9.]*\).*/\1/p' \
     "$(printf '{"kind":"failed","model":"%s","precision":"%s","conv_algorithm":"winograd","cudnn_graph":"%s","cuda_graph":%s,"profiled":false,"exit":%s}' \
       "$model" "$precision" "$graph" "$replay" "$rc")"
 }
 torch_bench() {  # torch_bench MODEL PRECISION [ARGS...]: PyTorch's step, its best layout for the precision
-  local model=$1 precision=$2 res=224 layout=() rc=0 log=$work/torch.log
+  local model=$1 precision=$2 rc=0 log=$work/torch.log step
   shift 2
-  [[ $model == inception_v3 ]] && res=299
-  [[ $precision == bf16 || $precision == fp16 ]] && layout=(--channels-last)
-  timeout -k 2 "$(left)" "${torch_py[@]}" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --windows 3 "${layout[@]}" "$@" \
-    >"$log" 2>&1 || rc=$?
+  torch_step "$model" "$precision"
+  timeout -k 2 "$(left)" "${step[@]}" --windows 3 "$@" >"$log" 2>&1 || rc=$?
   keep_run "PyTorch $model $precision" "$log" "$rc" 's/^{.*"images_per_s": \([0-9.]*\).*/\1/p'
 }
 best_setting() {  # best_setting MODEL: "GRAPH REPLAY" of its fastest bf16 run so far (default "off false")
-  "$py" - "$speed" "$1" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-runs = [r for r in rows if r.get("kind") == "bench" and r["model"] == sys.argv[2] and r["precision"] == "bf16"]
-best = max(runs, key=lambda r: r["median_images_per_s"], default={"cudnn_graph": "off", "cuda_graph": False})
-print(best["cudnn_graph"], str(best["cuda_graph"]).lower())
-PY
+  "$py" scripts/check_gpu_speed.py "$speed" best-setting "$1"
 }
 table() {  # speed_table.txt: the best setting of each row against PyTorch, then every run
   { speed_summary; echo; echo "## Every run"; echo
@@ -338,63 +344,26 @@ speed() {
   [[ $speed_failures == 0 ]] || part_bad=1
 }
 
-# The best ringtrain row of each model and precision against PyTorch's, into the summary.
-speed_summary() {
-  "$py" - "$speed" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
-best = {}
-for r in rows:
-    if r.get("kind") == "bench":
-        k = (r["model"], r["precision"])
-        if k not in best or r["median_images_per_s"] > best[k]["median_images_per_s"]:
-            best[k] = r
-print("\n## ringtrain / PyTorch, batch 64 (each row's fastest ringtrain setting; medians of 3 windows)\n")
-print("| model | precision | cudnn_graph | cuda_graph | ringtrain img/s | PyTorch img/s | ratio |")
-print("|---|---|---|---|---|---|---|")
-for (model, precision), r in best.items():
-    t = torch.get((model, precision))
-    ratio = f"{r['median_images_per_s'] / t:.2f}" if t else "-"
-    print(f"| {model} | {precision} | {r['cudnn_graph']} | {str(r['cuda_graph']).lower()} | "
-          f"{r['median_images_per_s']:.1f} | {t or 0:.1f} | {ratio} |")
-PY
-}
+# The best ringtrain row of each model and precision against PyTorch's.
+speed_summary() { "$py" scripts/check_gpu_speed.py "$speed" summary; }
 
 # --- 9. profile of the worst ratio ---------------------------------------------------------------
 profile() {
-  local model precision graph replay res layout profile
-  read -r model precision graph replay < <("$py" - "$speed" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
-best = {}
-for r in rows:
-    k = (r.get("model"), r.get("precision"))
-    if r.get("kind") == "bench" and k in torch and (k not in best or r["median_images_per_s"] > best[k]["median_images_per_s"]):
-        best[k] = r
-if best:
-    k, r = min(best.items(), key=lambda kr: kr[1]["median_images_per_s"] / torch[kr[0]])
-    print(k[0], k[1], r["cudnn_graph"], str(r["cuda_graph"]).lower())
-PY
-  )
+  local model precision graph replay profile step
+  read -r model precision graph replay < <("$py" scripts/check_gpu_speed.py "$speed" worst)
   if [[ -z ${model:-} ]]; then
     note "no ratio measured, nothing to profile"
   else
     note "$model $precision"
     profile=$out/profile.txt
     echo "# The worst ratio: $model $precision (cudnn_graph=$graph cuda_graph=$replay)" >"$profile"
-    if run ringtrain_profile ringtrain bench --config "configs/$model.toml" --set train.device=cuda \
-      --set train.precision="$precision" --set train.conv_algorithm=winograd --set train.cudnn_graph="$graph" \
-      --set train.cuda_graph="$replay" --set bench.windows=2 --set bench.steps_per_window=5 --set bench.warmup_steps=5 \
+    rt_bench_step "$model" "$precision" "$graph" "$replay"
+    if run ringtrain_profile "${step[@]}" --set bench.windows=2 --set bench.steps_per_window=5 \
       --profile "$work/ringtrain.profile"; then
       { echo; echo "## ringtrain bench --profile (seconds per step)"; cat "$work/ringtrain.profile"; } >>"$profile"
     fi
-    res=224 layout=()
-    [[ $model == inception_v3 ]] && res=299
-    [[ $precision == bf16 || $precision == fp16 ]] && layout=(--channels-last)
-    if run pytorch_profile "${torch_py[@]}" bench/torch_gpu_train.py "$model" 64 "$res" "$precision" --steps 5 --windows 2 \
-      "${layout[@]}" --profile "$work/torch.profile"; then
+    torch_step "$model" "$precision"
+    if run pytorch_profile "${step[@]}" --steps 5 --windows 2 --profile "$work/torch.profile"; then
       { echo; echo "## PyTorch's profiler"; cat "$work/torch.profile"; } >>"$profile"
     fi
   fi
