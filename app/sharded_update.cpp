@@ -54,7 +54,7 @@ class PartUpdate {
 void cut_at_collective_parts(Optimizer& optimizer, const std::vector<Bucket>& buckets, const Collective& collective) {
   std::vector<int64_t> cuts;
   for (const Bucket& b : buckets)
-    for (int64_t at : collective.shard_cuts(b.count)) cuts.push_back(b.offset + at);
+    for (int64_t at : collective.shard_cuts(b.count).value_or(std::vector<int64_t>{})) cuts.push_back(b.offset + at);
   optimizer.set_part_cuts(std::move(cuts));
 }
 

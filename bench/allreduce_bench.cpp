@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "dist/collective.h"
+#include "dist/shm_transport.h"
+#include "dist/tcp_transport.h"
 #include "dist/two_level_collective.h"
 #include "dist/world.h"
 
@@ -60,7 +62,9 @@ class TcpLinkProbe final : public rt::Collective {
  public:
   TcpLinkProbe(MPI_Comm comm, const rt::StallPolicy& stall) : t_(comm, stall), out_(kPiece, 1), in_(kPiece) {}
   std::string describe() const override { return "plain TCP streaming"; }
-  void average(float*, int64_t count, const rt::WaitContext& context) override {
+
+ protected:
+  rt::PhaseSwitch reduce(float*, int64_t count, const rt::WaitContext& context, const rt::ShardUpdate*) override {
     const int p = t_.world();
     const size_t bytes = static_cast<size_t>(count) * 4 * 2 * static_cast<size_t>(p - 1) / static_cast<size_t>(p);
     std::vector<rt::Transport::Handle> handles;
@@ -71,6 +75,7 @@ class TcpLinkProbe final : public rt::Collective {
     }
     for (rt::Transport::Handle h : handles) t_.wait(h, context);
     t_.reset();
+    return std::nullopt;
   }
 
  private:

@@ -5,6 +5,8 @@
 // 16-bit type (dist.wire).
 #pragma once
 
+#include <mpi.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -13,36 +15,53 @@
 
 #include "base/run_settings.h"
 #include "dist/host_layout.h"
-#include "dist/mpi_transport.h"
-#include "dist/ring_allreduce.h"
-#include "dist/shm_transport.h"
-#include "dist/tcp_transport.h"
+#include "dist/shard_update.h"
+#include "dist/stall_wait.h"
+#include "dist/transport.h"
 
 namespace rt {
+
+using PhaseSwitch = std::optional<std::chrono::steady_clock::time_point>;
+
+// Note [Device collectives]: a collective on GPU memory (dist/cuda/device_collective.h) only
+// enqueues its work: average() returns at once, its transfers and kernels run on a communication
+// stream of their own. Its StreamOrder orders that stream against the compute stream without
+// ever blocking the host; host collectives, which work on finished memory, have none.
+class StreamOrder {
+ public:
+  virtual ~StreamOrder() = default;
+  // At start: how many buckets there will be and the largest one, so buffers are sized once.
+  virtual void prepare(size_t buckets, int64_t largest_bucket_floats) = 0;
+  // Main thread: the compute stream has enqueued everything bucket `bucket`'s gradients depend on;
+  // the bucket's average() will wait for that point on the GPU.
+  virtual void mark_ready(int bucket) = 0;
+  // Main thread, after every average() of the step has returned (and after gather_updated): work
+  // enqueued on the compute stream from now on waits for the collective's.
+  virtual void join_compute() = 0;
+};
 
 class Collective {
  public:
   virtual ~Collective() = default;
-  // data[0, count) becomes the average over ranks, on every rank.
-  virtual void average(float* data, int64_t count, const WaitContext& context) = 0;
+  // data[0, count) becomes the average over ranks, on every rank. Returns where it switched from
+  // reduce-scatter to all-gather, if it has such phases (for the timeline).
+  PhaseSwitch average(float* data, int64_t count, const WaitContext& context) {
+    return reduce(data, count, context, nullptr);
+  }
   // data[0, count) is averaged and the optimizer applied where this rank finished the average
-  // (Note [Sharded update]): every rank ends with all of update.gather[0, count) updated. A
-  // collective without phases averages everything everywhere and updates the whole range.
-  virtual void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) {
-    average(data, count, context);
-    if (count > 0) update.apply(0, count);
-    if (update.finish) update.finish(0, count);
-  }
-  // Whether average_and_update shares the update out (each rank updates only the part it
-  // finished), and the offsets inside [0, count) where that part passes from one rank to the
-  // next: the same list on every rank, for Note [Norms across shards]. None where it does not.
-  virtual bool shards_update() const { return false; }
-  virtual std::vector<int64_t> shard_cuts(int64_t count) const {
+  // (Note [Sharded update]): every rank ends with all of update.gathered()[0, count) updated. A
+  // collective that does not shard averages everything everywhere and updates the whole range.
+  PhaseSwitch average(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update);
+  // Where a sharded update passes from one rank's part of data[0, count) to the next's: offsets
+  // inside (0, count), the same list on every rank, for Note [Norms across shards]. nullopt where
+  // the collective does not share the update out.
+  virtual std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const {
     (void)count;
-    return {};
+    return std::nullopt;
   }
-  // Shares what average_and_update's update wrote into data[0, count) (optimizer state) from the
-  // rank that wrote each part to every rank. Nothing to do where every rank updated everything.
+  bool shards_update() const { return shard_cuts(0).has_value(); }
+  // Shares what a sharded update wrote into data[0, count) (optimizer state) from the rank that
+  // wrote each part to every rank. Nothing to do where every rank updated everything.
   virtual void gather_updated(float* data, int64_t count, const WaitContext& context) {
     (void)data, (void)count, (void)context;
   }
@@ -53,21 +72,12 @@ class Collective {
   virtual std::shared_ptr<float> allocate(size_t floats) {
     return std::shared_ptr<float>(new float[floats](), std::default_delete<float[]>());
   }
-  // Where the last average() switched from reduce-scatter to all-gather, if it has such phases.
-  virtual std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return std::nullopt; }
+  // A collective on GPU memory's ordering against the compute stream; null on the host.
+  virtual StreamOrder* stream_order() { return nullptr; }
 
-  // Note [Device collectives]: a collective on GPU memory (dist/cuda/device_collective.h) only
-  // enqueues its work: average() returns at once, its transfers and kernels run on a
-  // communication stream of their own. Three calls order that stream against the compute stream
-  // without ever blocking the host; host collectives, which work on finished memory, ignore them.
-  // At start: how many buckets there will be and the largest one, so buffers are sized once.
-  virtual void prepare(size_t buckets, int64_t largest_bucket_floats) { (void)buckets, (void)largest_bucket_floats; }
-  // Main thread: the compute stream has enqueued everything bucket `bucket`'s gradients depend on;
-  // the bucket's average() will wait for that point on the GPU.
-  virtual void mark_ready(int bucket) { (void)bucket; }
-  // Main thread, after every average() of the step has returned: work enqueued on the compute
-  // stream from now on waits for the collective's.
-  virtual void join_compute() {}
+ protected:
+  // average()'s work; `update` is given only where shard_cuts says the collective shards.
+  virtual PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) = 0;
 };
 
 // What a job asks of its gradient collective: the [dist] keys that choose it, as the config holds
@@ -89,16 +99,5 @@ std::unique_ptr<Collective> make_collective(const CollectiveSpec& spec, MPI_Comm
 // *layout where it was needed; where kAuto fell back to the flat ring for uneven hosts, rank 0
 // says why through stall.warn. Collective over comm; the CPU's and the GPU's collectives both ask it.
 Hierarchy choose_hierarchy(Hierarchy setting, MPI_Comm comm, const StallPolicy& stall, HostLayout* layout);
-// The transport make_collective picks for the ring: kShm, kTcp or kMpi. With kAuto, shared
-// memory where every rank is on one host and /dev/shm has room (ShmTransport::check_space), else
-// TCP, saying why on rank 0 through stall.warn where it was for want of room; with kShm, too
-// little room is an rt::Error. Collective over comm.
-TransportChoice resolve_transport(TransportChoice transport, MPI_Comm comm, size_t region_floats = 0,
-                                  const StallPolicy* stall = nullptr);
-// The transport `how` (kShm, kTcp or kMpi, as resolve_transport returns) over comm, and its name in
-// messages ("shared memory", "TCP", "MPI point-to-point").
-std::unique_ptr<Transport> make_transport(TransportChoice how, MPI_Comm comm, const StallPolicy& stall,
-                                          const std::string& tcp_interface);
-const char* transport_words(TransportChoice how);
 
 }  // namespace rt

@@ -25,7 +25,8 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
   ready_us_.resize(buckets_.size());
   int64_t largest = 0;
   for (const Bucket& b : buckets_) largest = std::max(largest, b.count);
-  collective_->prepare(buckets_.size(), largest);
+  if (StreamOrder* order = collective_->stream_order()) order->prepare(buckets_.size(), largest);
+  if (update_ && timeline_) update_ = timed(*update_);
   thread_ = std::thread([this] { comm_loop(); });
 }
 
@@ -52,7 +53,7 @@ void GradReducer::on_grad_ready(size_t param) {
   RT_ASSERT(pending_params_[b] > 0);
   if (--pending_params_[b] == 0) {
     ready_us_[b] = timeline_ ? timeline_->now_us() : 0;
-    collective_->mark_ready(static_cast<int>(b));
+    if (StreamOrder* order = collective_->stream_order()) order->mark_ready(static_cast<int>(b));
   }
   if (overlap_) launch_ready_buckets();
 }
@@ -69,7 +70,7 @@ void GradReducer::finish() {
   RT_ASSERT(launched_ == buckets_.size());  // every gradient was reported
   cv_.wait(lock, [&] { return done_ == buckets_.size() || error_; });
   if (error_) std::rethrow_exception(error_);
-  collective_->join_compute();
+  if (StreamOrder* order = collective_->stream_order()) order->join_compute();
 }
 
 void GradReducer::gather_updated(float* state_arena) {
@@ -78,6 +79,27 @@ void GradReducer::gather_updated(float* state_arena) {
   for (size_t b = 0; b < buckets_.size(); ++b)
     collective_->gather_updated(state_arena + buckets_[b].offset, buckets_[b].count,
                                 WaitContext{step_, static_cast<int>(b), "optimizer state all-gather"});
+  if (StreamOrder* order = collective_->stream_order()) order->join_compute();
+}
+
+// Spans inside the bucket's: each finished slice's update as it lands, inside the reduce-scatter
+// (with a finish, apply only notes the slice, and the update is finish's span, between the
+// reduce-scatter and the all-gather).
+ShardUpdate GradReducer::timed(ShardUpdate update) {
+  ShardUpdate u = update;
+  const bool finishes = static_cast<bool>(update.finish);
+  u.apply = [this, apply = update.apply, finishes](int64_t begin, int64_t count) {
+    const double t0 = timeline_->now_us();
+    apply(begin, count);
+    if (!finishes) timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
+  };
+  if (finishes)
+    u.finish = [this, finish = update.finish](int64_t begin, int64_t count) {
+      const double t0 = timeline_->now_us();
+      finish(begin, count);
+      timeline_->span("sharded update", "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
+    };
+  return u;
 }
 
 void GradReducer::comm_loop() {
@@ -93,34 +115,15 @@ void GradReducer::comm_loop() {
       const double start = timeline_ ? timeline_->now_us() : 0;
       const WaitContext context{step, static_cast<int>(b), ""};
       inject_fault("allreduce", World::get().rank(), step);
-      if (update_) {
-        const int64_t offset = bucket.offset;
-        const ShardUpdate shard{[&](int64_t begin, int64_t count) {
-                                  const double t0 = timeline_ ? timeline_->now_us() : 0;
-                                  update_->apply(offset + begin, count);
-                                  // Inside the reduce-scatter span: each finished slice is updated as it lands
-                                  // (with a finish, apply only notes the slice: the update is finish's span).
-                                  if (timeline_ && !update_->finish)
-                                    timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1,
-                                                    static_cast<int64_t>(b));
-                                },
-                                update_->gather + offset,
-                                update_->finish ? [&](int64_t begin, int64_t count) {
-                                  const double t0 = timeline_ ? timeline_->now_us() : 0;
-                                  update_->finish(offset + begin, count);
-                                  if (timeline_)  // between the reduce-scatter and the all-gather
-                                    timeline_->span("sharded update", "optimizer", t0, timeline_->now_us(), 1,
-                                                    static_cast<int64_t>(b));
-                                } : std::function<void(int64_t, int64_t)>{}};
-        collective_->average_and_update(arena_ + offset, bucket.count, shard, context);
-      } else {
-        collective_->average(arena_ + bucket.offset, bucket.count, context);
-      }
+      timeline_bucket_ = static_cast<int64_t>(b);
+      const PhaseSwitch at =
+          update_ ? collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset))
+                  : collective_->average(arena_ + bucket.offset, bucket.count, context);
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
         const double end = timeline_->now_us();
         timeline_->span("allreduce", "bucket", start, end, 1, static_cast<int64_t>(b));
-        if (const auto at = collective_->last_phase_switch()) {  // nested under "allreduce"
+        if (at) {  // nested under "allreduce"
           const double split = std::clamp(timeline_->us_at(*at), start, end);
           timeline_->span("reduce-scatter", "ring", start, split, 1, static_cast<int64_t>(b));
           timeline_->span("all-gather", "ring", split, end, 1, static_cast<int64_t>(b));

@@ -38,4 +38,19 @@ RingStep ring_step(int rank, int world, int step) {
   return s;
 }
 
+std::vector<RingOp> ring_ops(int rank, int world, int first, int end) {
+  RT_ASSERT((first == 0 || first == world - 1) && (end == world - 1 || end == ring_step_count(world)) && first < end);
+  std::vector<RingOp> ops{{RingOpKind::kSend, ring_step(rank, world, first).send_chunk, true, first == 0}};
+  for (int step = first; step < end; ++step) {
+    const RingStep s = ring_step(rank, world, step);
+    const bool last = step + 1 == end;
+    const RingOpKind kind = s.final_reduce ? RingOpKind::kRecvReduceCopySend
+                            : s.reduce     ? RingOpKind::kRecvReduceSend
+                            : last         ? RingOpKind::kRecv
+                                           : RingOpKind::kRecvCopySend;
+    ops.push_back({kind, s.recv_chunk, !last, kind == RingOpKind::kRecvReduceSend});
+  }
+  return ops;
+}
+
 }  // namespace rt

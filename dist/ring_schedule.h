@@ -59,4 +59,34 @@ void chunk_cuts(int64_t count, int world, int64_t base, std::vector<int64_t>& in
 // step in [0, ring_step_count(world)).
 RingStep ring_step(int rank, int world, int step);
 
+// Note [Ring primitives]
+// The schedule as one rank's sequence of operations, each on one chunk, in the shape of NCCL's
+// runRing: a send opens the ring, then every step is one receive that reduces or copies what it
+// gets and, unless it is the last of the run, sends it on (the chunk a rank receives at step s is
+// the chunk it sends at step s + 1, Note [Ring schedule]):
+//   send                   the first step's chunk
+//   recv_reduce_send       reduce-scatter: add in, forward the partial sum
+//   recv_reduce_copy_send  the last reduce-scatter step: add in and scale; the sum is final here,
+//                          so the finished-slice hook (Note [Sharded update]) runs on it, and what
+//                          is forwarded is the result (the average, or the updated parameters)
+//   recv_copy_send         all-gather: keep a finished chunk, forward it
+//   recv                   the last all-gather step: keep it
+// A run of the reduce-scatter alone ends with recv_reduce_copy_send that does not forward. The ring
+// executor (ring_executor.h) interprets this list; transports and exchanges implement the receive
+// and the send only (RingPrimitives).
+enum class RingOpKind { kSend, kRecvReduceSend, kRecvReduceCopySend, kRecvCopySend, kRecv };
+
+struct RingOp {
+  RingOpKind kind = RingOpKind::kSend;
+  int chunk = 0;         // received (kSend: sent)
+  bool forward = false;  // a receive that sends its chunk on
+  bool partial = false;  // what it sends is a partial sum (the reduce-scatter's), not a finished chunk
+  bool reduce() const { return kind == RingOpKind::kRecvReduceSend || kind == RingOpKind::kRecvReduceCopySend; }
+  bool final_reduce() const { return kind == RingOpKind::kRecvReduceCopySend; }
+};
+
+// Steps [first, end) as operations: first is 0 (from the start) or world - 1 (the all-gather
+// alone), end is world - 1 (the reduce-scatter alone) or ring_step_count(world).
+std::vector<RingOp> ring_ops(int rank, int world, int first, int end);
+
 }  // namespace rt

@@ -1,7 +1,7 @@
 #include "dist/statistics_group.h"
 
 #include "base/check.h"
-#include "dist/ring_allreduce.h"
+#include "dist/transport_primitives.h"
 #include "dist/shm_transport.h"
 #include "dist/two_level_collective.h"
 
@@ -12,14 +12,14 @@ class ShmStatisticsGroup final : public StatisticsGroup {
  public:
   // Small slots: a batch-norm layer's statistics are two floats per channel.
   ShmStatisticsGroup(MPI_Comm group, const StallPolicy& stall, std::function<int64_t()> step)
-      : transport_(group, stall, size_t{16} << 10, 4), ring_(transport_), step_(std::move(step)) {}
+      : transport_(group, stall, size_t{16} << 10, 4), ring_(transport_ring(transport_)), step_(std::move(step)) {}
   ~ShmStatisticsGroup() override = default;
   int size() const override { return transport_.world(); }
   void average(float* values, int64_t count) override { ring_.run(values, count, WaitContext{step_(), 0, ""}); }
 
  private:
   ShmTransport transport_;
-  RingAllreduce ring_;
+  RingExecutor ring_;
   std::function<int64_t()> step_;
 };
 

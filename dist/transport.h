@@ -1,8 +1,8 @@
-// Moving bytes between ring neighbours. The ring (ring_allreduce.h) posts non-blocking sends and
-// receives and waits on them; a transport implements that on host memory over MPI point-to-point
-// (mpi_transport.h), shared memory (shm_transport.h) or the ring's own TCP connections
-// (tcp_transport.h). The ring on GPU memory does not use this interface: it moves chunks through a
-// DeviceExchange (NCCL point-to-point, dist/cuda/device_collective.h).
+// Moving bytes between ring neighbours. The ring's primitives on host memory
+// (transport_primitives.h) post non-blocking sends and receives and wait on them; a transport
+// implements that over MPI point-to-point (mpi_transport.h), shared memory (shm_transport.h) or the
+// ring's own TCP connections (tcp_transport.h). The ring on GPU memory moves chunks through a
+// DeviceExchange instead (NCCL point-to-point, exchange_primitives.h).
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,9 @@
 
 #include "base/check.h"
 #include "dist/ring_schedule.h"
+#include "dist/transport_choice.h"
+#include "dist/transport_primitives.h"
+#include "dist/two_level_ring.h"
 
 namespace rt {
 namespace {
@@ -23,32 +26,34 @@ class TwoLevelCollective final : public Collective {
                      size_t region_floats)
       : wire_(spec.wire), layout_words_(layout.describe()) {
     const TwoLevelComms comms = split_two_level(comm, layout);
-    place_ = comms.place;
+    const TwoLevelPlace& place = comms.place;
     local_comm_ = comms.local;
     cross_comm_ = comms.cross;
     local_name_ = resolve_transport(TransportChoice::kAuto, local_comm_, region_floats, &stall);
     cross_name_ = spec.transport == TransportChoice::kAuto ? TransportChoice::kTcp : spec.transport;
-    RT_CHECK(cross_name_ != TransportChoice::kShm || ShmTransport::available(cross_comm_),
+    RT_CHECK(cross_name_ != TransportChoice::kShm || shares_memory(cross_comm_),
              "dist.transport = \"shm\" with the two-level ring: shared memory cannot join ranks on different "
              "hosts (leave dist.transport = \"auto\" for TCP across hosts)");
     // Messages name world ranks and the ring they come from.
     StallPolicy inside = stall, across = stall;
-    inside.world_ranks = place_.local_ring;
-    inside.ring = str_cat(" in the ring inside host ", place_.cross, " (ranks ", place_.local_ring.front(), " to ",
-                          place_.local_ring.back(), ")");
-    across.world_ranks = place_.cross_ring;
+    inside.world_ranks = place.local_ring;
+    inside.ring = str_cat(" in the ring inside host ", place.cross, " (ranks ", place.local_ring.front(), " to ",
+                          place.local_ring.back(), ")");
+    across.world_ranks = place.cross_ring;
     across.ring = " in the ring across hosts";
     // The stuck host's ranks name the stuck one (the shared-memory blame chain), so they are
     // given the first word.
     across.abort_s = across_hosts_abort_s(stall.abort_s);
     local_t_ = make_transport(local_name_, local_comm_, inside, spec.tcp_interface);
     cross_t_ = make_transport(cross_name_, cross_comm_, across, spec.tcp_interface);
-    const float inv_world = 1.0f / static_cast<float>(layout.world());
     // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
-    local_ = std::make_unique<RingAllreduce>(*local_t_, kSlice, Wire::kFp32, 1.0f);
-    cross_ = std::make_unique<RingAllreduce>(*cross_t_, kSlice, wire_, inv_world);
+    local_ = std::make_unique<RingExecutor>(transport_ring(*local_t_, Wire::kFp32, 1.0f));
+    cross_ = std::make_unique<RingExecutor>(
+        transport_ring(*cross_t_, wire_, 1.0f / static_cast<float>(layout.world())));
+    two_ = std::make_unique<TwoLevelRing>(*local_, *cross_, place);
   }
   ~TwoLevelCollective() override {
+    two_.reset();
     local_.reset();
     cross_.reset();
     local_t_.reset();
@@ -63,60 +68,25 @@ class TwoLevelCollective final : public Collective {
                    wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire between them"), ")");
   }
   std::shared_ptr<float> allocate(size_t floats) override { return local_t_->allocate(floats); }
-  std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const override {
-    return cross_->last_phase_switch();
-  }
-
-  void average(float* data, int64_t count, const WaitContext& context) override {
-    const ChunkRange share = host_share(count, place_);
-    local_->reduce_scatter(data, count, context);
-    cross_->run(data + share.begin, share.count, context);
-    local_->gather(data, count, context);
-  }
-  void average_and_update(float* data, int64_t count, const ShardUpdate& update, const WaitContext& context) override {
-    const ChunkRange share = host_share(count, place_);
-    local_->reduce_scatter(data, count, context);
-    const ChunkRange mine = finished_share(count, place_);
-    const ShardUpdate within{
-        [&](int64_t begin, int64_t n) {
-          // Only the part this rank finishes (the schedule's own account of it).
-          RT_ASSERT(share.begin + begin >= mine.begin && share.begin + begin + n <= mine.begin + mine.count);
-          update.apply(share.begin + begin, n);
-        },
-        update.gather + share.begin,
-        update.finish ? [&](int64_t, int64_t) { update.finish(0, count); } : std::function<void(int64_t, int64_t)>{}};
-    cross_->run(data + share.begin, share.count, context, within);
-    local_->gather(update.gather, count, context);
-  }
   void gather_updated(float* data, int64_t count, const WaitContext& context) override {
-    const ChunkRange share = host_share(count, place_);
-    cross_->gather(data + share.begin, share.count, context);
-    local_->gather(data, count, context);
+    for (const RingPhase& phase : two_->gather_updated(data, count, context)) phase.run();
   }
-  bool shards_update() const override { return true; }
-  // Every host share's own cuts between the ranks across hosts (finished_share tiles the buffer).
-  std::vector<int64_t> shard_cuts(int64_t count) const override {
-    const int L = static_cast<int>(place_.local_ring.size()), H = static_cast<int>(place_.cross_ring.size());
-    std::vector<int64_t> cuts;
-    for (int c = 0; c < L; ++c) {
-      const ChunkRange share = chunk_range(count, L, c);
-      if (share.begin > 0 && share.begin < count && (cuts.empty() || cuts.back() != share.begin))
-        cuts.push_back(share.begin);
-      chunk_cuts(share.count, H, share.begin, cuts);
-    }
-    return cuts;
+  std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_->shard_cuts(count); }
+
+ protected:
+  PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) override {
+    for (const RingPhase& phase : two_->average(data, count, context, update)) phase.run();
+    return two_->last_phase_switch();
   }
 
  private:
-  static constexpr int64_t kSlice = int64_t{1} << 17;
-
   Wire wire_;
   std::string layout_words_;  // "2 hosts x 4 ranks"
-  TwoLevelPlace place_;
   MPI_Comm local_comm_ = MPI_COMM_NULL, cross_comm_ = MPI_COMM_NULL;
   TransportChoice local_name_ = TransportChoice::kShm, cross_name_ = TransportChoice::kTcp;
   std::unique_ptr<Transport> local_t_, cross_t_;
-  std::unique_ptr<RingAllreduce> local_, cross_;
+  std::unique_ptr<RingExecutor> local_, cross_;
+  std::unique_ptr<TwoLevelRing> two_;
 };
 
 }  // namespace

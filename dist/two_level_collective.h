@@ -1,6 +1,6 @@
 // The two-level ring of Note [Two-level ring] (host_layout.h) on host memory: a ring inside each
 // host over shared memory, and rings across hosts among the ranks of equal local position over
-// TCP or MPI point-to-point, composed from the flat ring's phases (ring_allreduce.h).
+// TCP or MPI point-to-point, composed once in two_level_ring.h.
 #pragma once
 
 #include <mpi.h>

@@ -9,29 +9,17 @@
 #include <vector>
 
 #include "base/check.h"
+#include "dist/cuda/exchange_primitives.cuh"
 #include "dist/cuda/nccl_comm.cuh"
 #include "dist/ring_schedule.h"
 #include "dist/stall_watch.h"
+#include "dist/ring_executor.h"
 #include "dist/two_level_collective.h"
+#include "dist/two_level_ring.h"
 #include "nn/cuda/runtime.h"
 
 namespace rt {
 namespace {
-
-// The ring's per-element work, the same RT_HD conversions as the CPU ring's (wire_format.h).
-__global__ void scale_kernel(float* x, int64_t n, float s) { RT_FOR_EACH_ELEMENT(i, n) x[i] *= s; }
-__global__ void add_kernel(float* dst, const float* src, int64_t n, float scale) {
-  RT_FOR_EACH_ELEMENT(i, n) dst[i] = (dst[i] + src[i]) * scale;
-}
-__global__ void add_wire_kernel(float* dst, const uint16_t* src, int64_t n, Wire wire) {
-  RT_FOR_EACH_ELEMENT(i, n) dst[i] += from_wire(src[i], wire);
-}
-__global__ void narrow_kernel(const float* src, uint16_t* dst, int64_t n, Wire wire) {
-  RT_FOR_EACH_ELEMENT(i, n) dst[i] = to_wire(src[i], wire);
-}
-__global__ void widen_kernel(const uint16_t* src, float* dst, int64_t n, Wire wire) {
-  RT_FOR_EACH_ELEMENT(i, n) dst[i] = from_wire(src[i], wire);
-}
 
 class NcclExchange final : public NcclComm<DeviceExchange> {
  public:
@@ -56,7 +44,7 @@ class NcclExchange final : public NcclComm<DeviceExchange> {
 
 // The communication stream and the events that order it against the compute stream (Note
 // [Device collectives]), and the watchdog over its work (Note [GPU watchdog]).
-class DeviceCollective : public Collective {
+class DeviceCollective : public Collective, public StreamOrder {
  public:
   explicit DeviceCollective(StallPolicy stall) : stall_(std::move(stall)) {
     const cuda::Context& c = cuda::context();
@@ -87,10 +75,7 @@ class DeviceCollective : public Collective {
     RT_CU(cudaEventRecord(joined_, stream_));
     RT_CU(cudaStreamWaitEvent(compute_, joined_, 0));
   }
-  void average_and_update(float*, int64_t, const ShardUpdate&, const WaitContext&) override {
-    RT_CHECK(false,
-             "the sharded update (dist.sharded_update) runs on the CPU only; on the GPU, SGD follows the allreduce");
-  }
+  StreamOrder* stream_order() override { return this; }
 
  protected:
   // The phases of a bucket's work, at most (the two-level ring's three).
@@ -137,6 +122,10 @@ class DeviceCollective : public Collective {
     watch_->run(context, phases);
   }
   const StallPolicy& stall() const { return stall_; }
+  void run_watched_updating(const WaitContext&, const std::vector<DeviceWatch::Phase>&) {
+    RT_CHECK(false,
+             "the sharded update (dist.sharded_update) runs on the CPU only; on the GPU, SGD follows the allreduce");
+  }
 
   int device_ = 0;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
@@ -165,80 +154,16 @@ class DeviceCollective : public Collective {
   std::unique_ptr<DeviceWatch> watch_;
 };
 
-// Note [Ring schedule] on the GPU. Each step is one exchange followed by one kernel, all on the
-// communication stream, so a step's reduction follows its transfer and precedes the next step's
-// without any host synchronisation. Unlike the CPU ring, the transfer of a step is not sliced to
-// overlap the previous reduction: the kernel reads and writes GPU memory at several hundred GB/s,
-// a small fraction of each step's time next to the link's.
-class RingSteps {
- public:
-  // Steps [first, end) of the ring over x on data[0, count), enqueued on s; final reduce-scatter
-  // steps scale the sum by `scale` (with a 16-bit wire every rank scales its own data first, Note
-  // [Wire scaling]: then only whole rings, first = 0 and end = all steps, may use it). A ring of
-  // one only scales, on the call with first = 0: pass scale 1 for an all-gather alone.
-  void enqueue(DeviceExchange& x, float* data, int64_t count, int first, int end, float scale, Wire wire,
-               cudaStream_t s) {
-    const int world = x.world(), rank = x.rank();
-    if (count == 0) return;
-    auto grid = [](int64_t n) { return cuda::blocks_for(n); };
-    if (world == 1) {
-      if (first == 0 && scale != 1.0f) scale_kernel<<<grid(count), 256, 0, s>>>(data, count, scale);
-      RT_CU_LAUNCHED();
-      return;
-    }
-    const bool narrow = wire != Wire::kFp32;
-    RT_ASSERT(!narrow || (first == 0 && end == ring_step_count(world)));
-    reserve(count, world, wire);
-    const int next = ring_next(rank, world), prev = ring_prev(rank, world);
-    const size_t eb = wire_bytes(wire);
-    float* const incoming = recv_.as<float>();
-    uint16_t* const ws = send_stage_.as<uint16_t>();  // with a narrow wire: what this rank sends
-    uint16_t* const wr = recv_stage_.as<uint16_t>();  // ... and receives, at the data's offsets
-    if (narrow) scale_kernel<<<grid(count), 256, 0, s>>>(data, count, scale);
-    for (int step = first; step < end; ++step) {
-      const RingStep st = ring_step(rank, world, step);
-      const ChunkRange out = chunk_range(count, world, st.send_chunk), in = chunk_range(count, world, st.recv_chunk);
-      const auto out_n = static_cast<size_t>(out.count), in_n = static_cast<size_t>(in.count);
-      if (st.reduce && !narrow) {
-        x.exchange(data + out.begin, 4 * out_n, next, incoming, 4 * in_n, prev, s);
-        add_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, incoming, in.count, st.final_reduce ? scale : 1.0f);
-      } else if (st.reduce) {
-        if (step == 0) narrow_kernel<<<grid(out.count), 256, 0, s>>>(data + out.begin, ws + out.begin, out.count, wire);
-        x.exchange(ws + out.begin, eb * out_n, next, wr + in.begin, eb * in_n, prev, s);
-        add_wire_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, wr + in.begin, in.count, wire);
-        // What the next step sends; after the last addition the owner keeps exactly what it sends,
-        // so every rank ends with the same values.
-        narrow_kernel<<<grid(in.count), 256, 0, s>>>(data + in.begin, ws + in.begin, in.count, wire);
-        if (st.final_reduce)
-          widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire);
-      } else if (!narrow) {
-        x.exchange(data + out.begin, 4 * out_n, next, data + in.begin, 4 * in_n, prev, s);
-      } else {
-        // All-gather on the wire: received chunks are forwarded as they came, from the send stage.
-        x.exchange(ws + out.begin, eb * out_n, next, ws + in.begin, eb * in_n, prev, s);
-        widen_kernel<<<grid(in.count), 256, 0, s>>>(ws + in.begin, data + in.begin, in.count, wire);
-      }
-      RT_CU_LAUNCHED();
-    }
-  }
-  // Buffers for rings of `world` ranks over up to `floats`, allocated before the step loop.
-  void reserve(int64_t floats, int world, Wire wire) {
-    const auto n = static_cast<size_t>(std::max<int64_t>(floats, 1));
-    recv_.grow_to(sizeof(float) * (n / static_cast<size_t>(world) + 1));  // one chunk
-    if (wire != Wire::kFp32) {
-      send_stage_.grow_to(wire_bytes(wire) * n);
-      recv_stage_.grow_to(wire_bytes(wire) * n);
-    }
-  }
-
- private:
-  DeviceBuffer recv_, send_stage_, recv_stage_;
-};
-
+// Note [Ring schedule] on the GPU: the ring executor over ExchangePrimitives on the
+// communication stream.
 class DeviceRing final : public DeviceCollective {
  public:
   DeviceRing(std::unique_ptr<DeviceExchange> exchange, Wire wire, StallPolicy stall)
-      : DeviceCollective(std::move(stall)), x_(std::move(exchange)), wire_(wire) {
+      : DeviceCollective(std::move(stall)),
+        x_(std::move(exchange)),
+        wire_(wire),
+        primitives_(new GpuExchangePrimitives(*x_, stream_)),
+        ring_(std::unique_ptr<RingPrimitives>(primitives_), wire) {
     start_watching({DeviceWatch::Ring{x_.get(), "the ring's exchange"}});
   }
   ~DeviceRing() override { stop_watching(); }
@@ -246,28 +171,37 @@ class DeviceRing final : public DeviceCollective {
     return "ringtrain's ring over " + x_->describe() +
            (wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire"));
   }
-
-  void average(float* data, int64_t count, const WaitContext& context) override {
+  std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override {
+    std::vector<int64_t> cuts;
+    chunk_cuts(count, x_->world(), 0, cuts);
+    return cuts;
+  }
+  void gather_updated(float* data, int64_t count, const WaitContext& context) override {
     wait_for_gradients(context);
-    const int world = x_->world();
-    if (world == 1 || count == 0) return;
-    run_watched(context, {{0, [&] {
-                             steps_.enqueue(*x_, data, count, 0, ring_step_count(world),
-                                            1.0f / static_cast<float>(world), wire_, stream_);
-                           }}});
+    run_watched(context, {{0, [&] { ring_.gather(data, count, context); }}});
   }
 
  protected:
-  void reserve(int64_t floats) override { steps_.reserve(floats, x_->world(), wire_); }
+  PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) override {
+    wait_for_gradients(context);
+    if (!update) {
+      run_watched(context, {{0, [&] { ring_.run(data, count, context); }}});
+    } else {
+      run_watched_updating(context, {{0, [&] { ring_.run(data, count, context, *update); }}});
+    }
+    return std::nullopt;  // enqueued, not done: the GPU's phases are not the host's to time
+  }
+  void reserve(int64_t floats) override { primitives_->reserve(floats, wire_); }
 
  private:
   std::unique_ptr<DeviceExchange> x_;
   Wire wire_;
-  RingSteps steps_;
+  GpuExchangePrimitives* primitives_;  // owned by ring_
+  RingExecutor ring_;
 };
 
-// Note [Two-level ring] on the GPU: the flat ring's steps over two exchanges, NCCL inside a host
-// (NVLink) and NCCL across hosts (the network), all on the communication stream.
+// Note [Two-level ring] on the GPU: the composition of two_level_ring.h over two exchanges, NCCL
+// inside a host (NVLink) and NCCL across hosts (the network), all on the communication stream.
 class DeviceTwoLevelRing final : public DeviceCollective {
  public:
   DeviceTwoLevelRing(std::unique_ptr<DeviceExchange> local, std::unique_ptr<DeviceExchange> cross, TwoLevelPlace place,
@@ -275,58 +209,67 @@ class DeviceTwoLevelRing final : public DeviceCollective {
       : DeviceCollective(std::move(stall)),
         local_(std::move(local)),
         cross_(std::move(cross)),
-        place_(std::move(place)),
-        wire_(wire) {
-    RT_CHECK(local_->world() == static_cast<int>(place_.local_ring.size()) &&
-                 cross_->world() == static_cast<int>(place_.cross_ring.size()),
+        wire_(wire),
+        inside_p_(new GpuExchangePrimitives(*local_, stream_)),
+        across_p_(new GpuExchangePrimitives(*cross_, stream_)),
+        inside_(std::unique_ptr<RingPrimitives>(inside_p_), Wire::kFp32, 1.0f),
+        across_(std::unique_ptr<RingPrimitives>(across_p_), wire,
+                1.0f / static_cast<float>(place.local_ring.size() * place.cross_ring.size())),
+        two_(inside_, across_, place) {
+    RT_CHECK(local_->world() == static_cast<int>(place.local_ring.size()) &&
+                 cross_->world() == static_cast<int>(place.cross_ring.size()),
              "the two-level ring's exchanges do not match its place in the host layout");
     // Each ring names its own neighbours as world ranks. The ring across hosts waits longer, so
     // that the host with a stuck rank reports first (Note [GPU watchdog]).
-    const std::string host = str_cat(" inside host ", place_.cross, " (ranks ", place_.local_ring.front(), " to ",
-                                     place_.local_ring.back(), ")");
-    start_watching({DeviceWatch::Ring{local_.get(), "the two-level ring's exchange" + host, place_.local_ring},
-                    DeviceWatch::Ring{cross_.get(), "the two-level ring's exchange across hosts", place_.cross_ring,
+    const std::string host = str_cat(" inside host ", place.cross, " (ranks ", place.local_ring.front(), " to ",
+                                     place.local_ring.back(), ")");
+    start_watching({DeviceWatch::Ring{local_.get(), "the two-level ring's exchange" + host, place.local_ring},
+                    DeviceWatch::Ring{cross_.get(), "the two-level ring's exchange across hosts", place.cross_ring,
                                       true, across_hosts_abort_s(this->stall().abort_s)}});
   }
   ~DeviceTwoLevelRing() override { stop_watching(); }
   std::string describe() const override {
-    return str_cat("ringtrain's two-level ring (", place_.cross_ring.size(), " hosts of ", place_.local_ring.size(),
+    const TwoLevelPlace& place = two_.place();
+    return str_cat("ringtrain's two-level ring (", place.cross_ring.size(), " hosts of ", place.local_ring.size(),
                    ": ", local_->describe(), " inside a host, ", cross_->describe(), " between hosts",
                    wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire between them"), ")");
   }
-
-  void average(float* data, int64_t count, const WaitContext& context) override {
+  std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_.shard_cuts(count); }
+  void gather_updated(float* data, int64_t count, const WaitContext& context) override {
     wait_for_gradients(context);
-    if (count == 0) return;
-    const int L = local_->world(), H = cross_->world();
-    const float inv_world = 1.0f / static_cast<float>(L * H);
-    const ChunkRange share = host_share(count, place_);
-    // Three pieces for the watchdog: the reduce-scatter inside the host, the ring across hosts,
-    // the all-gather inside the host.
-    run_watched(
-        context,
-        {{kInside, [&] { inside_.enqueue(*local_, data, count, 0, L - 1, 1.0f, Wire::kFp32, stream_); }},
-         {kAcross,
-          [&] {
-            across_.enqueue(*cross_, data + share.begin, share.count, 0, ring_step_count(H), inv_world, wire_, stream_);
-          }},
-         {kInside,
-          [&] { inside_.enqueue(*local_, data, count, L - 1, ring_step_count(L), 1.0f, Wire::kFp32, stream_); }}});
+    run_watched(context, watched(two_.gather_updated(data, count, context)));
   }
 
  protected:
+  // Three pieces for the watchdog: the reduce-scatter inside the host, the ring across hosts,
+  // the all-gather inside the host.
+  PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) override {
+    wait_for_gradients(context);
+    if (count == 0 && !update) return std::nullopt;
+    const std::vector<DeviceWatch::Phase> phases = watched(two_.average(data, count, context, update));
+    if (update)
+      run_watched_updating(context, phases);
+    else
+      run_watched(context, phases);
+    return std::nullopt;
+  }
   void reserve(int64_t floats) override {
-    inside_.reserve(floats, local_->world(), Wire::kFp32);
-    across_.reserve(floats / local_->world() + 1, cross_->world(), wire_);
+    inside_p_->reserve(floats, Wire::kFp32);
+    across_p_->reserve(floats / local_->world() + 1, wire_);
   }
 
  private:
-  static constexpr size_t kInside = 0, kAcross = 1;  // the watchdog's rings
+  static std::vector<DeviceWatch::Phase> watched(std::vector<RingPhase> phases) {
+    std::vector<DeviceWatch::Phase> out;
+    for (RingPhase& p : phases) out.push_back({static_cast<size_t>(p.ring), std::move(p.run)});
+    return out;
+  }
 
   std::unique_ptr<DeviceExchange> local_, cross_;
-  TwoLevelPlace place_;
   Wire wire_;
-  RingSteps inside_, across_;
+  GpuExchangePrimitives *inside_p_, *across_p_;  // owned by inside_ and across_
+  RingExecutor inside_, across_;
+  TwoLevelRing two_;
 };
 
 // ncclAllReduce's communicator, as the watchdog sees it.
@@ -357,10 +300,12 @@ class NcclAllreduce final : public DeviceCollective {
     cudaStreamSynchronize(stream_);
   }
   std::string describe() const override { return "ncclAllReduce"; }
-  void average(float* data, int64_t count, const WaitContext& context) override {
+
+ protected:
+  PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate*) override {
     wait_for_gradients(context);
-    if (count == 0) return;
-    run_watched(context, {{0, [&] { comm_.average(data, static_cast<size_t>(count), stream_); }}});
+    if (count > 0) run_watched(context, {{0, [&] { comm_.average(data, static_cast<size_t>(count), stream_); }}});
+    return std::nullopt;
   }
 
  private:

@@ -33,10 +33,12 @@
 #include "base/stderr_line.h"
 #include "dist/bucket_plan.h"
 #include "dist/device_watch.h"
+#include "dist/exchange_primitives.h"
 #include "dist/grad_reducer.h"
 #include "dist/host_layout.h"
 #include "dist/ring_schedule.h"
 #include "dist/two_level_collective.h"
+#include "dist/two_level_ring.h"
 #include "dist/world.h"
 
 namespace rt {
@@ -87,31 +89,6 @@ class StagedExchange final : public DeviceExchange {
   std::atomic<int> after_end_{0};
 };
 
-// The ring's steps [first, end) over x on data[0, count), as RingSteps enqueues them on the GPU.
-void ring_steps(DeviceExchange& x, float* data, int64_t count, int first, int end, float scale) {
-  const int world = x.world(), rank = x.rank();
-  if (world == 1) {
-    if (first == 0)
-      for (int64_t i = 0; i < count; ++i) data[i] *= scale;
-    return;
-  }
-  std::vector<float> incoming(static_cast<size_t>(count / world + 1));
-  for (int step = first; step < end; ++step) {
-    const RingStep st = ring_step(rank, world, step);
-    const ChunkRange out = chunk_range(count, world, st.send_chunk), in = chunk_range(count, world, st.recv_chunk);
-    const size_t out_bytes = 4 * static_cast<size_t>(out.count), in_bytes = 4 * static_cast<size_t>(in.count);
-    if (st.reduce) {
-      x.exchange(data + out.begin, out_bytes, ring_next(rank, world), incoming.data(), in_bytes, ring_prev(rank, world),
-                 nullptr);
-      const float s = st.final_reduce ? scale : 1.0f;
-      for (int64_t i = 0; i < in.count; ++i) data[in.begin + i] = (data[in.begin + i] + incoming[i]) * s;
-    } else {
-      x.exchange(data + out.begin, out_bytes, ring_next(rank, world), data + in.begin, in_bytes, ring_prev(rank, world),
-                 nullptr);
-    }
-  }
-}
-
 DeviceWatch::Mark finished_when_enqueued() {
   // Host-staged: a phase's work is done when its calls return.
   return [](int, int) { return std::function<bool()>([] { return true; }); };
@@ -137,32 +114,20 @@ class StagedCollective final : public Collective {
                           place_.local_ring);
       rings_.emplace_back(cross_.get(), "the two-level ring's exchange across hosts", place_.cross_ring, true,
                           across_hosts_abort_s(stall.abort_s));
+      const int L = local_->world(), H = cross_->world();
+      // The device collectives' composition, over host stand-ins of their exchanges.
+      inside_ = std::make_unique<RingExecutor>(std::make_unique<HostExchangePrimitives>(*local_), Wire::kFp32, 1.0f);
+      across_ = std::make_unique<RingExecutor>(std::make_unique<HostExchangePrimitives>(*cross_), Wire::kFp32,
+                                               1.0f / static_cast<float>(L * H));
+      two_ = std::make_unique<TwoLevelRing>(*inside_, *across_, place_);
     }
+    if (!cross_) inside_ = std::make_unique<RingExecutor>(std::make_unique<HostExchangePrimitives>(*local_));
     watch_ = std::make_unique<DeviceWatch>(stall, rings_, finished_when_enqueued());
     if (freeze) freeze_here(false);
     watch_->warm_up(nullptr, [] {});
   }
   ~StagedCollective() override { watch_.reset(); }
   std::string describe() const override { return "a host-staged stand-in of the device collectives"; }
-  void average(float* data, int64_t count, const WaitContext& context) override {
-    if (!cross_) {
-      const int world = local_->world();
-      watch_->run(context, {{0, [&] {
-                               ring_steps(*local_, data, count, 0, ring_step_count(world),
-                                          1.0f / static_cast<float>(world));
-                             }}});
-      return;
-    }
-    const int L = local_->world(), H = cross_->world();
-    const ChunkRange share = host_share(count, place_);
-    watch_->run(context, {{0, [&] { ring_steps(*local_, data, count, 0, L - 1, 1.0f); }},
-                          {1,
-                           [&] {
-                             ring_steps(*cross_, data + share.begin, share.count, 0, ring_step_count(H),
-                                        1.0f / static_cast<float>(L * H));
-                           }},
-                          {0, [&] { ring_steps(*local_, data, count, L - 1, ring_step_count(L), 1.0f); }}});
-  }
   int after_end() const { return local_->after_end() + (cross_ ? cross_->after_end() : 0); }
   int parked() { return local_->gate().parked() + (cross_ ? cross_->gate().parked() : 0); }
 
@@ -175,9 +140,24 @@ class StagedCollective final : public Collective {
     std::this_thread::sleep_for(std::chrono::seconds(120));
   }
 
+ protected:
+  PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate*) override {
+    if (!two_) {
+      watch_->run(context, {{0, [&] { inside_->run(data, count, context); }}});
+      return std::nullopt;
+    }
+    std::vector<DeviceWatch::Phase> phases;
+    for (RingPhase& p : two_->average(data, count, context, nullptr))
+      phases.push_back({static_cast<size_t>(p.ring), std::move(p.run)});
+    watch_->run(context, phases);
+    return std::nullopt;
+  }
+
  private:
   std::unique_ptr<StagedExchange> local_, cross_;
   TwoLevelPlace place_;
+  std::unique_ptr<RingExecutor> inside_, across_;  // the flat ring is inside_
+  std::unique_ptr<TwoLevelRing> two_;
   std::vector<DeviceWatch::Ring> rings_;
   std::unique_ptr<DeviceWatch> watch_;
 };

@@ -23,6 +23,7 @@
 #include "dist/cuda/device_collective.h"
 #include "dist/grad_reducer.h"
 #include "dist/mpi_transport.h"
+#include "dist/transport_primitives.h"
 #include "dist/two_level_collective.h"
 #include "dist/world.h"
 #include "nn/cuda/runtime.h"
@@ -98,7 +99,7 @@ std::vector<float> average_on_gpu(Collective& c, const std::vector<float>& data)
   std::shared_ptr<void> gpu = allocate_zeroed(Device::kCuda, bytes);
   copy_bytes(gpu.get(), Device::kCuda, data.data(), Device::kCpu, bytes);
   c.average(static_cast<float*>(gpu.get()), static_cast<int64_t>(data.size()), {});
-  c.join_compute();
+  c.stream_order()->join_compute();
   std::vector<float> out(data.size());
   copy_bytes(out.data(), Device::kCpu, gpu.get(), Device::kCuda, bytes);  // on the compute stream
   return out;
@@ -115,7 +116,7 @@ TEST_F(DeviceRingTest, MatchesTheCpuRingBitForBitAtEveryWireType) {
   for (Wire wire : {Wire::kFp32, Wire::kFp16, Wire::kBf16}) {
     auto gpu_ring = make_device_ring(std::make_unique<StagedExchange>(), wire, test_stall());
     MpiTransport transport(w.comm(), test_stall());
-    RingAllreduce cpu_ring(transport, int64_t{1} << 17, wire);
+    RingExecutor cpu_ring = transport_ring(transport, wire);
     for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{(1 << 18) + 3}}) {
       std::vector<float> on_cpu = contribution(count, w.rank());
       const std::vector<float> on_gpu = average_on_gpu(*gpu_ring, on_cpu);
@@ -239,7 +240,7 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   std::vector<float> out(mine.size());
   copy_bytes(out.data(), Device::kCpu, arena.get(), Device::kCuda, bytes);
   MpiTransport transport(w.comm(), test_stall());
-  RingAllreduce cpu_ring(transport);
+  RingExecutor cpu_ring = transport_ring(transport);
   std::vector<float> want(mine.size(), 0.0f);  // gaps between parameters stay zero
   for (const ParamExtent& p : params)
     std::copy(mine.begin() + p.offset, mine.begin() + p.offset + p.count, want.begin() + p.offset);

@@ -108,7 +108,7 @@ TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
                              },
                              params.data(),
                              {}};
-    c->average_and_update(g.data(), count, update, {});
+    c->average(g.data(), count, {}, update);
     for (float& p : params) p = (p - 1) / 2;
     const std::string what = c->describe() + ", sharded update";
     expect_near_average(params, w.size(), 3.0f, Wire::kBf16, what);

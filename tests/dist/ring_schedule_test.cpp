@@ -97,5 +97,43 @@ TEST(RingSchedule, EachRankSendsTwoWorldMinusOneOverWorldOfTheBuffer) {
   }
 }
 
+// Note [Ring primitives]: a send, then one receive per step in NCCL's runRing shape, each receive's
+// chunk the one the schedule gives and, where it forwards, the one the next step sends.
+TEST(RingSchedule, OperationsAreASendThenOneReceivePerStepInNcclsShape) {
+  using K = RingOpKind;
+  for (int world = 2; world <= 8; ++world)
+    for (int r = 0; r < world; ++r) {
+      const int steps = ring_step_count(world);
+      const std::vector<RingOp> ops = ring_ops(r, world, 0, steps);
+      ASSERT_EQ(ops.size(), static_cast<size_t>(steps + 1));
+      EXPECT_EQ(ops[0].kind, K::kSend);
+      EXPECT_TRUE(ops[0].partial);
+      EXPECT_EQ(ops[0].chunk, ring_step(r, world, 0).send_chunk);
+      for (int s = 0; s < steps; ++s) {
+        const RingOp& op = ops[static_cast<size_t>(s + 1)];
+        const K want = s < world - 2    ? K::kRecvReduceSend
+                       : s == world - 2 ? K::kRecvReduceCopySend
+                       : s < steps - 1  ? K::kRecvCopySend
+                                        : K::kRecv;
+        EXPECT_EQ(op.kind, want) << "world " << world << " rank " << r << " step " << s;
+        EXPECT_EQ(op.chunk, ring_step(r, world, s).recv_chunk);
+        EXPECT_EQ(op.forward, s + 1 < steps);
+        EXPECT_EQ(op.partial, want == K::kRecvReduceSend);
+        if (op.forward) {
+          EXPECT_EQ(op.chunk, ring_step(r, world, s + 1).send_chunk);
+        }
+      }
+      // The phases alone: the reduce-scatter keeps its last chunk; the all-gather opens with it.
+      const std::vector<RingOp> rs = ring_ops(r, world, 0, world - 1), ag = ring_ops(r, world, world - 1, steps);
+      EXPECT_EQ(rs.back().kind, K::kRecvReduceCopySend);
+      EXPECT_FALSE(rs.back().forward);
+      EXPECT_EQ(rs.back().chunk, owned_chunk(r, world));
+      EXPECT_EQ(ag.front().kind, K::kSend);
+      EXPECT_FALSE(ag.front().partial);
+      EXPECT_EQ(ag.front().chunk, owned_chunk(r, world));
+      EXPECT_EQ(ag.back().kind, K::kRecv);
+    }
+}
+
 }  // namespace
 }  // namespace rt

@@ -1,0 +1,52 @@
+// What the ring executor (ring_executor.h) asks of whatever moves a ring's bytes: receive a slice
+// of a chunk and reduce or keep it, send a slice on (Note [Ring primitives] in ring_schedule.h).
+// The CPU implements them over a Transport (transport_primitives.h), the GPU over a
+// DeviceExchange and kernels of its own (dist/cuda/exchange_primitives.cuh).
+#pragma once
+
+#include <cstdint>
+
+#include "dist/ring_schedule.h"
+#include "dist/transport.h"
+#include "dist/wire_format.h"
+
+namespace rt {
+
+// One run of the executor, as its primitives see it.
+struct RingRun {
+  float* reduced = nullptr;    // reduce-scatter receives add into it, partial sums are sent from it
+  float* gathered = nullptr;   // the final chunk's result, and the all-gather's chunks
+  int64_t count = 0;           // of both buffers
+  Wire wire = Wire::kFp32;
+  bool narrow_reduce = false;  // the reduce-scatter travels in the wire type
+  bool narrow_gather = false;  // ... and so does the all-gather (averages, not parameters or state)
+  float final_scale = 1;       // what the last reduce-scatter receive multiplies the sum by
+  WaitContext context;
+};
+
+class RingPrimitives {
+ public:
+  virtual ~RingPrimitives() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // The largest slice a receive handles: chunks are cut into slices of it, each reduced and sent
+  // on as it lands. An exchange that moves whole chunks says so with a huge one.
+  virtual int64_t slice_floats() const = 0;
+  // data[0, count) *= s.
+  virtual void scale(float* data, int64_t count, float s) = 0;
+  virtual void begin(const RingRun& run) = 0;
+  // Before op's first receive: all of chunk's slices may be posted now.
+  virtual void post_receives(const RingOp& op, ChunkRange chunk) = 0;
+  // One slice of op's chunk has landed: added into run.reduced (op.reduce(); the final one scaled
+  // by run.final_scale) or kept in run.gathered.
+  virtual void receive(const RingOp& op, ChunkRange slice) = 0;
+  // Sends a slice on to the next rank: a partial sum from run.reduced (op.partial), else a
+  // finished one from run.gathered.
+  virtual void send(const RingOp& op, ChunkRange slice) = 0;
+  // After op's slices: the sends of the operation before it have left.
+  virtual void end_step(const RingOp& op) = 0;
+  // After the run's last operation.
+  virtual void end() = 0;
+};
+
+}  // namespace rt
