@@ -59,9 +59,9 @@ void cut_at_collective_parts(Optimizer& optimizer, const std::vector<Bucket>& bu
 }
 
 std::optional<ShardUpdate> make_sharded_update(Optimizer& optimizer, Graph& graph, const Collective& collective,
-                                               bool clipping, const World& world, const StallPolicy& stall,
+                                               bool whole_step_first, const World& world, const StallPolicy& stall,
                                                const double* lr) {
-  if (graph.device() != Device::kCpu || clipping || !collective.shards_update()) return std::nullopt;
+  if (whole_step_first || !collective.shards_update()) return std::nullopt;
   if (!optimizer.needs_whole_tensors())
     return ShardUpdate{[&optimizer, lr](int64_t offset, int64_t count) {
                          on_one_thread();

@@ -17,14 +17,14 @@ namespace rt {
 // in the same pieces whether the update is sharded or not (Note [Norms across shards]).
 void cut_at_collective_parts(Optimizer& optimizer, const std::vector<Bucket>& buckets, const Collective& collective);
 
-// The update for GradReducer, or nothing where it cannot be sharded: on the GPU (the communication
-// thread only enqueues work there, Note [Device collectives]), under clipping (it needs the norm of
-// all gradients before any parameter moves) and over a collective that does not shard. `lr` is
-// read at each update. An optimizer that needs whole tensors (LARS) notes its part of each bucket
-// as it lands and updates it once the bucket is reduced, its norms summed across ranks through
-// `world`, waiting as `stall` says.
+// The update for GradReducer, or nothing where it cannot be sharded: where every gradient must be
+// seen before any parameter moves (`whole_step_first`: clipping's global norm, fp16's overflow
+// check) and over a collective that does not shard. On the GPU its kernels run on the
+// collective's communication stream. `lr` is read at each update. An optimizer that needs whole
+// tensors (LARS) notes its part of each bucket as it lands and updates it once the bucket is
+// reduced, its norms summed across ranks through `world`, waiting as `stall` says.
 std::optional<ShardUpdate> make_sharded_update(Optimizer& optimizer, Graph& graph, const Collective& collective,
-                                               bool clipping, const World& world, const StallPolicy& stall,
+                                               bool whole_step_first, const World& world, const StallPolicy& stall,
                                                const double* lr);
 
 }  // namespace rt

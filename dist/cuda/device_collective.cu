@@ -122,9 +122,11 @@ class DeviceCollective : public Collective, public StreamOrder {
     watch_->run(context, phases);
   }
   const StallPolicy& stall() const { return stall_; }
-  void run_watched_updating(const WaitContext&, const std::vector<DeviceWatch::Phase>&) {
-    RT_CHECK(false,
-             "the sharded update (dist.sharded_update) runs on the CPU only; on the GPU, SGD follows the allreduce");
+  // A sharded update's kernels go to the communication stream (Note [Second stream]), between
+  // the reduce-scatter that finishes their part and the all-gather that sends it.
+  void run_watched_updating(const WaitContext& context, const std::vector<DeviceWatch::Phase>& phases) {
+    cuda::StreamScope on_communication_stream(stream_);
+    run_watched(context, phases);
   }
 
   int device_ = 0;

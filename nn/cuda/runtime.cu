@@ -70,10 +70,20 @@ void check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS) fail("cuBLAS", cublasGetStatusString(s), call, file, line);
 }
 
+static thread_local Context* t_scoped = nullptr;  // the innermost StreamScope's context
+static thread_local Buffer t_scratch;           // scratch() inside a StreamScope
+
 Context& context() {
+  if (t_scoped) return *t_scoped;
   static Context c = make_context();
   return c;
 }
+
+StreamScope::StreamScope(cudaStream_t stream) : outer_(t_scoped), own_{context().device, stream, nullptr, nullptr} {
+  t_scoped = &own_;
+}
+
+StreamScope::~StreamScope() { t_scoped = outer_; }
 
 void reserve_workspace(size_t bytes) {
   context();
@@ -84,8 +94,9 @@ size_t workspace_bytes() { return g_workspace.bytes; }
 
 void* scratch(size_t bytes) {
   context();
-  g_scratch.grow_to(bytes);
-  return g_scratch.ptr;
+  Buffer& b = t_scoped ? t_scratch : g_scratch;
+  b.grow_to(bytes);
+  return b.ptr;
 }
 
 bool usable(std::string* why) {

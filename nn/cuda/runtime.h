@@ -44,7 +44,26 @@ struct Context {
   cublasHandle_t cublas = nullptr;
 };
 
+// The calling thread's context: the process-wide one, or a StreamScope's.
 Context& context();
+
+// Note [Second stream]: while a StreamScope lives, the backend's kernels launched from its thread
+// go to `stream`, with scratch() memory of that thread's own, so that work enqueued on another
+// stream (the sharded update on the communication stream, Note [Device collectives]) neither
+// races the compute stream nor shares its temporaries. Plain kernels only: the cuDNN and cuBLAS
+// handles are bound to the compute stream, and inside a scope they are null, so a library call
+// there fails loudly instead of running on the wrong stream.
+class StreamScope {
+ public:
+  explicit StreamScope(cudaStream_t stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  Context* outer_;
+  Context own_;
+};
 
 // Plan time: the shared workspace will hold at least `bytes`. Run time: its current address.
 void reserve_workspace(size_t bytes);

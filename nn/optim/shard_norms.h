@@ -5,7 +5,7 @@
 // order. The owner of each piece computes its square sum; one sum across ranks, in which every
 // piece has one non-zero term and so comes out exact in any order, gives every rank all of them
 // (Lars::update_part). The whole update sums the same pieces itself, so both paths take the same
-// norms and end bit for bit alike. Without cuts (one rank, the GPU) a piece is a whole tensor.
+// norms and end bit for bit alike. Without cuts (one rank, or a collective that does not shard) a piece is a whole tensor.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 //   machine has one; its steps and kernels are what this checks.
 // - the ring over NCCL point-to-point and ncclAllReduce against the closed form, where each rank
 //   has a GPU of its own (else they skip, saying so), and NCCL's exchange with itself at 1 rank.
+// - the sharded update (Note [Sharded update]) on the flat and two-level device rings against the
+//   CPU's, its kernels on the communication stream, with and without norms across ranks.
 // - the trainer's wiring, a GradReducer over the device ring: a bucket waits on the GPU for the
 //   compute stream's writes, and finish() makes later compute work wait for the averages.
 // Without a usable GPU every test skips, saying why.
@@ -28,6 +30,8 @@
 #include "dist/world.h"
 #include "nn/cuda/runtime.h"
 #include "nn/device.h"
+#include "nn/ops/agreed_reductions.h"
+#include "nn/ops/sgd_update.h"
 #include "tests/dist/fake_hosts.h"
 #include "tests/dist/test_stall.h"
 
@@ -153,6 +157,92 @@ TEST_F(DeviceRingTest, TwoLevelMatchesTheCpuTwoLevelRingBitForBit) {
       MPI_Comm_free(&local);
       MPI_Comm_free(&cross);
     }
+}
+
+// An update over `device` memory, as the trainer's optimizer would run it: SGD at rate 1/2 as the
+// slices land; with norms, each rank notes its part and finish sums the squares of the parts
+// across ranks, then updates at a rate of 2^-ceil(log2(1 + norm)), LARS's shape. Rates are powers
+// of two, so the GPU's fused multiply-adds round as the CPU's separate ones do.
+struct SgdHalves {
+  Device device;
+  float *params, *grads, *momentum;
+  int64_t own_begin = -1, own_end = -1;
+  void step(int64_t begin, int64_t end, float lr) {
+    sgd_update(device, SgdStep{lr, 0, 0, false, 1, false}, params + begin, grads + begin, momentum + begin,
+               end - begin);
+  }
+  ShardUpdate make(bool norms) {
+    ShardUpdate u;
+    u.gather = params;
+    if (!norms) {
+      u.apply = [this](int64_t b, int64_t n) { step(b, b + n, 0.5f); };
+      return u;
+    }
+    u.apply = [this](int64_t b, int64_t n) {
+      if (own_begin < 0) own_begin = b;
+      own_end = b + n;
+    };
+    u.finish = [this](int64_t, int64_t) {
+      double sq = own_begin < 0 ? 0 : sum_of_squares(device, grads + own_begin, own_end - own_begin);
+      MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, World::get().comm());
+      if (own_begin >= 0)
+        step(own_begin, own_end, std::ldexp(1.0f, -static_cast<int>(std::ceil(std::log2(1 + std::sqrt(sq))))));
+      own_begin = own_end = -1;
+    };
+    return u;
+  }
+};
+
+// Note [Sharded update] on the GPU: each rank's update runs as kernels on the communication
+// stream (Note [Second stream]) between the reduce-scatter that finishes its part and the
+// all-gather that shares the updated parameters. The flat and the two-level device rings against
+// the CPU's over the same ranks, bit for bit, at every wire type.
+TEST_F(DeviceRingTest, ShardedUpdateOnTheCommunicationStreamMatchesTheCpuRing) {
+  const World& w = World::get();
+  for (int k : fake_host_sizes(w.size()))
+    for (Wire wire : {Wire::kFp32, Wire::kBf16})
+      for (bool norms : {false, true}) {
+        const bool flat = k == w.size();  // one "host": the flat ring instead
+        std::unique_ptr<Collective> cpu, gpu;
+        TwoLevelComms comms;
+        if (flat) {
+          cpu = make_collective({Allreduce::kRing, TransportChoice::kMpi, "", Hierarchy::kFlat, wire}, w.comm(),
+                                test_stall());
+          gpu = make_device_ring(std::make_unique<StagedExchange>(), wire, test_stall());
+        } else {
+          cpu = make_fake_two_level(k, "mpi", wire);
+          comms = split_two_level(w.comm(), block_layout(w.size(), k));
+          gpu = make_device_two_level_ring(std::make_unique<StagedExchange>(comms.local),
+                                           std::make_unique<StagedExchange>(comms.cross), comms.place, wire,
+                                           test_stall());
+        }
+        for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{(1 << 18) + 3}}) {
+          const std::string what = str_cat(gpu->describe(), ", count ", count, norms ? ", with norms" : "");
+          const auto n = static_cast<size_t>(count), bytes = sizeof(float) * n;
+          std::vector<float> grads = contribution(count, w.rank()), params(n, 1.0f), momentum(n, 0.0f);
+          std::shared_ptr<void> g = allocate_zeroed(Device::kCuda, bytes), p = allocate_zeroed(Device::kCuda, bytes),
+                                v = allocate_zeroed(Device::kCuda, bytes);
+          copy_bytes(g.get(), Device::kCuda, grads.data(), Device::kCpu, bytes);
+          copy_bytes(p.get(), Device::kCuda, params.data(), Device::kCpu, bytes);
+          SgdHalves on_gpu{Device::kCuda, static_cast<float*>(p.get()), static_cast<float*>(g.get()),
+                           static_cast<float*>(v.get())};
+          gpu->average(on_gpu.grads, count, {}, on_gpu.make(norms));
+          gpu->stream_order()->join_compute();
+          std::vector<float> from_gpu(n);
+          copy_bytes(from_gpu.data(), Device::kCpu, p.get(), Device::kCuda, bytes);  // on the compute stream
+          SgdHalves on_cpu{Device::kCpu, params.data(), grads.data(), momentum.data()};
+          cpu->average(grads.data(), count, {}, on_cpu.make(norms));
+          const size_t at = first_difference(from_gpu, params);
+          EXPECT_EQ(at, n) << what << ": parameter " << at << " is " << from_gpu[at] << " on the GPU, " << params[at]
+                           << " on the CPU";
+        }
+        gpu.reset();
+        if (!flat) {
+          MPI_Comm local = comms.local, cross = comms.cross;
+          MPI_Comm_free(&local);
+          MPI_Comm_free(&cross);
+        }
+      }
 }
 
 TEST_F(DeviceRingTest, RingOverNcclAndNcclAllReduceGiveTheAverage) {
