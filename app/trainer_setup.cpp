@@ -58,43 +58,13 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   // Before any collective the config decides (the GPU's choice, train.bn_group's group, the
   // ring's transport): ranks told different things would otherwise wait in different calls.
   require_same_on_all_ranks("config key", config_items(resolved_), world);
-  const Device device = config.train.device;
-  if (device == Device::kCuda) {
-    // Before any other CUDA call: one GPU per rank.
-    gpu_ =
-        choose_gpu(world.local_rank(), world.local_size(), visible_cuda_devices(), std::getenv("CUDA_VISIBLE_DEVICES"));
-    select_cuda_device(gpu_.index);
-    const std::string shared = shared_gpu(world.allgather(world.host()), world.allgather(cuda_device_uuid()));
-    RT_CHECK(shared.empty(), shared);
-  }
-  PlanContext plan_context{config.train.conv_algorithm, config.train.precision, config.train.cudnn_graph, nullptr};
-  const PlanContext eval_context = plan_context;  // evaluation normalises with the running statistics
-  if (config.train.bn_group > 1) plan_context.bn_group = &make_bn_group();
-
+  if (config.train.device == Device::kCuda) take_gpu();
+  const PlanContext plan_context = training_plan_context();
   open_data(split.decoding);
   inject_fault("open_data", world.rank());
-  graph_ = build_config_model(config, input_shape_);
-  // Made before planning: on the CPU the gradient arena is the collective's memory.
-  std::unique_ptr<Collective> collective = world.size() > 1 ? make_rank_collective(device) : nullptr;
-  inject_fault("collective", world.rank());
-  graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
-  inject_fault("plan", world.rank());
-  graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
-  dy_ = std::make_unique<OutputGradients>(*graph_);
-  step_loss_ = std::make_unique<StepLoss>(*graph_);
-  if (!synthetic_) {
-    eval_graph_ = build_config_model(config, input_shape_);
-    eval_graph_->plan(config.eval.batch, device, /*training=*/false, eval_context);
-  }
-  optimizer_ = make_optimizer(
-      config.train.optimizer, *graph_,
-      OptimizerOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
-                       config.train.decay_bias_and_bn, config.train.trust_coefficient, config.train.lars_epsilon});
-  loss_scaling_ = make_loss_scaling(plan_context.precision);
-
+  std::unique_ptr<Collective> collective = build_model(plan_context);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
   broadcast_model_state(*graph_, world);
-
   plan_schedule();
   if (!config.log.timeline.empty())
     timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
@@ -105,6 +75,51 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(split);
+}
+
+// Before any other CUDA call: one GPU per rank, and no two ranks on one.
+void Trainer::take_gpu() {
+  gpu_ = choose_gpu(world_.local_rank(), world_.local_size(), visible_cuda_devices(),
+                    std::getenv("CUDA_VISIBLE_DEVICES"));
+  select_cuda_device(gpu_.index);
+  const std::string shared = shared_gpu(world_.allgather(world_.host()), world_.allgather(cuda_device_uuid()));
+  RT_CHECK(shared.empty(), shared);
+}
+
+PlanContext Trainer::training_plan_context() {
+  const TrainConfig& t = config_.train;
+  PlanContext context{t.conv_algorithm, t.precision, t.cudnn_graph, nullptr};
+  if (t.bn_group > 1) context.bn_group = &make_bn_group();
+  return context;
+}
+
+// The training graph planned on this rank's device with its optimizer and loss scaling, and the
+// evaluation graph; returns the gradient collective on several ranks, made before planning
+// because on the CPU the gradient arena is the collective's memory.
+std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context) {
+  const Config& config = config_;
+  const Device device = config.train.device;
+  graph_ = build_config_model(config, input_shape_);
+  std::unique_ptr<Collective> collective = world_.size() > 1 ? make_rank_collective(device) : nullptr;
+  inject_fault("collective", world_.rank());
+  graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
+  inject_fault("plan", world_.rank());
+  graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
+  dy_ = std::make_unique<OutputGradients>(*graph_);
+  step_loss_ = std::make_unique<StepLoss>(*graph_);
+  if (!synthetic_) {
+    // Evaluation normalises with the running statistics: no batch-norm group.
+    PlanContext eval_context = plan_context;
+    eval_context.bn_group = nullptr;
+    eval_graph_ = build_config_model(config, input_shape_);
+    eval_graph_->plan(config.eval.batch, device, /*training=*/false, eval_context);
+  }
+  optimizer_ = make_optimizer(
+      config.train.optimizer, *graph_,
+      OptimizerOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
+                       config.train.decay_bias_and_bn, config.train.trust_coefficient, config.train.lars_epsilon});
+  loss_scaling_ = make_loss_scaling(plan_context.precision);
+  return collective;
 }
 
 const BatchNormGroup& Trainer::make_bn_group() {
