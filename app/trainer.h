@@ -132,8 +132,8 @@ class Trainer {
   // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
   // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
   // workers: decoding threads (ThreadSplit).
-  void take_gpu();                        // gpu_, and the GPU selected on this thread
-  PlanContext training_plan_context();     // train.* as planning reads it, the batch-norm group made
+  void take_gpu();                      // gpu_, and the GPU selected on this thread
+  PlanContext training_plan_context();  // train.* as planning reads it, the batch-norm group made
   void open_data(int workers);
   std::unique_ptr<Collective> build_model(const PlanContext& plan_context);
   ImageIndex shared_index(const std::string& root);

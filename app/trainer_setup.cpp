@@ -79,8 +79,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
 
 // Before any other CUDA call: one GPU per rank, and no two ranks on one.
 void Trainer::take_gpu() {
-  gpu_ = choose_gpu(world_.local_rank(), world_.local_size(), visible_cuda_devices(),
-                    std::getenv("CUDA_VISIBLE_DEVICES"));
+  gpu_ =
+      choose_gpu(world_.local_rank(), world_.local_size(), visible_cuda_devices(), std::getenv("CUDA_VISIBLE_DEVICES"));
   select_cuda_device(gpu_.index);
   const std::string shared = shared_gpu(world_.allgather(world_.host()), world_.allgather(cuda_device_uuid()));
   RT_CHECK(shared.empty(), shared);
@@ -190,8 +190,8 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   std::optional<ShardUpdate> update;
   if (dc.sharded_update)
     update = make_sharded_update(*optimizer_, *graph_, *collective,
-                                 config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16, world_,
-                                 stall_policy(dc, world_, StallPolicy::Idle::kSleep), &lr_);
+                                 config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
+                                 world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep), &lr_);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });

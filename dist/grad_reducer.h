@@ -66,7 +66,7 @@ class GradReducer {
   std::unique_ptr<Collective> collective_;
   bool overlap_;
   Timeline* timeline_;
-  int64_t timeline_bucket_ = 0;  // the communication thread's bucket, for timed()'s spans
+  int64_t timeline_bucket_ = 0;        // the communication thread's bucket, for timed()'s spans
   std::optional<ShardUpdate> update_;  // over the whole arena: gather is the parameter arena
 
   std::mutex mu_;

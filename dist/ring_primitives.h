@@ -14,9 +14,9 @@ namespace rt {
 
 // One run of the executor, as its primitives see it.
 struct RingRun {
-  float* reduced = nullptr;    // reduce-scatter receives add into it, partial sums are sent from it
-  float* gathered = nullptr;   // the final chunk's result, and the all-gather's chunks
-  int64_t count = 0;           // of both buffers
+  float* reduced = nullptr;   // reduce-scatter receives add into it, partial sums are sent from it
+  float* gathered = nullptr;  // the final chunk's result, and the all-gather's chunks
+  int64_t count = 0;          // of both buffers
   Wire wire = Wire::kFp32;
   bool narrow_reduce = false;  // the reduce-scatter travels in the wire type
   bool narrow_gather = false;  // ... and so does the all-gather (averages, not parameters or state)

@@ -29,5 +29,4 @@ const char* transport_words(TransportChoice how);
 // Whether every rank of comm can reach the others' shared memory (one host). Collective over comm.
 bool shares_memory(MPI_Comm comm);
 
-
 }  // namespace rt

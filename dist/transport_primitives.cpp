@@ -41,8 +41,7 @@ void TransportPrimitives::post_receives(const RingOp& op, ChunkRange chunk) {
     if (narrow)
       recvs_.push_back(t_.post_recv(recv_stage_.data() + at, wire_bytes(run_.wire) * n, prev_));
     else if (op.reduce())
-      recvs_.push_back(
-          t_.post_recv_reduce(run_.reduced + at, n, prev_, op.final_reduce() ? run_.final_scale : 1.0f));
+      recvs_.push_back(t_.post_recv_reduce(run_.reduced + at, n, prev_, op.final_reduce() ? run_.final_scale : 1.0f));
     else
       recvs_.push_back(t_.post_recv(run_.gathered + at, sizeof(float) * n, prev_));
   }

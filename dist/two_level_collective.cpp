@@ -48,8 +48,8 @@ class TwoLevelCollective final : public Collective {
     cross_t_ = make_transport(cross_name_, cross_comm_, across, spec.tcp_interface);
     // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
     local_ = std::make_unique<RingExecutor>(transport_ring(*local_t_, Wire::kFp32, 1.0f));
-    cross_ = std::make_unique<RingExecutor>(
-        transport_ring(*cross_t_, wire_, 1.0f / static_cast<float>(layout.world())));
+    cross_ =
+        std::make_unique<RingExecutor>(transport_ring(*cross_t_, wire_, 1.0f / static_cast<float>(layout.world())));
     two_ = std::make_unique<TwoLevelRing>(*local_, *cross_, place);
   }
   ~TwoLevelCollective() override {

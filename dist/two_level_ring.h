@@ -36,9 +36,7 @@ class TwoLevelRing {
   std::vector<int64_t> shard_cuts(int64_t count) const;
   const TwoLevelPlace& place() const { return place_; }
   // When the ring across hosts last switched phases.
-  std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const {
-    return across_.last_phase_switch();
-  }
+  std::optional<std::chrono::steady_clock::time_point> last_phase_switch() const { return across_.last_phase_switch(); }
 
  private:
   RingExecutor& inside_;

@@ -232,8 +232,8 @@ class DeviceTwoLevelRing final : public DeviceCollective {
   ~DeviceTwoLevelRing() override { stop_watching(); }
   std::string describe() const override {
     const TwoLevelPlace& place = two_.place();
-    return str_cat("ringtrain's two-level ring (", place.cross_ring.size(), " hosts of ", place.local_ring.size(),
-                   ": ", local_->describe(), " inside a host, ", cross_->describe(), " between hosts",
+    return str_cat("ringtrain's two-level ring (", place.cross_ring.size(), " hosts of ", place.local_ring.size(), ": ",
+                   local_->describe(), " inside a host, ", cross_->describe(), " between hosts",
                    wire_ == Wire::kFp32 ? "" : str_cat(", ", name_of(wire_), " on the wire between them"), ")");
   }
   std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_.shard_cuts(count); }

@@ -12,7 +12,8 @@ namespace rt {
 
 class GpuExchangePrimitives final : public ExchangePrimitives {
  public:
-  GpuExchangePrimitives(DeviceExchange& exchange, cudaStream_t stream) : ExchangePrimitives(exchange, stream), s_(stream) {}
+  GpuExchangePrimitives(DeviceExchange& exchange, cudaStream_t stream)
+      : ExchangePrimitives(exchange, stream), s_(stream) {}
   void scale(float* data, int64_t count, float s) override;
 
  protected:

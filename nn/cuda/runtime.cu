@@ -71,7 +71,7 @@ void check(cublasStatus_t s, const char* call, const char* file, int line) {
 }
 
 static thread_local Context* t_scoped = nullptr;  // the innermost StreamScope's context
-static thread_local Buffer t_scratch;           // scratch() inside a StreamScope
+static thread_local Buffer t_scratch;             // scratch() inside a StreamScope
 
 Context& context() {
   if (t_scoped) return *t_scoped;
