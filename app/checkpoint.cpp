@@ -91,6 +91,12 @@ TrainingPosition position_of(const StFile& f, const std::string& path) {
   // Checkpoints from before mid-epoch saves fall on epoch ends.
   if (!f.meta("epoch_positions").empty()) pos.epoch_positions = meta_int(f, "epoch_positions", path);
   if (const std::string s = f.meta("epoch_sums"); !s.empty()) pos.epoch_sums = sums_of(s, path);
+  if (const std::string s = f.meta("run_seconds"); !s.empty()) {  // absent before time to target
+    char* end = nullptr;
+    pos.run_seconds = std::strtod(s.c_str(), &end);
+    RT_CHECK(*end == '\0' && pos.run_seconds >= 0 && std::isfinite(pos.run_seconds), path,
+             ": metadata 'run_seconds' = '", s, "' is not a finite number >= 0");
+  }
   if (const std::string s = f.meta("loss_scale"); !s.empty()) {
     char* end = nullptr;
     pos.loss_scale = std::strtod(s.c_str(), &end);
@@ -176,6 +182,7 @@ std::string save_checkpoint(const std::string& dir, const Graph& graph, Optimize
                 {"seed", std::to_string(pos.seed)},
                 {"epoch_positions", std::to_string(pos.epoch_positions)},
                 {"epoch_sums", sums_text(pos.epoch_sums)},
+                {"run_seconds", str_cat(pos.run_seconds)},
                 {"config", resolved_config}};
   if (pos.loss_scale > 0) {
     char scale[32];

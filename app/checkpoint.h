@@ -41,6 +41,9 @@ struct TrainingPosition {
   int64_t epoch_positions = 0;
   EpochSums epoch_sums{};
   double loss_scale = 0;  // fp16's dynamic loss scale (nn/optim/loss_scale.h); 0: not fp16
+  // Wall-clock seconds since the run first started training, over every resumed part (Note
+  // [Stopping at a target]): what time to a target counts.
+  double run_seconds = 0;
 };
 inline constexpr const char* kOptimizerPrefix = "optimizer.";  // then the state's name, ".", the parameter's
 

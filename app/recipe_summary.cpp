@@ -14,7 +14,8 @@ std::string optimizer_summary(const TrainConfig& t) {
                              : " (biases and batch norm: neither trust ratio nor decay)";
   else if (!t.decay_bias_and_bn)
     s += " (not on biases and batch norm)";
-  s += str_cat(", ", t.lr_per_256, " per 256 images");
+  s += t.lr > 0 ? str_cat(", base rate ", t.lr, " for the global batch")
+                : str_cat(", ", t.lr_per_256, " per 256 images");
   if (t.label_smoothing > 0) s += str_cat(", label smoothing ", t.label_smoothing);
   if (t.clip_grad_norm > 0) s += str_cat(", gradients clipped to norm ", t.clip_grad_norm);
   return s;
@@ -39,11 +40,20 @@ std::string schedule_summary(const ScheduleConfig& s, int64_t epochs) {
       break;
     }
     case ScheduleKind::kCosine:
-      decay = str_cat("cosine decay to ", s.final_fraction, " x the rate at epoch ", epochs);
+      decay = "cosine decay to ";
       break;
     case ScheduleKind::kPoly:
-      decay = str_cat("poly decay (power ", s.power, ") to ", s.final_fraction, " x the rate at epoch ", epochs);
+      decay = str_cat("poly decay (power ", s.power, ") to ");
       break;
+  }
+  if (s.kind == ScheduleKind::kCosine || s.kind == ScheduleKind::kPoly) {
+    decay += s.end_lr > 0 ? str_cat("the rate ", s.end_lr) : str_cat(s.final_fraction, " x the rate");
+    if (s.decay_steps > 0)
+      decay += str_cat(" over ", s.decay_steps, " steps after warmup, then held");
+    else if (s.decay_epochs > 0)
+      decay += str_cat(" at epoch ", s.warmup_epochs + s.decay_epochs, ", then held");
+    else
+      decay += str_cat(" at epoch ", epochs);
   }
   if (s.warmup_epochs <= 0) return decay;
   return str_cat("linear warmup over ", s.warmup_epochs, " epoch", s.warmup_epochs == 1 ? "" : "s", ", then ", decay);

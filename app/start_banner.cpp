@@ -37,8 +37,10 @@ void Trainer::print_start(const ThreadSplit& split) const {
        << (config.train.accumulate_steps > 1
                ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")
                : std::string())
-       << "), learning rate " << schedule_.base << " (" << config.train.lr_per_256 << " per 256 images), "
-       << steps_per_epoch_ << " steps per epoch\n";
+       << "), learning rate " << schedule_.base
+       << (config.train.lr > 0 ? std::string(" (train.lr)")
+                               : str_cat(" (", config.train.lr_per_256, " per 256 images)"))
+       << ", " << steps_per_epoch_ << " steps per epoch\n";
   if (config.train.clip_grad_norm > 0)
     out_ << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
   if (config.train.bn_group > 1)

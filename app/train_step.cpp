@@ -139,7 +139,8 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
     clock.done(&StepTimes::forward_s);
   }
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
-           lr_, "): lower train.lr_per_256 or add schedule.warmup_epochs; the last checkpoint is untouched");
+           lr_, "): lower ", config_.train.lr > 0 ? "train.lr" : "train.lr_per_256",
+           " or add schedule.warmup_epochs; the last checkpoint is untouched");
   return loss;
 }
 

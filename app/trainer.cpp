@@ -56,6 +56,12 @@ struct Trainer::Run {
   std::vector<int32_t> labels;
   int64_t last_epoch;  // where this run ends: train.epochs, or sooner under TrainLimits
   TrainResult result;
+  // Note [Stopping at a target]: this part's start, and the run's seconds before it.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  double seconds_before = 0;
+  double run_seconds() const {
+    return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
 
   // The result as it stands, with the run's training time (and, where it ran to its end, speed).
   TrainResult done(bool finished = false) {
@@ -103,18 +109,28 @@ TrainResult Trainer::train() {
            "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
            "real data set (data.source = \"idx\")");
   Run run(*this);
+  mlperf_.open(config_.checkpoint.dir);
+  mlperf_.run_start();
+  run.seconds_before = position_.run_seconds;
+  run.result.target.target = config_.eval.target_top1;
   save_policy_.reset_clock();
-  for (int64_t epoch = position_.epochs_done; epoch < run.last_epoch; ++epoch) {
+  for (int64_t epoch = position_.epochs_done; epoch < run.last_epoch && !run.result.target.reached; ++epoch) {
     for (int64_t s = begin_epoch(run, epoch); s < steps_per_epoch_; ++s) {
       train_logged_step(run, epoch, s);
       if (limits_.steps > 0 && run.tally.run_steps() == limits_.steps) return run.done();
       const SaveDecision d = save_policy_.after_step(position_.step);
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
       const bool epoch_saves = s + 1 == steps_per_epoch_ && save_policy_.saves_after_epoch(epoch + 1);
-      if (d.save && (d.stop || !epoch_saves)) run.result.last_checkpoint = save(run.tally.sums(train_->skipped()));
+      if (d.save && (d.stop || !epoch_saves))
+        run.result.last_checkpoint = save(run.tally.sums(train_->skipped()), run.run_seconds());
       if (d.stop) return stop_on_signal(run, d);
     }
     end_epoch(run, epoch);
+  }
+  if (run.result.target.set() && (run.result.target.reached || position_.epochs_done == config_.train.epochs)) {
+    if (world_.rank() == 0) out_ << run.result.target.line() << std::flush;
+    run.folder.write_metric(run.result.target.record());
+    mlperf_.run_stop(run.result.target.reached);
   }
   gather_optimizer_state();  // whoever reads the optimizer after a run finds it whole
   return run.done(/*finished=*/true);
@@ -127,6 +143,7 @@ int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
   position_.epoch_sums = EpochSums{};
   train_->start(epoch, run.sampler.epoch_indices(epoch, position_.epoch_positions), config_.train.batch_per_rank);
   run.progress.begin_epoch(epoch, config_.train.epochs, steps_per_epoch_);
+  mlperf_.epoch_start(epoch + 1);
   run.tally.begin_epoch(carried, first_step);  // the epoch's clock starts with its first step
   return first_step;
 }
@@ -180,6 +197,7 @@ TrainResult Trainer::stop_on_signal(Run& run, const SaveDecision& d) {
 void Trainer::end_epoch(Run& run, int64_t epoch) {
   g_step = -1;
   run.progress.end_epoch();
+  mlperf_.epoch_stop(epoch + 1);
   position_.epochs_done = epoch + 1;
   position_.epoch_positions = 0;
   position_.epoch_sums = EpochSums{};  // a save inside the epoch left its figures there
@@ -196,17 +214,28 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
                      .seconds = 0,  // set after the evaluation
                      .fp16 = loss_scaling_->state(),
                      .test = std::nullopt};
-  if ((epoch + 1) % config_.eval.every_epochs == 0 || epoch + 1 == config_.train.epochs) {
-    run.result.last_eval = evaluate();
+  if (evaluates_after(config_.eval, epoch + 1, config_.train.epochs)) {
+    mlperf_.eval(epoch + 1, [&] {
+      run.result.last_eval = evaluate();
+      return run.result.last_eval.top1;
+    });
     report.test = EpochReport::Test{run.result.last_eval.loss, run.result.last_eval.top1, run.result.last_eval.top5};
+    TargetOutcome& target = run.result.target;
+    target.epoch = epoch + 1;
+    target.top1 = run.result.last_eval.top1;
+    target.run_seconds = run.run_seconds();
+    target.reached = target.set() && target.top1 >= target.target;
   }
   report.seconds = run.tally.epoch_seconds();
   if (world_.rank() == 0) out_ << report.line() << std::flush;
   run.folder.write_metric(report.record());
-  if (save_policy_.saves_after_epoch(epoch + 1)) run.result.last_checkpoint = save(EpochSums{});
+  // The model that reached the target is saved whatever checkpoint.every_epochs says.
+  if (save_policy_.saves_after_epoch(epoch + 1) || run.result.target.reached)
+    run.result.last_checkpoint = save(EpochSums{}, run.run_seconds());
 }
 
-std::string Trainer::save(const EpochSums& sums) {
+std::string Trainer::save(const EpochSums& sums, double run_seconds) {
+  position_.run_seconds = run_seconds;
   gather_optimizer_state();
   check_replicas_now(str_cat("before the save after step ", position_.step), /*with_momentum=*/true);
   position_.epoch_sums = sums;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "app/checkpoint.h"
+#include "app/mlperf_log.h"
+#include "app/run_target.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/replica_check.h"
@@ -47,6 +49,7 @@ struct TrainResult {
   EvalResult last_eval;             // after the final epoch
   double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
   double images_per_s = 0;          // global training images / train_seconds
+  TargetOutcome target;             // eval.target_top1's outcome (Note [Stopping at a target])
 };
 
 // Where tests stop a run early, as a job that ends there would (none by default).
@@ -152,8 +155,9 @@ class Trainer {
   TrainResult stop_on_signal(Run& run, const SaveDecision& decision);
   void end_epoch(Run& run, int64_t epoch);  // evaluation, report, save
   // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
-  // so far; the ranks' live state is as before (Note [Checkpoint files]). Every rank calls it.
-  std::string save(const EpochSums& sums);
+  // so far, `run_seconds` the run's time; the ranks' live state is as before (Note [Checkpoint files]).
+  // Every rank calls it.
+  std::string save(const EpochSums& sums, double run_seconds);
   void average_buffers();
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
@@ -171,6 +175,7 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
+  MlperfLog mlperf_;  // Note [MLPerf's log]; writes nothing unless log.mlperf, on rank 0
   // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
   // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
   StallPolicy between_steps_;

@@ -44,6 +44,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       resolved_(to_toml(config)),
       out_(out),
       world_(world),
+      mlperf_(config, world.rank()),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
       // one may.
       between_steps_(stall_policy(config_.dist, world,
@@ -66,6 +67,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
   broadcast_model_state(*graph_, world);
   plan_schedule();
+  if (!synthetic_) mlperf_.hyperparameters(schedule_, world.size(), train_->count(), test_->count());
   if (!config.log.timeline.empty())
     timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
                                            config.log.timeline_steps,
@@ -172,13 +174,15 @@ void Trainer::plan_schedule() {
     return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch_)));
   };
   schedule_.kind = s.kind;
-  schedule_.base = scaled_lr(t.lr_per_256, t.batch_per_rank * t.accumulate_steps * world_.size());
+  schedule_.base = base_lr(t.lr, t.lr_per_256, t.batch_per_rank * t.accumulate_steps * world_.size());
   schedule_.warmup_steps = in_steps(s.warmup_epochs);
   for (double m : s.milestones) schedule_.milestones.push_back(in_steps(m));
   schedule_.factor = s.factor;
-  schedule_.final_fraction = s.final_fraction;
+  schedule_.final_fraction = s.end_lr > 0 ? s.end_lr / schedule_.base : s.final_fraction;
   schedule_.power = s.power;
-  schedule_.total_steps = steps_per_epoch_ * t.epochs;
+  // The decay's own length where given, else to the end of train.epochs (its cap).
+  const int64_t decay = s.decay_steps > 0 ? s.decay_steps : in_steps(s.decay_epochs);
+  schedule_.total_steps = decay > 0 ? schedule_.warmup_steps + decay : steps_per_epoch_ * t.epochs;
   position_.seed = t.seed;
 }
 

@@ -1,6 +1,7 @@
 // `ringtrain train` (the default command): prints the resolved config, trains as configured (from
 // --resume DIR or --auto-resume where given), and ends with the test figures, or with status 75
-// after saving on a signal (Note [Stopping on a signal]).
+// after saving on a signal (Note [Stopping on a signal]), or 3 where eval.target_top1 was not
+// reached by train.epochs (Note [Stopping at a target]).
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -43,7 +44,7 @@ int train_command(const CliArgs& args) {
   std::snprintf(line, sizeof line, "done: test top-1 %.2f%%, top-5 %.2f%%, %.1f training images/s, checkpoint in ",
                 100 * r.last_eval.top1, 100 * r.last_eval.top5, r.images_per_s);
   if (world.rank() == 0) std::cout << line << config.checkpoint.dir << "\n";
-  return 0;
+  return r.target.set() && !r.target.reached ? kExitTargetMissed : 0;
 }
 
 }  // namespace rt

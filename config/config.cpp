@@ -84,6 +84,42 @@ std::vector<Broken> broken_rules(const Config& c) {
   rule(!t.cuda_graph || t.accumulate_steps == 1, "train.cuda_graph", "train.accumulate_steps",
        "train.cuda_graph replays one forward and backward per step; with train.accumulate_steps = ", t.accumulate_steps,
        " leave it off");
+  rule(t.lr == 0 || t.lr_per_256 == 0, "train.lr", "train.lr_per_256", "train.lr = ", t.lr,
+       " gives the rate for the whole global batch and train.lr_per_256 = ", t.lr_per_256,
+       " one scaled by it: give one of the two");
+  rule(t.lr > 0 || t.lr_per_256 > 0, "train.lr_per_256", "train.lr",
+       "no learning rate: give train.lr_per_256 (scaled by the global batch) or train.lr (for the whole of it)");
+  const ScheduleConfig& s = c.schedule;
+  rule(s.decay_epochs == 0 || s.decay_steps == 0, "schedule.decay_steps", "schedule.decay_epochs",
+       "schedule.decay_epochs = ", s.decay_epochs, " and schedule.decay_steps = ", s.decay_steps,
+       " both give the decay's length: give one of the two");
+  rule(s.end_lr == 0 || s.final_fraction == 0, "schedule.end_lr", "schedule.final_fraction",
+       "schedule.end_lr = ", s.end_lr, " and schedule.final_fraction = ", s.final_fraction,
+       " both give the final rate: give one of the two");
+  if (c.log.mlperf) {
+    const MlperfConfig& m = c.mlperf;
+    rule(!m.submission_org.empty(), "mlperf.submission_org", "log.mlperf",
+         "log.mlperf = true: MLPerf's log names the submitting organisation; set mlperf.submission_org");
+    rule(!m.submission_platform.empty(), "mlperf.submission_platform", "log.mlperf",
+         "log.mlperf = true: MLPerf's log names the system; set mlperf.submission_platform");
+    rule(m.submission_division == "closed" || m.submission_division == "open", "mlperf.submission_division",
+         "log.mlperf", "mlperf.submission_division = \"", m.submission_division, "\": expected \"closed\" or \"open\"");
+    rule(m.submission_status == "onprem" || m.submission_status == "cloud" || m.submission_status == "preview" ||
+             m.submission_status == "research",
+         "mlperf.submission_status", "log.mlperf", "mlperf.submission_status = \"", m.submission_status,
+         "\": expected \"onprem\", \"cloud\", \"preview\" or \"research\"");
+    rule(c.model.name == "resnet50", "model.name", "log.mlperf",
+         "log.mlperf = true: MLPerf's image classification "
+         "benchmark is ResNet-50, model.name = \"",
+         c.model.name, "\"");
+    rule(s.kind == ScheduleKind::kPoly, "schedule.kind", "log.mlperf",
+         "log.mlperf = true: MLPerf's ResNet rules name a polynomial decay (schedule.kind = \"poly\"), got \"",
+         name_of(s.kind), "\"");
+    rule(c.eval.target_top1 > 0, "eval.target_top1", "log.mlperf",
+         "log.mlperf = true: an MLPerf result is the time to a target; set eval.target_top1 (ResNet-50: 0.759)");
+  }
+  rule(c.eval.offset_epochs <= c.train.epochs, "eval.offset_epochs", "train.epochs",
+       "eval.offset_epochs = ", c.eval.offset_epochs, " is past the last epoch (train.epochs = ", c.train.epochs, ")");
   if (dist.allreduce != Allreduce::kRing) {  // a library's own allreduce, for comparison
     const bool mpi = dist.allreduce == Allreduce::kMpi;
     const char* library =
@@ -115,6 +151,8 @@ Config parse_config(const std::string& text, const std::string& source_name,
   SchemaLoader<Config> loader(source_name, config_schema());
   loader.apply_document(root);
   for (size_t i = 0; i < overrides.size(); ++i) loader.apply_override(overrides[i], i);
+  // A rate given absolutely replaces the per-256 one's default (the resolved config then says 0).
+  if (loader.given("train", "lr") && !loader.given("train", "lr_per_256")) loader.value().train.lr_per_256 = 0;
   loader.validate();
   // A rule is judged on values that all loaded: a misspelt word leaves its key at the default,
   // against which another key's rule would say something untrue.

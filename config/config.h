@@ -55,6 +55,7 @@ struct TrainConfig {
   int64_t batch_per_rank = 64;
   int64_t accumulate_steps = 1;
   double lr_per_256 = 0.1;
+  double lr = 0;  // > 0: the base rate for the whole global batch (lr_per_256 is then 0)
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 5e-4;
@@ -82,6 +83,9 @@ struct ScheduleConfig {
   double factor = 0.1;
   double final_fraction = 0.0;
   double power = 2.0;
+  double end_lr = 0;        // > 0: the final rate, absolute (instead of final_fraction)
+  double decay_epochs = 0;  // > 0: the decay's own length after warmup; 0: to train.epochs
+  int64_t decay_steps = 0;  // the same in steps
   bool operator==(const ScheduleConfig&) const = default;
 };
 
@@ -111,6 +115,8 @@ struct BenchConfig {
 struct EvalConfig {
   int64_t batch = 500;
   int64_t every_epochs = 1;
+  int64_t offset_epochs = 0;  // evaluations after epochs offset + k x every_epochs
+  double target_top1 = 0;     // > 0: stop once an evaluation reaches it
   bool operator==(const EvalConfig&) const = default;
 };
 
@@ -123,7 +129,18 @@ struct LogConfig {
   int64_t timeline_first_step = 5;
   int64_t timeline_steps = 3;
   double timeline_max_mb = 64;
+  bool mlperf = false;  // MLPerf's :::MLLOG lines in checkpoint.dir/mlperf.log (rank 0)
   bool operator==(const LogConfig&) const = default;
+};
+
+// What MLPerf's log says of the submission (log.mlperf), as its rules name the keys.
+struct MlperfConfig {
+  std::string submission_org;
+  std::string submission_platform;
+  std::string submission_division = "closed";
+  std::string submission_status = "onprem";
+  bool cache_clear = false;  // the launch script cleared the page cache before this run
+  bool operator==(const MlperfConfig&) const = default;
 };
 
 struct CheckpointConfig {
@@ -147,6 +164,7 @@ struct Config {
   EvalConfig eval;
   LogConfig log;
   CheckpointConfig checkpoint;
+  MlperfConfig mlperf;
   bool operator==(const Config&) const = default;
 };
 

@@ -30,5 +30,10 @@ struct LrSchedule {
 inline double scaled_lr(double lr_per_256, int64_t global_batch) {
   return lr_per_256 * static_cast<double>(global_batch) / 256.0;
 }
+// The base rate: `absolute` where it is given (> 0; LARS's rates do not scale linearly, and
+// MLPerf's reference points give them per global batch), else lr_per_256 scaled.
+inline double base_lr(double absolute, double lr_per_256, int64_t global_batch) {
+  return absolute > 0 ? absolute : scaled_lr(lr_per_256, global_batch);
+}
 
 }  // namespace rt

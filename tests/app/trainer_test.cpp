@@ -96,6 +96,67 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   EXPECT_FALSE(fs::exists(numbered_checkpoint_path(split.checkpoint.dir, 30 * 32) + ".tmp"));
 }
 
+// Note [Stopping at a target]: the run stops at the first evaluation that reaches eval.target_top1
+// and says so in metrics.jsonl; a run resumed from a checkpoint counts its seconds from the first
+// part's start. (A missed target: tests/app/mlperf_log_test.sh.)
+TEST_F(TrainerTest, ATargetStopsTheRunAndAResumedRunKeepsCountingItsTime) {
+  Config reach = config_;
+  reach.checkpoint.dir = (root_ / "reach").string();
+  reach.eval.target_top1 = 0.05;  // any learning at all, after epoch 1 of 2
+  const TrainResult reached = Trainer(reach, log_, World::get()).train();
+  EXPECT_TRUE(reached.target.reached);
+  EXPECT_EQ(reached.target.epoch, 1);
+  EXPECT_EQ(reached.step_losses.size(), 20u) << "the run went on after reaching its target";
+  EXPECT_GE(reached.target.top1, 0.05);
+  std::ifstream metrics(fs::path(reach.checkpoint.dir) / "metrics.jsonl");
+  Json last;
+  for (std::string line; std::getline(metrics, line);) last = parse_json(line);
+  EXPECT_EQ(last["kind"], "target");
+  EXPECT_EQ(last["reached"], true);
+  EXPECT_EQ(last["epoch"], 1);
+
+  Config split = config_;
+  split.checkpoint.dir = (root_ / "split").string();
+  train_within(split, {.epochs = 1});  // no target yet: epoch 1 ends the first part
+  const double first_part = std::stod(read_safetensors(newest_checkpoint(split.checkpoint.dir)).meta("run_seconds"));
+  EXPECT_GT(first_part, 0);
+  split.eval.target_top1 = 0.05;
+  Trainer resumed(split, log_, World::get());
+  resumed.resume(split.checkpoint.dir);
+  const TrainResult second = resumed.train();
+  EXPECT_TRUE(second.target.reached);
+  EXPECT_EQ(second.target.epoch, 2);
+  EXPECT_GT(second.target.run_seconds, first_part) << "the resumed part did not count the first part's time";
+  EXPECT_LT(second.target.run_seconds, first_part + second.train_seconds + 60);
+}
+
+// The decay's own length (schedule.decay_steps) ends the decay inside the run, which goes on at
+// the end rate to train.epochs; an absolute rate (train.lr) is taken as it is, whatever the batch.
+TEST_F(TrainerTest, TheDecayHasItsOwnLengthAndTheRateHoldsAfterIt) {
+  Config c = config_;
+  c.checkpoint.dir = (root_ / "decay").string();
+  c.log.every_steps = 1;
+  c.train.lr = 0.05;
+  c.train.lr_per_256 = 0;
+  c.schedule.kind = ScheduleKind::kPoly;
+  c.schedule.warmup_epochs = 0;
+  c.schedule.power = 2;
+  c.schedule.end_lr = 0.001;
+  c.schedule.final_fraction = 0;
+  c.schedule.decay_steps = 10;
+  Trainer(c, log_, World::get()).train();
+  std::ifstream f(fs::path(c.checkpoint.dir) / "metrics.jsonl");
+  std::vector<double> rates;
+  for (std::string line; std::getline(f, line);) {
+    const Json r = parse_json(line);
+    if (r["kind"] == "step") rates.push_back(r["lr"].get<double>());
+  }
+  ASSERT_EQ(rates.size(), 40u);  // 2 epochs of 20 steps
+  EXPECT_DOUBLE_EQ(rates[0], 0.05);
+  EXPECT_NEAR(rates[5], 0.001 + (0.05 - 0.001) * 0.25, 1e-12);  // halfway: (1 - 1/2)^2
+  for (size_t i = 10; i < rates.size(); ++i) EXPECT_NEAR(rates[i], 0.001, 1e-15) << "step " << i + 1;
+}
+
 // Parameters, then momentum, as the run left them.
 std::vector<float> weights_and_momentum(Trainer& t) {
   const size_t n = static_cast<size_t>(t.graph().arena_floats());

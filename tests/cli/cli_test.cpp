@@ -257,6 +257,11 @@ TEST(RingtrainBinary, InfoConfigSaysTheOptimizerAndTheSchedule) {
                                 "each\n"),
             std::string::npos)
       << grouped.output;
+  EXPECT_NE(grouped.output.find("base rate 21.2 for the global batch"), std::string::npos) << grouped.output;
+  EXPECT_NE(grouped.output.find("schedule: linear warmup over 16 epochs, then poly decay (power 2) to the rate 0.0001 "
+                                "over 2267 steps after warmup, then held\n"),
+            std::string::npos)
+      << grouped.output;
 }
 
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {

@@ -144,21 +144,22 @@ TEST(ConfigLoad, KeyInTheWrongTableSuggestsTheRightTable) {
 }
 
 TEST(ConfigLoad, UnknownKeyWithNothingNearListsTheTableKeys) {
-  EXPECT_EQ(error_of("[eval]\nzzzzzz = 1\n"),
-            "run.toml:2: unknown key 'eval.zzzzzz' (keys of [eval] are: batch, every_epochs)");
+  EXPECT_EQ(
+      error_of("[eval]\nzzzzzz = 1\n"),
+      "run.toml:2: unknown key 'eval.zzzzzz' (keys of [eval] are: batch, every_epochs, offset_epochs, target_top1)");
 }
 
 TEST(ConfigLoad, UnknownTableSuggestsTheNearOne) {
   EXPECT_EQ(error_of("[trian]\nepochs = 3\n"), "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
   EXPECT_CONTAINS(error_of("[optimizer]\nlr = 3\n"),
                   "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, bench, eval, log, "
-                  "checkpoint)");
+                  "checkpoint, mlperf)");
 }
 
 TEST(ConfigLoad, KeyOutsideAnyTableIsAnError) {
   EXPECT_EQ(error_of("epochs = 3\n[train]\nseed = 2\n"),
             "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
-            "train, schedule, dist, bench, eval, log, checkpoint (did you mean 'train.epochs'?)");
+            "train, schedule, dist, bench, eval, log, checkpoint, mlperf (did you mean 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, TableNameHoldingAPlainValueIsAnError) {
@@ -201,8 +202,40 @@ TEST(ConfigLoad, OutOfRangeNamesValueAndBound) {
 
 TEST(ConfigLoad, NegativeOrZeroLearningRateIsRejected) {
   EXPECT_EQ(error_of("[train]\nlr_per_256 = -0.1\n"),
-            "run.toml:2: 'train.lr_per_256' = -0.1 is out of range: expected > 0");
-  EXPECT_CONTAINS(error_of("[train]\nlr_per_256 = 0\n"), "'train.lr_per_256' = 0.0 is out of range: expected > 0");
+            "run.toml:2: 'train.lr_per_256' = -0.1 is out of range: expected >= 0");
+  EXPECT_CONTAINS(error_of("[train]\nlr_per_256 = 0\n"),
+                  "no learning rate: give train.lr_per_256 (scaled by the global batch) or train.lr");
+}
+
+// MLPerf's reference points give a rate for a global batch: train.lr takes it as it is, and the
+// resolved config (every key present) reads back.
+TEST(ConfigRules, AnAbsoluteRateReplacesThePer256OneAndBothAreRefused) {
+  const Config c = parse_config("[train]\nlr = 21.2\n", "run.toml");
+  EXPECT_EQ(c.train.lr, 21.2);
+  EXPECT_EQ(c.train.lr_per_256, 0);
+  EXPECT_EQ(parse_config(to_toml(c), "config.toml"), c);
+  EXPECT_EQ(error_of("[train]\nlr = 21.2\nlr_per_256 = 0.1\n"),
+            "run.toml:3: train.lr = 21.2 gives the rate for the whole global batch and train.lr_per_256 = 0.1 one "
+            "scaled by it: give one of the two");
+  EXPECT_EQ(error_of("[schedule]\ndecay_epochs = 40\ndecay_steps = 2267\n"),
+            "run.toml:3: schedule.decay_epochs = 40 and schedule.decay_steps = 2267 both give the decay's length: give "
+            "one of the two");
+  EXPECT_EQ(error_of("[schedule]\nend_lr = 0.0001\nfinal_fraction = 0.01\n"),
+            "run.toml:3: schedule.end_lr = 0.0001 and schedule.final_fraction = 0.01 both give the final rate: give "
+            "one of the two");
+}
+
+TEST(ConfigRules, TheMlperfLogNeedsWhatItsRulesAsk) {
+  const std::string ok =
+      "[model]\nname = \"resnet50\"\n[schedule]\nkind = \"poly\"\n[eval]\ntarget_top1 = 0.759\n[log]\nmlperf = "
+      "true\n[mlperf]\nsubmission_org = \"us\"\nsubmission_platform = \"8 hosts\"\n";
+  EXPECT_EQ(error_of(ok), "");
+  EXPECT_CONTAINS(error_of(ok, {"mlperf.submission_org=\"\""}), "set mlperf.submission_org");
+  EXPECT_CONTAINS(error_of(ok, {"mlperf.submission_status=lab"}),
+                  "mlperf.submission_status = \"lab\": expected \"onprem\", \"cloud\", \"preview\" or \"research\"");
+  EXPECT_CONTAINS(error_of(ok, {"eval.target_top1=0"}), "set eval.target_top1 (ResNet-50: 0.759)");
+  EXPECT_CONTAINS(error_of(ok, {"schedule.kind=cosine"}), "name a polynomial decay");
+  EXPECT_CONTAINS(error_of(ok, {"model.name=vgg16"}), "benchmark is ResNet-50");
 }
 
 TEST(ConfigLoad, EveryBoundRejectsTheValueJustOutside) {
@@ -457,6 +490,7 @@ Config every_key_changed() {
              128,
              4,
              0.1 + 0.2,
+             0.0,
              0.95,
              true,
              1e-5,
@@ -472,7 +506,8 @@ Config every_key_changed() {
              Device::kCuda,
              ConvAlgorithm::kWinograd,
              Precision::kTf32};
-  c.schedule = {ScheduleKind::kStep, 2.0, {30.0, 60.5, 1e20}, 0.5, 0.01, 1.5};
+  c.schedule = {ScheduleKind::kStep, 2.0, {30.0, 60.5, 1e20}, 0.5, 0.0, 1.5, 0.0001, 0.0, 2267};
+  c.mlperf = {"an org", "a platform", "open", "research", true};
   // On the GPU the ring's transport stays "auto" (NCCL moves the bytes): the CPU round trip below changes it.
   c.dist = {Allreduce::kRing,
             TransportChoice::kAuto,
@@ -486,7 +521,7 @@ Config every_key_changed() {
             5.5,
             30.0};
   c.bench = {3, 4, 5};
-  c.eval = {250, 2};
+  c.eval = {250, 2, 1, 0.5};
   c.log = {10, "", true, ProgressMode::kLines, "trace.json", 2, 7, 1.5};
   c.checkpoint = {"runs/x", 3, 100, 30.5, 4, "SIGUSR2", 12.5};
   return c;
@@ -509,6 +544,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   EXPECT_NE(c.dist, defaults.dist);
   EXPECT_NE(c.bench, defaults.bench);
   EXPECT_NE(c.eval, defaults.eval);
+  EXPECT_NE(c.mlperf, defaults.mlperf);
   EXPECT_NE(c.log, defaults.log);
   EXPECT_NE(c.checkpoint, defaults.checkpoint);
   EXPECT_EQ(parse_config(to_toml(c), "printed.toml"), c) << to_toml(c);
@@ -606,8 +642,13 @@ TEST(ShippedConfigs, EveryRunConfigLoads) {
   const Config c = load_config(RT_SOURCE_DIR "/configs/large_batch/resnet50_32k.toml");
   EXPECT_EQ(c.train.optimizer, OptimizerKind::kLars);
   EXPECT_EQ(c.schedule.kind, ScheduleKind::kPoly);
-  EXPECT_NEAR(c.train.lr_per_256 * 32768 / 256, 21.2, 1e-9);  // MLPerf's base rate at 32k
-  EXPECT_NEAR(c.schedule.final_fraction * 21.2, 1e-4, 1e-7);  // its end rate
+  // MLPerf's reference point at 32k (rcps_resnet.json, training 4.0.0) and its rules' end rate.
+  EXPECT_EQ(c.train.lr, 21.2);
+  EXPECT_EQ(c.train.lr_per_256, 0);
+  EXPECT_EQ(c.schedule.end_lr, 0.0001);
+  EXPECT_EQ(c.schedule.warmup_epochs, 16);
+  EXPECT_EQ(c.schedule.decay_steps, 2267);
+  EXPECT_EQ(c.eval.target_top1, 0.759);
 }
 
 }  // namespace
