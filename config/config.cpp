@@ -86,7 +86,7 @@ std::vector<Broken> broken_rules(const Config& c) {
        " leave it off");
   rule(t.lr == 0 || t.lr_per_256 == 0, "train.lr", "train.lr_per_256", "train.lr = ", t.lr,
        " gives the rate for the whole global batch and train.lr_per_256 = ", t.lr_per_256,
-       " one scaled by it: give one of the two");
+       " one scaled by it: give one of the two (the other = 0)");
   rule(t.lr > 0 || t.lr_per_256 > 0, "train.lr_per_256", "train.lr",
        "no learning rate: give train.lr_per_256 (scaled by the global batch) or train.lr (for the whole of it)");
   const ScheduleConfig& s = c.schedule;

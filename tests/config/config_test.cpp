@@ -216,7 +216,7 @@ TEST(ConfigRules, AnAbsoluteRateReplacesThePer256OneAndBothAreRefused) {
   EXPECT_EQ(parse_config(to_toml(c), "config.toml"), c);
   EXPECT_EQ(error_of("[train]\nlr = 21.2\nlr_per_256 = 0.1\n"),
             "run.toml:3: train.lr = 21.2 gives the rate for the whole global batch and train.lr_per_256 = 0.1 one "
-            "scaled by it: give one of the two");
+            "scaled by it: give one of the two (the other = 0)");
   EXPECT_EQ(error_of("[schedule]\ndecay_epochs = 40\ndecay_steps = 2267\n"),
             "run.toml:3: schedule.decay_epochs = 40 and schedule.decay_steps = 2267 both give the decay's length: give "
             "one of the two");

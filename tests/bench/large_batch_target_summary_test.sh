@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/large_batch_target_summary.py's arithmetic on a hand-made epochs.csv: the target is the
+# baseline seeds' mean final top-1 minus 0.5 (90.5 - 0.5 = 90.0 here); a run's figure is the first
+# epoch reaching it; medians, ranges and reaching counts over seeds; a run that never reaches it
+# shows "-"; the best rate is the fewest median epochs; an unfinished run is left out.
+# usage: large_batch_target_summary_test.sh SOURCE_DIR
+set -u
+src=$1
+work=$(mktemp -d /tmp/ringtrain_lbt_summary_XXXXXX)
+trap 'rm -rf "$work"' EXIT
+{
+  echo "run,arm,batch,epochs,seed,rate,epoch,test_top1"
+  for e in 1 2 3 4; do echo "b1,baseline,64,4,1,0.4,$e,$(( 87 + e )).00"; done      # ends at 91
+  for e in 1 2 3 4; do echo "b2,baseline,64,4,2,0.4,$e,$(( 86 + e )).00"; done      # ends at 90
+  for s in 1 2 3; do                                         # reaches 90.0 at epochs 2, 3, 4
+    for e in 1 2 3 4; do echo "l$s,lars,4096,4,$s,2.0,$e,$(( e >= s + 1 ? 90 : 80 )).00"; done
+  done
+  for s in 1 2 3; do for e in 1 2 3 4; do echo "g$s,sgd,4096,4,$s,0.05,$e,89.99"; done; done  # never
+  for s in 1 2; do for e in 1 2 3 4; do echo "h$s,sgd,4096,4,$s,0.1,$e,$(( e >= 3 ? 95 : 50 )).00"; done; done
+  echo "u1,lars,4096,4,1,9.9,1,99.00"                        # unfinished: left out
+} > "$work/epochs.csv"
+out=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" 4)
+fail=0
+expect() {
+  if grep -qF -- "$1" <<< "$out"; then echo "PASS: $1"; else echo "FAIL: no line with: $1"; fail=1; fi
+}
+expect "| 4 | 91.00, 90.00 | 90.00 |"
+expect "| lars | 4096 | 4 | 2.0 | 3 | 2-4 | 3 of 3 | 90.00 |"
+expect "| sgd | 4096 | 4 | 0.05 per 256 | - | - | 0 of 3 | 89.99 |"
+expect "| sgd | 4096 | 4 | 0.1 per 256 | 3 | 3-3 | 2 of 2 | 95.00 |"
+expect "best rates: sgd 0.1, lars 2.0"
+if grep -qF "| 9.9 |" <<< "$out"; then echo "FAIL: the unfinished run was counted"; fail=1; fi
+[[ $fail -eq 0 ]] || echo "$out"
+exit $fail
