@@ -27,6 +27,7 @@ struct EpochSums {
   double skipped = 0;      // unreadable files skipped
   static constexpr int kCount = 6;
   double* data() { return &loss; }  // the kCount figures, for one allreduce
+  const double* data() const { return &loss; }
 };
 static_assert(sizeof(EpochSums) == EpochSums::kCount * sizeof(double));
 

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "app/trainer.h"
+
+#include <chrono>
+#include <thread>
 #include "base/check.h"
 #include "base/test_fault.h"
 #include "nn/ops/add.h"
@@ -31,12 +34,16 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
 // statistics, and their running averages, are per micro-batch, as in PyTorch.
 LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
   StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
+  const auto started = std::chrono::steady_clock::now();
+  double data_s = 0;  // inside next(): not compute (Note [Naming the straggler])
   const RunContext step = begin_step();
   const double loss_scale = loss_scaling_->scale();
   const int64_t K = config_.train.accumulate_steps;
   LossResult loss;
   for (int64_t k = 0; k < K; ++k) {
+    const auto asked = std::chrono::steady_clock::now();
     const MicroBatch batch = next(k);
+    data_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     const RunContext ctx{step.training, step.seed, step.step * static_cast<uint64_t>(K) + static_cast<uint64_t>(k)};
     last_micro_batch_ = k + 1 == K;
     const bool replay = replay_.replays(profile_ != nullptr);  // never with K > 1 (checked at set-up)
@@ -51,11 +58,16 @@ LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
     loss.correct1 += micro.correct1;
     loss.correct5 += micro.correct5;
   }
+  if (fault_requested("slow_step", world_.rank())) std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  const double compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - data_s;
   inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
+  const auto finished = std::chrono::steady_clock::now();
   if (reducer_) {
     ComputeSpan span(timeline_.get(), "wait for allreduce");
     reducer_->finish();
   }
+  straggler_.add_step(compute_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - finished).count(),
+                      reducer_ ? reducer_->collective().link_waits() : LinkWaits{});
   if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
     double grad_scale = 1.0 / loss_scale;
     if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike

@@ -144,6 +144,7 @@ int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
   train_->start(epoch, run.sampler.epoch_indices(epoch, position_.epoch_positions), config_.train.batch_per_rank);
   run.progress.begin_epoch(epoch, config_.train.epochs, steps_per_epoch_);
   mlperf_.epoch_start(epoch + 1);
+  straggler_.begin_epoch();
   run.tally.begin_epoch(carried, first_step);  // the epoch's clock starts with its first step
   return first_step;
 }
@@ -201,8 +202,17 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
   position_.epochs_done = epoch + 1;
   position_.epoch_positions = 0;
   position_.epoch_sums = EpochSums{};  // a save inside the epoch left its figures there
-  EpochSums sums = run.tally.sums(train_->skipped());
-  world_.allreduce_sum(sums.data(), EpochSums::kCount, watched(str_cat("epoch ", epoch + 1, "'s training figures")));
+  // One sum: the epoch's figures, then each rank's straggler figures in its own slots.
+  if (hosts_.empty()) hosts_ = world_.allgather(world_.host());
+  std::vector<double> all(EpochSums::kCount + static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
+  const EpochSums own = run.tally.sums(train_->skipped());
+  std::copy(own.data(), own.data() + EpochSums::kCount, all.begin());
+  straggler_.write(all.data() + EpochSums::kCount, world_.rank());
+  world_.allreduce_sum(all.data(), static_cast<int>(all.size()),
+                       watched(str_cat("epoch ", epoch + 1, "'s training figures")));
+  EpochSums sums;
+  std::copy(all.begin(), all.begin() + EpochSums::kCount, sums.data());
+  const StragglerVerdict stragglers = judge_stragglers(all.data() + EpochSums::kCount, hosts_);
   EpochReport report{.epoch = epoch + 1,
                      .epochs = config_.train.epochs,
                      .step = position_.step,
@@ -227,8 +237,13 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
     target.reached = target.set() && target.top1 >= target.target;
   }
   report.seconds = run.tally.epoch_seconds();
-  if (world_.rank() == 0) out_ << report.line() << std::flush;
-  run.folder.write_metric(report.record());
+  if (world_.rank() == 0) {
+    out_ << report.line() << std::flush;
+    if (!stragglers.line.empty()) out_ << "ringtrain: " << stragglers.line << "\n" << std::flush;
+  }
+  Json record = report.record();
+  stragglers.add_to(record);
+  run.folder.write_metric(record);
   // The model that reached the target is saved whatever checkpoint.every_epochs says.
   if (save_policy_.saves_after_epoch(epoch + 1) || run.result.target.reached)
     run.result.last_checkpoint = save(EpochSums{}, run.run_seconds());

@@ -13,6 +13,7 @@
 #include "app/checkpoint.h"
 #include "app/mlperf_log.h"
 #include "app/run_target.h"
+#include "app/straggler_report.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/replica_check.h"
@@ -175,7 +176,9 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
-  MlperfLog mlperf_;  // Note [MLPerf's log]; writes nothing unless log.mlperf, on rank 0
+  MlperfLog mlperf_;                // Note [MLPerf's log]; writes nothing unless log.mlperf, on rank 0
+  StragglerTally straggler_;        // this epoch's compute and ring waits (Note [Naming the straggler])
+  std::vector<std::string> hosts_;  // each rank's host, for its reports; gathered at the first epoch's end
   // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
   // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
   StallPolicy between_steps_;

@@ -30,6 +30,11 @@ class RingCollective final : public Collective {
     return cuts;
   }
   std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
+  LinkWaits link_waits() const override {
+    const int r = transport_->rank(), p = transport_->world();
+    const RingWaits w = ring_.waits();
+    return {ring_prev(r, p), ring_next(r, p), w.from_prev_s, w.to_next_s};
+  }
 
  protected:
   PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) override {

@@ -24,9 +24,17 @@ struct RingRun {
   WaitContext context;
 };
 
+// Seconds this rank's waits took so far, per ring neighbour (Note [Naming the straggler] in
+// app/straggler_report.h): receives from the previous rank, sends to the next.
+struct RingWaits {
+  double from_prev_s = 0, to_next_s = 0;
+};
+
 class RingPrimitives {
  public:
   virtual ~RingPrimitives() = default;
+  // Zero where the waits are not the host's (the GPU's exchanges are enqueued, not awaited).
+  virtual RingWaits waits() const { return {}; }
   virtual int rank() const = 0;
   virtual int world() const = 0;
   // The largest slice a receive handles: chunks are cut into slices of it, each reduced and sent

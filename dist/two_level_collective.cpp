@@ -72,6 +72,13 @@ class TwoLevelCollective final : public Collective {
     for (const RingPhase& phase : two_->gather_updated(data, count, context)) phase.run();
   }
   std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_->shard_cuts(count); }
+  LinkWaits link_waits() const override {  // the ring across hosts: the network's links
+    const std::vector<int>& ring = two_->place().cross_ring;
+    const int at = two_->place().cross, n = static_cast<int>(ring.size());
+    const RingWaits w = cross_->waits();
+    return {ring[static_cast<size_t>(ring_prev(at, n))], ring[static_cast<size_t>(ring_next(at, n))], w.from_prev_s,
+            w.to_next_s};
+  }
 
  protected:
   PhaseSwitch reduce(float* data, int64_t count, const WaitContext& context, const ShardUpdate* update) override {

@@ -26,11 +26,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tfevents  # noqa: E402
 
 PLACES = {"kind", "step", "epoch", "images_seen"}
-# What the records hold today (grad_norm with train.clip_grad_norm, test_* after an evaluation):
-# a field renamed or dropped on either side fails here.
+# What the records hold today (grad_norm with train.clip_grad_norm, test_* after an evaluation,
+# the straggler figures on several ranks): a field renamed or dropped on either side fails here.
 EXPECTED_TAGS = {"step/loss", "step/lr", "step/images_per_s", "step/grad_norm", "epoch/train_loss",
                  "epoch/train_top1", "epoch/epoch_seconds", "epoch/data_wait", "epoch/skipped_files",
-                 "epoch/test_loss", "epoch/test_top1", "epoch/test_top5"}
+                 "epoch/test_loss", "epoch/test_top1", "epoch/test_top5", "epoch/compute_ms_median",
+                 "epoch/compute_ms_worst", "epoch/worst_rank", "epoch/worst_link_ratio"}
 
 
 def fail(message):

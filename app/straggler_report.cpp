@@ -1,0 +1,102 @@
+#include "app/straggler_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/check.h"
+
+namespace rt {
+namespace {
+
+enum Field { kCompute, kSteps, kFromPrev, kToNext, kLastSteps, kPrev, kNext };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+void StragglerTally::begin_epoch() {
+  compute_s_ = from_prev_s_ = to_next_s_ = 0;
+  steps_ = last_steps_ = 0;
+}
+
+void StragglerTally::add_step(double compute_s, double averages_wait_s, const LinkWaits& now) {
+  const double from_prev = now.from_prev_s - last_.from_prev_s, to_next = now.to_next_s - last_.to_next_s;
+  last_ = now;
+  compute_s_ += compute_s;
+  from_prev_s_ += from_prev;
+  to_next_s_ += to_next;
+  ++steps_;
+  if (averages_wait_s < 1e-3 && averages_wait_s < 0.1 * compute_s) ++last_steps_;
+}
+
+void StragglerTally::write(double* all, int rank) const {
+  double* f = all + static_cast<size_t>(rank) * kFields;
+  f[kCompute] = compute_s_;
+  f[kSteps] = static_cast<double>(steps_);
+  f[kFromPrev] = from_prev_s_;
+  f[kToNext] = to_next_s_;
+  f[kLastSteps] = static_cast<double>(last_steps_);
+  f[kPrev] = last_.prev;
+  f[kNext] = last_.next;
+}
+
+StragglerVerdict judge_stragglers(const double* all, const std::vector<std::string>& hosts) {
+  const int world = static_cast<int>(hosts.size());
+  const auto at = [&](int r, Field f) { return all[static_cast<size_t>(r) * StragglerTally::kFields + f]; };
+  const auto per_step = [&](int r, Field f) { return at(r, kSteps) > 0 ? at(r, f) / at(r, kSteps) : 0.0; };
+  const auto who = [&](int r) { return str_cat("rank ", r, " (", hosts[static_cast<size_t>(r)], ")"); };
+  StragglerVerdict v;
+  std::vector<double> compute;
+  for (int r = 0; r < world; ++r) compute.push_back(per_step(r, kCompute));
+  if (world < 2 || at(0, kSteps) == 0) return v;
+  const double med = median(compute);
+  v.worst_rank = static_cast<int>(std::max_element(compute.begin(), compute.end()) - compute.begin());
+  v.compute_ms_median = 1e3 * med;
+  v.compute_ms_worst = 1e3 * compute[static_cast<size_t>(v.worst_rank)];
+  // The link whose sends waited longest against the median of the others'.
+  std::vector<double> sends;
+  for (int r = 0; r < world; ++r) sends.push_back(per_step(r, kToNext));
+  const int slow = static_cast<int>(std::max_element(sends.begin(), sends.end()) - sends.begin());
+  std::vector<double> others = sends;
+  others.erase(others.begin() + slow);
+  const double others_med = median(others);
+  const int next = static_cast<int>(at(slow, kNext));
+  if (next >= 0) {
+    v.worst_link = str_cat(slow, "->", next);
+    v.worst_link_ratio = sends[static_cast<size_t>(slow)] / std::max(others_med, 1e-6);
+  }
+  const double excess = compute[static_cast<size_t>(v.worst_rank)] - med;
+  char text[256];
+  if (excess > kComputeMargin * med && excess > kFloorS && per_step(v.worst_rank, kLastSteps) >= kLastShare) {
+    std::snprintf(text, sizeof text, " computed %.0f ms a step over the median (+%.0f%%)", 1e3 * excess,
+                  100 * excess / med);
+    v.line = who(v.worst_rank) + text;
+    if (at(v.worst_rank, kNext) >= 0) {
+      std::snprintf(text, sizeof text, "; the ring waited on it in %.0f%% of steps",
+                    100 * per_step(v.worst_rank, kLastSteps));
+      v.line += text;
+    }
+  } else if (next >= 0 && v.worst_link_ratio > kLinkFactor && sends[static_cast<size_t>(slow)] - others_med > kFloorS) {
+    std::snprintf(text, sizeof text, " took %.1fx the others'", v.worst_link_ratio);
+    v.line = "transfers from " + who(slow) + " to " + who(next) + text;
+  }
+  return v;
+}
+
+void StragglerVerdict::add_to(Json& record) const {
+  if (worst_rank < 0) return;
+  record["compute_ms_median"] = compute_ms_median;
+  record["compute_ms_worst"] = compute_ms_worst;
+  record["worst_rank"] = worst_rank;
+  if (!worst_link.empty()) {
+    record["worst_link"] = worst_link;
+    record["worst_link_ratio"] = worst_link_ratio;
+  }
+  if (!line.empty()) record["straggler"] = line;
+}
+
+}  // namespace rt

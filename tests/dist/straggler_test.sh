@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Note [Naming the straggler] (app/straggler_report.h), judged from outside the report's
+# arithmetic, LeNet on a Fashion-MNIST subset, 2 epochs:
+# - 4 ranks, a test fault adding 40 ms to rank 2's every step: each epoch's report names rank 2,
+#   as compute, on the flat ring and on the two-level ring (2 fake hosts x 2 ranks, rank 1 slowed
+#   there); metrics.jsonl's epoch records name it as the worst rank.
+# - 2 ranks, each confined to its own core, a busy process sharing rank 1's: rank 1 is named.
+# - the same jobs without the fault or the busy process: no report.
+# usage: straggler_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
+set -u
+ringtrain=$1 src=$2
+source "$src/tests/support/fashion_mnist.sh"
+require_fashion_mnist
+work=$(mktemp -d /tmp/ringtrain_straggler_XXXXXX)
+busy=
+trap '[[ -n $busy ]] && kill "$busy" 2>/dev/null; rm -rf "$work"' EXIT
+fashion_mnist_subset "$work/data" 2048 256 || exit 1
+launch=$src/scripts/mpi_launch.sh
+common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=2
+        --set train.batch_per_rank=32 --set train.threads=1 --set log.progress=none "${subset_data[@]}")
+fail=0
+reports() { grep -c '^ringtrain: rank [0-9]* (.*) computed .* ms a step over the median' "$1"; }
+named() {  # LOG METRICS RANK WHAT
+  local n
+  n=$(grep -c "^ringtrain: rank $3 (.*) computed .* over the median (+[0-9]*%); the ring waited on it in" "$1")
+  if [[ $n -eq 2 && $(reports "$1") -eq 2 ]] &&
+     [[ $(grep -c "\"kind\":\"epoch\".*\"worst_rank\":$3,.*\"straggler\":\"rank $3 " "$2") -eq 2 ]]; then
+    echo "PASS: $4: rank $3 named after both epochs: $(grep -m1 "^ringtrain: rank $3 " "$1")"
+  else
+    echo "FAIL: $4: rank $3 should be named after both epochs"; grep -E "^(epoch|ringtrain: rank)" "$1"; fail=1
+  fi
+}
+silent() {  # LOG METRICS WHAT
+  if [[ $(reports "$1") -eq 0 ]] && ! grep -q '"straggler"' "$2" && grep -q '"compute_ms_median"' "$2"; then
+    echo "PASS: $3: no report, and the figures in metrics.jsonl"
+  else
+    echo "FAIL: $3: a report without a straggler, or no figures"; grep -E "^(epoch|ringtrain: rank)" "$1"; fail=1
+  fi
+}
+run() {  # NAME NP [ENV...] -- [ARGS...]
+  local name=$1 np=$2; shift 2
+  local env=()
+  while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
+  shift
+  env "${env[@]}" timeout 180 "$launch" --testing -np "$np" "$ringtrain" "${common[@]}" "$@" \
+    --set checkpoint.dir="$work/$name" > "$work/$name.log" 2>&1 || { echo "FAIL: $name did not finish"; tail -20 "$work/$name.log"; fail=1; }
+}
+
+run flat_fault 4 RINGTRAIN_TEST_FAULT=2:slow_step --
+named "$work/flat_fault.log" "$work/flat_fault/metrics.jsonl" 2 "flat ring, 40 ms added to rank 2"
+run two_level_fault 4 RINGTRAIN_TEST_FAULT=1:slow_step RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
+named "$work/two_level_fault.log" "$work/two_level_fault/metrics.jsonl" 1 "two-level ring, 40 ms added to rank 1"
+run flat_clean 4 --
+silent "$work/flat_clean.log" "$work/flat_clean/metrics.jsonl" "flat ring at 4 ranks, no fault"
+run two_level_clean 4 RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
+silent "$work/two_level_clean.log" "$work/two_level_clean/metrics.jsonl" "two-level ring at 4 ranks, no fault"
+
+# Each rank on a core of its own; then a busy process on rank 1's.
+if [[ $(nproc) -ge 2 ]] && command -v taskset > /dev/null; then
+  cat > "$work/pin.sh" <<'PIN'
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+exec taskset -c "$rank" "$@"
+PIN
+  pinned=(--set model.name=resnet_mini)
+  env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
+    --set checkpoint.dir="$work/pinned_clean" > "$work/pinned_clean.log" 2>&1 || { echo "FAIL: the pinned job did not finish"; fail=1; }
+  silent "$work/pinned_clean.log" "$work/pinned_clean/metrics.jsonl" "2 pinned ranks, nothing beside them"
+  taskset -c 1 bash -c 'while :; do :; done' &
+  busy=$!
+  env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
+    --set checkpoint.dir="$work/pinned_busy" > "$work/pinned_busy.log" 2>&1 || { echo "FAIL: the busy job did not finish"; fail=1; }
+  kill "$busy"
+  busy=
+  named "$work/pinned_busy.log" "$work/pinned_busy/metrics.jsonl" 1 "2 pinned ranks, a busy process on rank 1's core"
+else
+  echo "SKIP: the pinned cases need 2 cores and taskset"
+fi
+exit $fail
