@@ -22,8 +22,10 @@ SaveDecision SavePolicy::after_step(int64_t step) const {
   double flags[8] = {clock_due ? 1.0 : 0.0};
   RT_CHECK(watchable.size() < std::size(flags), "more watchable signals than flags");
   for (size_t i = 0; i < watchable.size(); ++i) flags[1 + i] = watchable[i] == signal ? 1.0 : 0.0;
-  const int count = static_cast<int>(1 + watchable.size());
-  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0))
+  RT_CHECK(watchable.size() + 2 <= std::size(flags), "more watchable signals than flags");
+  const int count = static_cast<int>(2 + watchable.size());
+  flags[count - 1] = StopSignals::take_report_request() ? 1.0 : 0.0;  // SIGUSR2: the straggler report
+  if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0 || StopSignals::reports()))
     world_.allreduce_sum(flags, count, {stall_, str_cat("step ", step, ": the save agreement after it")});
   SaveDecision d;
   for (size_t i = 0; i < watchable.size(); ++i) {
@@ -31,6 +33,7 @@ SaveDecision SavePolicy::after_step(int64_t step) const {
     if (flags[1 + i] > 0 && d.signal == 0) d.signal = watchable[i];
   }
   d.stop = d.signalled_ranks > 0;
+  d.report = flags[count - 1] > 0;
   d.save = d.stop || flags[0] > 0 || (c.every_steps > 0 && step % c.every_steps == 0);
   return d;
 }

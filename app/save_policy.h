@@ -17,6 +17,7 @@ struct SaveDecision {
   bool save = false, stop = false;
   int signal = 0;           // the signal that stops the run, where one rank received it
   int signalled_ranks = 0;  // ranks that received one
+  bool report = false;      // a rank received SIGUSR2 for the straggler report
 };
 
 class SavePolicy {

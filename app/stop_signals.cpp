@@ -14,7 +14,9 @@ namespace {
 // Written by the handler, which may only touch lock-free atomics.
 std::atomic<int> g_first_signal{0};
 std::atomic<int> g_sigterms{0};
-std::atomic<bool> g_saved{false};  // set outside the handler
+std::atomic<bool> g_saved{false};    // set outside the handler
+std::atomic<bool> g_report{false};   // SIGUSR2 asked for the straggler report
+std::atomic<bool> g_reports{false};  // SIGUSR2 is the report's
 static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_signal(int signal) {
@@ -22,6 +24,8 @@ void on_signal(int signal) {
   g_first_signal.compare_exchange_strong(none, signal);
   if (signal == SIGTERM) g_sigterms.fetch_add(1);
 }
+
+void on_report(int) { g_report = true; }
 
 sigset_t watchable() {
   sigset_t set;
@@ -52,6 +56,18 @@ StopSignals::StopSignals(std::vector<int> signals, double grace_s, std::function
              std::strerror(errno));
     previous_.push_back(old);
   }
+  // SIGUSR2, where it stops nothing, asks for the straggler report instead (Note [Naming the
+  // straggler] in app/straggler_report.h) rather than ending the job.
+  g_report = false;
+  g_reports = std::find(signals_.begin(), signals_.end(), SIGUSR2) == signals_.end();
+  if (g_reports) {
+    struct sigaction action {};
+    action.sa_handler = on_report;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    RT_CHECK(sigaction(SIGUSR2, &action, &report_previous_) == 0,
+             "cannot install a handler for SIGUSR2: ", std::strerror(errno));
+  }
   if (!signals_.empty()) watcher_ = std::thread([this] { watch(); });
   const sigset_t set = watchable();
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
@@ -69,7 +85,11 @@ StopSignals::~StopSignals() {
   sigemptyset(&ignore.sa_mask);
   for (size_t i = 0; i < previous_.size(); ++i)
     sigaction(signals_[i], ignore_at_end_ ? &ignore : &previous_[i], nullptr);
+  if (g_reports.exchange(false)) sigaction(SIGUSR2, ignore_at_end_ ? &ignore : &report_previous_, nullptr);
 }
+
+bool StopSignals::take_report_request() { return g_report.exchange(false); }
+bool StopSignals::reports() { return g_reports.load(); }
 
 int StopSignals::received() { return g_first_signal.load(); }
 

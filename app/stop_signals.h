@@ -46,6 +46,10 @@ class StopSignals {
   static int received();
   // The save the signal asked for is complete: from now on the watcher gives up on nothing.
   static void saved();
+  // Whether SIGUSR2 asks for the straggler report (it is not among the stopping signals), and
+  // whether it came since the last call.
+  static bool reports();
+  static bool take_report_request();
   // Training is over (finished, or saved on a signal). A watched signal that comes while the
   // process ends (the trainer's teardown, MPI_Finalize) has nothing left to stop, and with its
   // default action back it would turn a finished job's status 0, or a saved one's 75, into a
@@ -58,6 +62,7 @@ class StopSignals {
   void watch();
 
   std::vector<int> signals_;
+  struct sigaction report_previous_ {};
   std::vector<struct sigaction> previous_;  // the handlers before ours, in signals_' order
   bool ignore_at_end_ = false;
   double grace_s_;

@@ -8,7 +8,7 @@
 namespace rt {
 namespace {
 
-enum Field { kCompute, kSteps, kFromPrev, kToNext, kLastSteps, kPrev, kNext };
+enum Field { kCompute, kSteps, kFromPrev, kToNext, kLastSteps, kPrev, kNext, kAveragesWait };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -19,7 +19,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void StragglerTally::begin_epoch() {
-  compute_s_ = from_prev_s_ = to_next_s_ = 0;
+  compute_s_ = from_prev_s_ = to_next_s_ = averages_wait_s_ = 0;
   steps_ = last_steps_ = 0;
 }
 
@@ -30,6 +30,7 @@ void StragglerTally::add_step(double compute_s, double averages_wait_s, const Li
   from_prev_s_ += from_prev;
   to_next_s_ += to_next;
   ++steps_;
+  averages_wait_s_ += averages_wait_s;
   if (averages_wait_s < 1e-3 && averages_wait_s < 0.1 * compute_s) ++last_steps_;
 }
 
@@ -42,6 +43,7 @@ void StragglerTally::write(double* all, int rank) const {
   f[kLastSteps] = static_cast<double>(last_steps_);
   f[kPrev] = last_.prev;
   f[kNext] = last_.next;
+  f[kAveragesWait] = averages_wait_s_;
 }
 
 StragglerVerdict judge_stragglers(const double* all, const std::vector<std::string>& hosts) {
@@ -70,8 +72,13 @@ StragglerVerdict judge_stragglers(const double* all, const std::vector<std::stri
     v.worst_link_ratio = sends[static_cast<size_t>(slow)] / std::max(others_med, 1e-6);
   }
   const double excess = compute[static_cast<size_t>(v.worst_rank)] - med;
+  // The others waited for it: its own wait for the step's averages is under half theirs.
+  std::vector<double> waits_of_others;
+  for (int r = 0; r < world; ++r)
+    if (r != v.worst_rank) waits_of_others.push_back(per_step(r, kAveragesWait));
+  const bool waited_for = per_step(v.worst_rank, kAveragesWait) < 0.5 * median(waits_of_others);
   char text[256];
-  if (excess > kComputeMargin * med && excess > kFloorS && per_step(v.worst_rank, kLastSteps) >= kLastShare) {
+  if (excess > kComputeMargin * med && excess > kFloorS && waited_for) {
     std::snprintf(text, sizeof text, " computed %.0f ms a step over the median (+%.0f%%)", 1e3 * excess,
                   100 * excess / med);
     v.line = who(v.worst_rank) + text;
@@ -85,6 +92,16 @@ StragglerVerdict judge_stragglers(const double* all, const std::vector<std::stri
     v.line = "transfers from " + who(slow) + " to " + who(next) + text;
   }
   return v;
+}
+
+std::string StragglerVerdict::on_demand() const {
+  if (!line.empty()) return line;
+  if (worst_rank < 0) return "nothing to compare (one rank, or no step yet this epoch)";
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "no rank or link stands out: compute %.1f ms a step at the median, %.1f ms on rank %d",
+                compute_ms_median, compute_ms_worst, worst_rank);
+  return text;
 }
 
 void StragglerVerdict::add_to(Json& record) const {

@@ -119,6 +119,7 @@ TrainResult Trainer::train() {
       train_logged_step(run, epoch, s);
       if (limits_.steps > 0 && run.tally.run_steps() == limits_.steps) return run.done();
       const SaveDecision d = save_policy_.after_step(position_.step);
+      if (d.report) report_stragglers_now();
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
       const bool epoch_saves = s + 1 == steps_per_epoch_ && save_policy_.saves_after_epoch(epoch + 1);
       if (d.save && (d.stop || !epoch_saves))
@@ -247,6 +248,19 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
   // The model that reached the target is saved whatever checkpoint.every_epochs says.
   if (save_policy_.saves_after_epoch(epoch + 1) || run.result.target.reached)
     run.result.last_checkpoint = save(EpochSums{}, run.run_seconds());
+}
+
+// SIGUSR2 (Note [Naming the straggler]): the epoch so far, every rank in one sum at this step.
+void Trainer::report_stragglers_now() {
+  if (hosts_.empty()) hosts_ = world_.allgather(world_.host());
+  std::vector<double> all(static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
+  straggler_.write(all.data(), world_.rank());
+  world_.allreduce_sum(all.data(), static_cast<int>(all.size()),
+                       watched(str_cat("step ", position_.step, ": the straggler report")));
+  if (world_.rank() == 0)
+    out_ << "ringtrain: on SIGUSR2, at step " << position_.step << ": "
+         << judge_stragglers(all.data(), hosts_).on_demand() << "\n"
+         << std::flush;
 }
 
 std::string Trainer::save(const EpochSums& sums, double run_seconds) {

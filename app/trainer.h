@@ -155,6 +155,7 @@ class Trainer {
   void train_logged_step(Run& run, int64_t epoch, int64_t step);
   TrainResult stop_on_signal(Run& run, const SaveDecision& decision);
   void end_epoch(Run& run, int64_t epoch);  // evaluation, report, save
+  void report_stragglers_now();             // on SIGUSR2, at the step every rank agreed
   // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
   // so far, `run_seconds` the run's time; the ranks' live state is as before (Note [Checkpoint files]).
   // Every rank calls it.

@@ -4,8 +4,10 @@
 # - 4 ranks, a test fault adding 40 ms to rank 2's every step: each epoch's report names rank 2,
 #   as compute, on the flat ring and on the two-level ring (2 fake hosts x 2 ranks, rank 1 slowed
 #   there); metrics.jsonl's epoch records name it as the worst rank.
-# - 2 ranks, each confined to its own core, a busy process sharing rank 1's: rank 1 is named.
+# - 2 ranks, each confined to its own core, busy processes sharing rank 1's: rank 1 is named.
 # - the same jobs without the fault or the busy process: no report.
+# - SIGUSR2 to one rank of a running job: the report of the epoch so far at the next step, and the
+#   job goes on to its end.
 # usage: straggler_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
@@ -13,7 +15,7 @@ source "$src/tests/support/fashion_mnist.sh"
 require_fashion_mnist
 work=$(mktemp -d /tmp/ringtrain_straggler_XXXXXX)
 busy=
-trap '[[ -n $busy ]] && kill "$busy" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[[ -n $busy ]] && kill $busy 2>/dev/null; rm -rf "$work"' EXIT
 fashion_mnist_subset "$work/data" 2048 256 || exit 1
 launch=$src/scripts/mpi_launch.sh
 common=(--config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.epochs=2
@@ -55,6 +57,27 @@ silent "$work/flat_clean.log" "$work/flat_clean/metrics.jsonl" "flat ring at 4 r
 run two_level_clean 4 RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
 silent "$work/two_level_clean.log" "$work/two_level_clean/metrics.jsonl" "two-level ring at 4 ranks, no fault"
 
+# SIGUSR2 to rank 3 once the job trains: the report at a step, then the job goes on.
+RINGTRAIN_TEST_FAULT=2:slow_step timeout 180 "$launch" --testing -np 4 "$ringtrain" "${common[@]}" \
+  --set train.epochs=4 --set checkpoint.dir="$work/on_demand" > "$work/on_demand.log" 2>&1 &
+job=$!
+for _ in $(seq 500); do
+  grep -qs '"kind":"step"' "$work/on_demand/metrics.jsonl" && break
+  sleep 0.02
+done
+pids=($(pgrep -f "checkpoint.dir=$work/on_demand" | sort -n))
+victim=$(for p in "${pids[@]}"; do [[ $(ps -o comm= -p "$p") == ringtrain ]] && echo "$p"; done | tail -1)
+[[ -n $victim ]] && kill -USR2 "$victim"
+wait "$job"
+status=$?
+line=$(grep -m1 '^ringtrain: on SIGUSR2, at step [0-9]*: rank 2 (.*) computed .* over the median' "$work/on_demand.log")
+if [[ $status -eq 0 && -n $line ]] && grep -q '^epoch 4/4' "$work/on_demand.log"; then
+  echo "PASS: SIGUSR2 to one rank: $line; the job went on to its end"
+else
+  echo "FAIL: SIGUSR2 should print the report and leave the job running (status $status)"
+  grep -E "^(epoch|ringtrain)" "$work/on_demand.log" | tail; fail=1
+fi
+
 # Each rank on a core of its own; then a busy process on rank 1's.
 if [[ $(nproc) -ge 2 ]] && command -v taskset > /dev/null; then
   cat > "$work/pin.sh" <<'PIN'
@@ -65,13 +88,16 @@ PIN
   env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
     --set checkpoint.dir="$work/pinned_clean" > "$work/pinned_clean.log" 2>&1 || { echo "FAIL: the pinned job did not finish"; fail=1; }
   silent "$work/pinned_clean.log" "$work/pinned_clean/metrics.jsonl" "2 pinned ranks, nothing beside them"
+  # Two busy loops, so that rank 1 keeps about a third of its core.
   taskset -c 1 bash -c 'while :; do :; done' &
   busy=$!
+  taskset -c 1 bash -c 'while :; do :; done' &
+  busy="$busy $!"
   env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
     --set checkpoint.dir="$work/pinned_busy" > "$work/pinned_busy.log" 2>&1 || { echo "FAIL: the busy job did not finish"; fail=1; }
-  kill "$busy"
+  kill $busy
   busy=
-  named "$work/pinned_busy.log" "$work/pinned_busy/metrics.jsonl" 1 "2 pinned ranks, a busy process on rank 1's core"
+  named "$work/pinned_busy.log" "$work/pinned_busy/metrics.jsonl" 1 "2 pinned ranks, two busy processes on rank 1's core"
 else
   echo "SKIP: the pinned cases need 2 cores and taskset"
 fi
