@@ -19,7 +19,7 @@ std::string usage() {
          "       ringtrain pack --from DIR --to OUT [--shard-mb N]\n"
          "       ringtrain ring-demo --ranks P [--hosts H] --elements N\n"
          "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P] "
-         "[--suggest]\n"
+         "[--suggest] [--straggler PCT]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -38,7 +38,8 @@ std::string usage() {
          "           settings at each rank count on the cluster CLUSTER describes (configs/clusters/);\n"
          "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did; --profile P\n"
          "           takes the compute from a bench --profile file instead of the cluster's images/s;\n"
-         "           --suggest searches dist.hierarchy and the bucket caps for the fastest predicted step\n"
+         "           --suggest searches dist.hierarchy and the bucket caps for the fastest predicted step;\n"
+         "           --straggler PCT adds the step with one rank PCT% slower in compute\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
          "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
@@ -126,6 +127,12 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.suggest = true;
     } else if (arg == "--network") {
       a.network = value(arg);
+    } else if (arg == "--straggler" && a.command == "simulate") {
+      const std::string v = value(arg);
+      const std::optional<double> pct = number(v);
+      RT_CHECK(pct && *pct > 0,
+               "--straggler expects how much slower one rank computes, in percent (more than 0), got '", v, "'");
+      a.straggler_pct = *pct;
     } else if (arg == "--cycle-ms") {
       const std::string v = value(arg);
       const std::optional<double> ms = number(v);

@@ -46,9 +46,13 @@ int run(const CliArgs& args) {
   }
 
   if (args.command == "simulate") {
-    const auto report = args.suggest ? suggest_report : simulate_report;
-    std::cout << report(load_config(args.config_path, args.overrides), parse_rank_list(args.rank_list), args.network,
-                        args.cycle_ms / 1e3, args.profile)
+    const Config config = load_config(args.config_path, args.overrides);
+    const std::vector<int> ranks = parse_rank_list(args.rank_list);
+    RT_CHECK(!args.suggest || args.straggler_pct == 0,
+             "simulate: --straggler goes with the plain report, not --suggest");
+    std::cout << (args.suggest ? suggest_report(config, ranks, args.network, args.cycle_ms / 1e3, args.profile)
+                               : simulate_report(config, ranks, args.network, args.cycle_ms / 1e3, args.profile,
+                                                 args.straggler_pct / 100))
               << std::flush;
     return 0;
   }

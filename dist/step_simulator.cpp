@@ -115,6 +115,15 @@ StepPrediction with_bn_group(const StepPrediction& step, double seconds_per_micr
   return p;
 }
 
+ComputeProfile slowed(const ComputeProfile& profile, double factor) {
+  ComputeProfile p = profile;
+  p.forward_s *= factor;
+  p.backward_s *= factor;
+  p.optimizer_s *= factor;
+  for (double& t : p.ready_s) t *= factor;
+  return p;
+}
+
 StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches) {
   StepPrediction p = one;
   const double earlier = static_cast<double>(micro_batches - 1) * (profile.forward_s + profile.backward_s);

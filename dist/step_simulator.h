@@ -80,6 +80,10 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
 // (K - 1) micro-batches' forward and backward, and the communication left exposed stays that of
 // one step.
 StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches);
+// One rank's compute `factor` times as long (a straggler, Note [Naming the straggler] in
+// app/straggler_report.h): every bucket's ring waits for its gradients and the step for its
+// optimizer, so the job steps at this profile's pace.
+ComputeProfile slowed(const ComputeProfile& profile, double factor);
 
 // Note [Group batch norm cost]: train.bn_group = G stops the compute thread at every batch-norm
 // layer of every micro-batch for three averages over G ranks of one host (the mean and the

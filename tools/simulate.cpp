@@ -179,8 +179,9 @@ std::string header(const Config& config, const Simulation& s, const std::string&
 }  // namespace
 
 std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
-                            double cycle_s, const std::string& profile_path) {
-  const Simulation s = prepare_simulation(config, network_path, cycle_s, profile_path);
+                            double cycle_s, const std::string& profile_path, double straggler) {
+  Simulation s = prepare_simulation(config, network_path, cycle_s, profile_path);
+  const ComputeProfile even = s.profile;
   const GradientBuckets& g = s.m.gradients;
   const ClusterModel& c = s.f.cluster;
   std::ostringstream out;
@@ -194,16 +195,28 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
                 static_cast<double>(g.params.empty() ? 0 : g.params.back().offset + g.params.back().count) * 4 / 1e6,
                 std::string(name_of(config.dist.hierarchy)).c_str());
   out << line;
-  out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency ring\n";
+  if (straggler > 0)
+    out << "# one rank " << 100 * straggler << "% slower in compute (--straggler): every rank waits for it; "
+        << "straggler_step_ms and straggler_efficiency (against the one-rank step without it) say what it costs\n";
+  out << "# ranks hosts step_ms compute_ms comm_busy_ms exposed_ms images_per_s speedup efficiency ring"
+      << (straggler > 0 ? " straggler_step_ms straggler_efficiency" : "") << "\n";
   const int64_t K = config.train.accumulate_steps;
   for (int p : ranks) {
+    s.profile = even;
     const StepPrediction st = predict(s, config, config.dist, p);
     const double images = static_cast<double>(p * s.f.batch_per_rank * K) / st.step_s;
-    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f %s\n", p,
+    std::snprintf(line, sizeof line, "%7d %5d %8.1f %10.1f %12.1f %10.1f %12.3f %7.1f %9.3f %s", p,
                   (p + c.ranks_per_host - 1) / c.ranks_per_host, st.step_s * 1e3, st.compute_s * 1e3,
                   st.comm_busy_s * 1e3, st.exposed_comm_s * 1e3, images, images / s.f.images_per_s, st.efficiency,
                   std::string(name_of(simulated_hierarchy(config.dist.hierarchy, p, c))).c_str());
     out << line;
+    if (straggler > 0) {
+      s.profile = slowed(even, 1 + straggler);
+      const StepPrediction slow = predict(s, config, config.dist, p);
+      std::snprintf(line, sizeof line, " %17.1f %20.3f", slow.step_s * 1e3, st.compute_s / slow.step_s);
+      out << line;
+    }
+    out << "\n";
   }
   return out.str();
 }

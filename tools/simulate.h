@@ -44,8 +44,10 @@ std::vector<int> parse_rank_list(const std::string& text);
 // cycle_s > 0 models Horovod's cycles (a collective starts only on a cycle boundary).
 // profile_path: a `bench --profile` file to take the compute from, instead of the cluster file's
 // images/s spread by multiply-adds.
+// straggler > 0: one rank's compute that much slower (0.1: 10%); two more columns give the step
+// with it and the efficiency against the one-rank step without it.
 std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
-                            double cycle_s = 0, const std::string& profile_path = "");
+                            double cycle_s = 0, const std::string& profile_path = "", double straggler = 0);
 // `simulate --suggest`: for each rank count, the dist.hierarchy, dist.bucket_mb and
 // dist.first_bucket_mb the simulator predicts fastest, their step and efficiency beside the
 // config's own, and the gain; the last line says how to set them for the last rank count.

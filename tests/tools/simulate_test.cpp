@@ -81,6 +81,25 @@ TEST(Simulate, BucketsStartWhenReadyAndOneAtATime) {
   EXPECT_NEAR(half.efficiency, 0.035 / half.step_s, 1e-12);
 }
 
+// A straggler 20% slower (Note [Naming the straggler]): its gradients are ready at 12, 24 and 36 ms,
+// its forward takes 6; each bucket's ring starts when it is ready: 12-18, 24-30, 36-42, so the step
+// is 6 + 42 ms. The others' compute alone (5 + 30) gives the efficiency.
+TEST(Simulate, AStragglerSetsThePaceOfEveryBucket) {
+  const ComputeProfile profile{0.005, 0.030, {0.010, 0.020, 0.030}};
+  const std::vector<ParamExtent> params = {{0, 1000}, {1000, 1000}, {2000, 1000}};
+  const std::vector<Bucket> buckets = plan_buckets(params, 0, 0);
+  ClusterModel c = two_links(1);
+  c.inter_host = {4000 / 0.006, 0};
+  const ComputeProfile slow = slowed(profile, 1.2);
+  EXPECT_NEAR(slow.forward_s, 0.006, 1e-12);
+  EXPECT_NEAR(slow.ready_s[2], 0.036, 1e-12);
+  const StepPrediction even = simulate_step(profile, params, buckets, 2, true, c);
+  const StepPrediction with = simulate_step(slow, params, buckets, 2, true, c);
+  EXPECT_NEAR(with.step_s, 0.006 + 0.042, 1e-12);
+  EXPECT_GT(with.step_s, even.step_s);
+  EXPECT_NEAR(even.compute_s / with.step_s, 0.035 / 0.048, 1e-12);
+}
+
 // train.accumulate_steps = K: the K - 1 micro-batches before the last add their forward and
 // backward (5 + 30 ms each) and no communication, so the exposed communication is paid once per
 // K micro-batches and the efficiency rises; K = 1 changes nothing.
@@ -279,6 +298,22 @@ TEST(Simulate, TwoLevelRingKeepsTheShippedH100ClusterEfficientAt512) {
       EXPECT_GE(std::stod(two[8]), target) << model << " on " << cluster;
       EXPECT_LT(std::stod(flat[8]), std::stod(two[8])) << model << " on " << cluster;
     }
+}
+
+// --straggler: the report's two added columns are the simulation of the slowed profile, and the
+// other columns stay as they were. ResNet-101 at 512 H100s with one rank 10% slower: the job's
+// efficiency falls by about the straggler's share (the step's compute is nearly all of it).
+TEST(Simulate, TheStragglerColumnsPriceOneSlowRank) {
+  const std::string path = std::string(RT_SOURCE_DIR) + "/configs/clusters/h100_nvlink.toml";
+  const Config config = load_config(std::string(RT_SOURCE_DIR) + "/configs/resnet101.toml");
+  const std::vector<std::string> plain = report_row(simulate_report(config, {512}, path), 512);
+  const std::vector<std::string> row = report_row(simulate_report(config, {512}, path, 0, "", 0.10), 512);
+  ASSERT_EQ(row.size(), plain.size() + 2);
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(row[i], plain[i]) << "column " << i;
+  const double step = std::stod(plain[2]), slow = std::stod(row[10]), efficiency = std::stod(row[11]);
+  EXPECT_GT(slow, step * 1.08);
+  EXPECT_LT(slow, step * 1.11);
+  EXPECT_NEAR(efficiency, std::stod(plain[3]) / slow, 2e-3);
 }
 
 // --suggest on the paper's cluster, VGG-16 at 128 GPUs: its settings beat the defaults by more
