@@ -19,7 +19,8 @@
 # SGD's per 256) on the longest schedule, to find the largest batch where each still reaches the
 # target.
 # Resumable: a run whose metrics.jsonl holds its last epoch is kept, so a killed campaign goes on
-# where it stopped. Writes OUT/epochs.csv (run, arm, batch, epochs, seed, rate, epoch, test top-1),
+# where it stopped. A run whose loss went to infinity is kept as diverged (its epochs.csv rows end
+# with "nan" at its schedule's last epoch: it never reaches the target). Writes OUT/epochs.csv (run, arm, batch, epochs, seed, rate, epoch, test top-1),
 # OUT/summary.md (epochs to target per arm, schedule and rate: median and range over the seeds)
 # and OUT/curves.png (each arm's best rate per schedule, seed 1).
 # usage: bench/large_batch_target.sh [OUT]     (default runs/large_batch_target)
@@ -42,6 +43,7 @@ mkdir -p "$out"
 run() {
   local name=$1 epochs=$2 seed=$3 b=$4 arm=$5 rate=$6
   local dir=$out/$name accumulate=$(( b / 64 ))
+  [[ -f $dir/diverged ]] && return
   if [[ -s $dir/metrics.jsonl ]] && grep -q "\"kind\":\"epoch\",\"epoch\":$epochs," "$dir/metrics.jsonl"; then return; fi
   local steps_per_epoch=$(( train_images / b ))
   local warmup
@@ -58,7 +60,12 @@ run() {
   esac
   rm -rf "$dir"
   echo "$(date +%T) $name: $epochs epochs of $steps_per_epoch steps" >&2
-  scripts/mpi_launch.sh -np 2 "$R" train "${args[@]}" > "$out/$name.log" 2>&1 || { tail -20 "$out/$name.log"; exit 1; }
+  if ! scripts/mpi_launch.sh -np 2 "$R" train "${args[@]}" > "$out/$name.log" 2>&1; then
+    # A rate too high for the batch: the loss goes to infinity. An outcome, kept as one.
+    grep -q "error: loss became" "$out/$name.log" || { tail -20 "$out/$name.log"; exit 1; }
+    touch "$dir/diverged"
+    echo "$(date +%T) $name: diverged" >&2
+  fi
 }
 
 # Every finished run's curve, one line per evaluation.
@@ -76,6 +83,8 @@ for name in sorted(os.listdir(out)):
         r = json.loads(line)
         if r.get("kind") == "epoch" and "test_top1" in r:
             print(f"{name},{arm},{batch[1:]},{epochs[1:]},{seed[1:]},{rate[1:]},{r['epoch']},{100 * r['test_top1']:.2f}")
+    if os.path.exists(os.path.join(out, name, "diverged")):  # ended there: never reaches the target
+        print(f"{name},{arm},{batch[1:]},{epochs[1:]},{seed[1:]},{rate[1:]},{epochs[1:]},nan")
 PY
 }
 

@@ -27,7 +27,7 @@ def main(path, longest, plot_path=None):
     curves = {k: v for k, v in curves.items() if k[2] in v}
     targets = {}
     for epochs in sorted({k[2] for k in curves}):
-        finals = [v[epochs] for k, v in curves.items() if k[0] == "baseline" and k[2] == epochs]
+        finals = [v[epochs] for k, v in curves.items() if k[0] == "baseline" and k[2] == epochs and not math.isnan(v[epochs])]
         if finals:
             targets[epochs] = (statistics.mean(finals) - 0.5, finals)
     print("# Epochs to the target\n")
@@ -51,11 +51,14 @@ def main(path, longest, plot_path=None):
         hits = list(groups[key].values())
         med = statistics.median(hits)
         medians[key] = (med, sum(h != math.inf for h in hits))
-        finals = [curves[(arm, batch, epochs, s, rate)][epochs] for s in groups[key]]
+        finals = [f for f in (curves[(arm, batch, epochs, s, rate)][epochs] for s in groups[key]) if not math.isnan(f)]
+        final_words = f"{statistics.median(finals):.2f}" if finals else "diverged"
+        if finals and len(finals) < len(hits):
+            final_words += f" ({len(hits) - len(finals)} diverged)"
         rate_words = "-" if arm == "baseline" else (f"{rate} per 256" if arm == "sgd" else rate)
         spread = "-" if min(hits) == math.inf else f"{show(min(hits))}-{show(max(hits))}"
         print(f"| {arm} | {batch} | {epochs} | {rate_words} | {show(med)} | {spread} "
-              f"| {medians[key][1]} of {len(hits)} | {statistics.median(finals):.2f} |")
+              f"| {medians[key][1]} of {len(hits)} | {final_words} |")
     large = sorted({k[1] for k in groups if k[0] != "baseline"})
     best = {}
     for arm in ("sgd", "lars"):

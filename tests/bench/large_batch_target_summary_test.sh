@@ -2,7 +2,8 @@
 # bench/large_batch_target_summary.py's arithmetic on a hand-made epochs.csv: the target is the
 # baseline seeds' mean final top-1 minus 0.5 (90.5 - 0.5 = 90.0 here); a run's figure is the first
 # epoch reaching it; medians, ranges and reaching counts over seeds; a run that never reaches it
-# shows "-"; the best rate is the fewest median epochs; an unfinished run is left out.
+# shows "-", one that diverged too; the best rate is the fewest median epochs; an unfinished run
+# is left out.
 # usage: large_batch_target_summary_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -18,6 +19,7 @@ trap 'rm -rf "$work"' EXIT
   for s in 1 2 3; do for e in 1 2 3 4; do echo "g$s,sgd,4096,4,$s,0.05,$e,89.99"; done; done  # never
   for s in 1 2; do for e in 1 2 3 4; do echo "h$s,sgd,4096,4,$s,0.1,$e,$(( e >= 3 ? 95 : 50 )).00"; done; done
   echo "u1,lars,4096,4,1,9.9,1,99.00"                        # unfinished: left out
+  echo "d1,lars,4096,4,1,8.8,1,60.00"; echo "d1,lars,4096,4,1,8.8,4,nan"  # diverged after epoch 1
 } > "$work/epochs.csv"
 out=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" 4)
 fail=0
@@ -28,6 +30,7 @@ expect "| 4 | 91.00, 90.00 | 90.00 |"
 expect "| lars | 4096 | 4 | 2.0 | 3 | 2-4 | 3 of 3 | 90.00 |"
 expect "| sgd | 4096 | 4 | 0.05 per 256 | - | - | 0 of 3 | 89.99 |"
 expect "| sgd | 4096 | 4 | 0.1 per 256 | 3 | 3-3 | 2 of 2 | 95.00 |"
+expect "| lars | 4096 | 4 | 8.8 | - | - | 0 of 1 | diverged |"
 expect "best rates: sgd 0.1, lars 2.0"
 if grep -qF "| 9.9 |" <<< "$out"; then echo "FAIL: the unfinished run was counted"; fail=1; fi
 [[ $fail -eq 0 ]] || echo "$out"
