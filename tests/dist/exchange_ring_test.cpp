@@ -21,6 +21,7 @@
 #include "dist/two_level_ring.h"
 #include "dist/world.h"
 #include "tests/dist/fake_hosts.h"
+#include "tests/dist/ring_inputs.h"
 #include "tests/dist/test_stall.h"
 
 namespace rt {
@@ -51,13 +52,6 @@ class SendrecvExchange final : public DeviceExchange {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, world_ = 1;
 };
-
-std::vector<float> contribution(int64_t count, int rank) {
-  std::vector<float> v(static_cast<size_t>(count));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = 0.37f * static_cast<float>(rank + 1) + static_cast<float>(static_cast<int>(i % 53) - 26) * 0.11f;
-  return v;
-}
 
 std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i)

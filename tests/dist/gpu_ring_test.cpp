@@ -33,6 +33,7 @@
 #include "nn/ops/agreed_reductions.h"
 #include "nn/ops/sgd_update.h"
 #include "tests/dist/fake_hosts.h"
+#include "tests/dist/ring_inputs.h"
 #include "tests/dist/test_stall.h"
 
 namespace rt {
@@ -89,13 +90,6 @@ class StagedExchange final : public DeviceExchange {
   MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
 };
-
-std::vector<float> contribution(int64_t count, int rank) {
-  std::vector<float> v(static_cast<size_t>(count));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = 0.37f * static_cast<float>(rank + 1) + static_cast<float>(static_cast<int>(i % 53) - 26) * 0.11f;
-  return v;
-}
 
 // data on the GPU, averaged by c, back on the host.
 std::vector<float> average_on_gpu(Collective& c, const std::vector<float>& data) {
