@@ -40,7 +40,9 @@ def main(path, longest, plot_path=None):
         if epochs not in targets:
             continue
         target = targets[epochs][0]
-        hit = next((e for e in sorted(v) if v[e] >= target), math.inf)
+        # A diverged run never counts: its evaluations after the loss went to NaN are not
+        # measurements (binaries before the fix scored NaN logits as right).
+        hit = math.inf if math.isnan(v[epochs]) else next((e for e in sorted(v) if v[e] >= target), math.inf)
         groups[(arm, batch, epochs, rate)][seed] = hit
     print("\n| arm | global batch | schedule | rate | epochs to target: median | range | seeds reaching it | final top-1 (median, %) |")
     print("|---|---|---|---|---|---|---|---|")

@@ -69,6 +69,10 @@ struct BasicPoolAxis {
 };
 using PoolAxis = BasicPoolAxis<int64_t>;
 
+// The rank of a target whose logit is not a number: NaN compares false with everything, and a
+// diverged model must not count every row as right (one once scored 100% top-1), nor in the top 5.
+inline constexpr int64_t kUnranked = INT64_MAX;
+
 // Softmax cross-entropy of one row of logits z[0..K) with target t, as the CPU op: writes the
 // row's loss, the number of logits strictly above the target's (0 means top-1), and, if dz is
 // non-null, the gradient of the mean loss times grad_scale (g = grad_scale / N).
@@ -86,7 +90,7 @@ RT_HD inline void softmax_cross_entropy_row(const float* z, int64_t K, int32_t t
   const double log_sum = log(sum) + zmax;
   mean_z /= static_cast<double>(K);
   *loss = (1 - smoothing) * (log_sum - z[t]) + smoothing * (log_sum - mean_z);
-  *above = rank;
+  *above = z[t] == z[t] ? rank : kUnranked;
   if (!dz) return;
   for (int64_t k = 0; k < K; ++k) {
     const double q = (k == t ? 1 - smoothing : 0) + smoothing / static_cast<double>(K);

@@ -19,7 +19,8 @@ trap 'rm -rf "$work"' EXIT
   for s in 1 2 3; do for e in 1 2 3 4; do echo "g$s,sgd,4096,4,$s,0.05,$e,89.99"; done; done  # never
   for s in 1 2; do for e in 1 2 3 4; do echo "h$s,sgd,4096,4,$s,0.1,$e,$(( e >= 3 ? 95 : 50 )).00"; done; done
   echo "u1,lars,4096,4,1,9.9,1,99.00"                        # unfinished: left out
-  echo "d1,lars,4096,4,1,8.8,1,60.00"; echo "d1,lars,4096,4,1,8.8,4,nan"  # diverged after epoch 1
+  echo "d1,lars,4096,4,1,8.8,1,60.00"; echo "d1,lars,4096,4,1,8.8,2,100.00"  # diverged, a NaN model's
+  echo "d1,lars,4096,4,1,8.8,4,nan"                                          # "100%" not counted
 } > "$work/epochs.csv"
 out=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" 4)
 fail=0

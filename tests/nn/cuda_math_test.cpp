@@ -129,6 +129,14 @@ TEST(CudaMath, SoftmaxCrossEntropyRowMatchesCpuOp) {
     EXPECT_EQ(top1, cpu.correct1);
     EXPECT_EQ(top5, cpu.correct5);
   }
+  // NaN logits rank the target last, as the CPU op does.
+  std::vector<float> nans(K, std::nanf(""));
+  {
+    double nan_loss;
+    int64_t nan_above;
+    softmax_cross_entropy_row(nans.data(), K, 3, 0.0, 0.5, nullptr, &nan_loss, &nan_above);
+    EXPECT_EQ(nan_above, kUnranked);
+  }
   // Closed form: equal logits give log K whatever the target.
   std::vector<float> flat(K, 2.5f);
   double loss;

@@ -336,6 +336,12 @@ TEST(SoftmaxCrossEntropy, MatchesHandComputedLossGradientAndTopK) {
     for (int k = 0; k < 3; ++k) expect -= ((k == t[n]) * 0.7 + 0.1) * std::log(p[k]) / 2;
   EXPECT_NEAR(s.loss, expect, 1e-6);
   EXPECT_NEAR(dz.data()[0], (p[0] - 0.1) / 2, 1e-6);
+  // A diverged model's logits: NaN compares false with everything, which must not make every
+  // row count as right (a run whose loss went to NaN once scored 100% top-1).
+  std::fill(z.data(), z.data() + 6, std::nanf(""));
+  const LossResult nan = softmax_cross_entropy(z, t, 0.0, nullptr);
+  EXPECT_EQ(nan.correct1, 0);
+  EXPECT_EQ(nan.correct5, 0);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nn/ops/cpu/make.h"
+#include "nn/ops/elementwise_math.h"
 
 namespace rt::cpu {
 
@@ -31,6 +32,7 @@ LossResult softmax_cross_entropy(const Tensor& logits, const int32_t* targets, d
     total += (1 - s) * (log_sum - z[t]) + s * (log_sum - mean_z);
     int64_t above = 0;  // logits strictly larger than the target's: its rank
     for (int64_t k = 0; k < K; ++k) above += z[k] > z[t];
+    if (std::isnan(z[t])) above = kUnranked;
     r.correct1 += above == 0;
     r.correct5 += above < 5;
     if (dlogits) {
