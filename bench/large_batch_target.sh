@@ -7,32 +7,37 @@
 # norm always sees 32 images: a large batch is 2 ranks x 32 x accumulated micro-batches.
 #   baseline: 64 images a step (2 ranks x 32), SGD at 0.4 per 256, cosine decay after a warmup
 #             of WARMUP_SHARE of the steps (default 0.15);
-#   sgd:      BATCH images a step (default 4,096), the same SGD recipe, the rate linearly scaled
+#   sgd:      BATCH images a step (default 2,048), the same SGD recipe, the rate linearly scaled
 #             from RATE per 256 (Goyal et al.'s rule and warmup);
 #   lars:     the same batch, LARS (trust coefficient 0.001, momentum 0.9, epsilon 0) and poly
 #             decay (power 2, to 0.0001) after the same warmup, RATE for the whole batch (train.lr).
-# For each schedule of EPOCHS_LIST epochs (default "20 40 80") and each seed of SEEDS (default
-# "1 2 3"): the baseline, then each rate of SGD_RATES and LARS_RATES (grids of factors of about
-# 1.4). The target of a schedule is the mean of the baseline's final top-1 over the seeds, minus
-# 0.5 point; a run's figure is the first epoch whose evaluation reaches it.
-# Then BATCHES (default "8192 16384 32768"): each arm at its best rate at BATCH (LARS's as it is,
-# SGD's per 256) on the longest schedule, to find the largest batch where each still reaches the
-# target.
+# For each schedule of EPOCHS_LIST epochs (default "20 40 80"): the baseline for each seed of SEEDS
+# (default "1 2 3"); each arm on seed 1 at each rate of its grid (SGD_RATES, LARS_RATES: factors of
+# about 1.4), the grid grown by a factor of 1.4 past its end while seed 1's best rate sits at that
+# end (twice at most); then the other seeds at the best rate. The target of a schedule is the mean
+# of the baseline's final top-1 over the seeds, minus 0.5 point; a run's figure is the first epoch
+# whose evaluation reaches it.
+# Then BATCHES (default "1024 4096 8192") on the SWEEP_EPOCHS schedule (default 40), every seed:
+# SGD at its best rate per 256 at BATCH (the linear scaling rule), LARS at its best rate scaled by
+# the square root of the batch ratio (MLPerf's reference rates grow about so from 3k to 8k), to find
+# the largest batch where each arm still reaches the target.
 # Resumable: a run whose metrics.jsonl holds its last epoch is kept, so a killed campaign goes on
 # where it stopped. A run whose loss went to infinity is kept as diverged (its epochs.csv rows end
-# with "nan" at its schedule's last epoch: it never reaches the target). Writes OUT/epochs.csv (run, arm, batch, epochs, seed, rate, epoch, test top-1),
-# OUT/summary.md (epochs to target per arm, schedule and rate: median and range over the seeds)
-# and OUT/curves.png (each arm's best rate per schedule, seed 1).
+# with "nan" at its schedule's last epoch: it never reaches the target). Writes OUT/epochs.csv (run,
+# arm, batch, epochs, seed, rate, epoch, test top-1), OUT/summary.md (epochs to target per arm,
+# batch, schedule and rate: median and range over the seeds) and OUT/curves.png (the baseline and
+# each arm's best rate per schedule, seed 1).
 # usage: bench/large_batch_target.sh [OUT]     (default runs/large_batch_target)
 set -euo pipefail
 R=${RINGTRAIN:-./build/ringtrain}
 out=${1:-runs/large_batch_target}
 epochs_list=${EPOCHS_LIST:-20 40 80}
 seeds=${SEEDS:-1 2 3}
-batch=${BATCH:-4096}
-sgd_rates=${SGD_RATES:-0.018 0.025 0.035 0.05}
-lars_rates=${LARS_RATES:-1.6 2.3 3.2 4.5}
-batches=${BATCHES:-8192 16384 32768}
+batch=${BATCH:-2048}
+sgd_rates=${SGD_RATES:-0.025 0.035 0.05 0.07}
+lars_rates=${LARS_RATES:-1.1 1.6 2.3 3.2}
+batches=${BATCHES:-1024 4096 8192}
+sweep_epochs=${SWEEP_EPOCHS:-40}
 warmup_share=${WARMUP_SHARE:-0.15}
 weight_decay=${WEIGHT_DECAY:-5e-5}
 train_images=60000
@@ -88,26 +93,37 @@ for name in sorted(os.listdir(out)):
 PY
 }
 
+best() { collect; python3 bench/large_batch_target_summary.py "$out/epochs.csv" --best "$1" "$batch" "$2"; }
+# scaled RATE FACTOR: the rate times the factor, to two significant digits.
+scaled() { python3 -c "import sys; print(f'{float(sys.argv[1]) * float(sys.argv[2]):.2g}')" "$1" "$2"; }
+declare -A best_rate
+seed_list=($seeds)
 for epochs in $epochs_list; do
   for seed in $seeds; do run "baseline_b64_e${epochs}_s${seed}_r0.4" "$epochs" "$seed" 64 baseline 0.4; done
-  for seed in $seeds; do
-    for rate in $sgd_rates; do run "sgd_b${batch}_e${epochs}_s${seed}_r${rate}" "$epochs" "$seed" "$batch" sgd "$rate"; done
-    for rate in $lars_rates; do run "lars_b${batch}_e${epochs}_s${seed}_r${rate}" "$epochs" "$seed" "$batch" lars "$rate"; done
+  for arm in sgd lars; do
+    [[ $arm == sgd ]] && grid=($sgd_rates) || grid=($lars_rates)
+    for rate in "${grid[@]}"; do run "${arm}_b${batch}_e${epochs}_s${seed_list[0]}_r${rate}" "$epochs" "${seed_list[0]}" "$batch" "$arm" "$rate"; done
+    for _ in 1 2; do
+      b=$(best "$arm" "$epochs")
+      if [[ $b == "${grid[0]}" ]]; then grid=("$(scaled "$b" 0.714)" "${grid[@]}"); rate=${grid[0]}
+      elif [[ $b == "${grid[-1]}" ]]; then grid+=("$(scaled "$b" 1.4)"); rate=${grid[-1]}
+      else break; fi
+      run "${arm}_b${batch}_e${epochs}_s${seed_list[0]}_r${rate}" "$epochs" "${seed_list[0]}" "$batch" "$arm" "$rate"
+    done
+    b=$(best "$arm" "$epochs")
+    best_rate[$arm,$epochs]=$b
+    for seed in "${seed_list[@]:1}"; do run "${arm}_b${batch}_e${epochs}_s${seed}_r${b}" "$epochs" "$seed" "$batch" "$arm" "$b"; done
   done
 done
-collect
-# The best rate of each arm: the fewest median epochs to the target on the longest schedule.
-longest=$(tr ' ' '\n' <<< "$epochs_list" | sort -n | tail -1)
-python3 bench/large_batch_target_summary.py "$out/epochs.csv" "$longest" > "$out/summary.md"
-read -r best_sgd best_lars < <(sed -n 's/^best rates: sgd \([0-9.]*\), lars \([0-9.]*\)$/\1 \2/p' "$out/summary.md")
 for b in $batches; do
+  lars_rate=$(scaled "${best_rate[lars,$sweep_epochs]}" "$(python3 -c "print(($b / $batch) ** 0.5)")")
   for seed in $seeds; do
-    [[ -n $best_sgd ]] && run "sgd_b${b}_e${longest}_s${seed}_r${best_sgd}" "$longest" "$seed" "$b" sgd "$best_sgd"
-    [[ -n $best_lars ]] && run "lars_b${b}_e${longest}_s${seed}_r${best_lars}" "$longest" "$seed" "$b" lars "$best_lars"
+    run "sgd_b${b}_e${sweep_epochs}_s${seed}_r${best_rate[sgd,$sweep_epochs]}" "$sweep_epochs" "$seed" "$b" sgd "${best_rate[sgd,$sweep_epochs]}"
+    run "lars_b${b}_e${sweep_epochs}_s${seed}_r${lars_rate}" "$sweep_epochs" "$seed" "$b" lars "$lars_rate"
   done
 done
 collect
-python3 bench/large_batch_target_summary.py "$out/epochs.csv" "$longest" --plot "$out/curves.gp" > "$out/summary.md"
+python3 bench/large_batch_target_summary.py "$out/epochs.csv" "$sweep_epochs" --plot "$out/curves.gp" > "$out/summary.md"
 gnuplot -e "out='$out'" "$out/curves.gp"
 cat "$out/summary.md"
 echo "wrote $out/epochs.csv, $out/summary.md and $out/curves.png"

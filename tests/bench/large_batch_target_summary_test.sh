@@ -2,8 +2,8 @@
 # bench/large_batch_target_summary.py's arithmetic on a hand-made epochs.csv: the target is the
 # baseline seeds' mean final top-1 minus 0.5 (90.5 - 0.5 = 90.0 here); a run's figure is the first
 # epoch reaching it; medians, ranges and reaching counts over seeds; a run that never reaches it
-# shows "-", one that diverged too; the best rate is the fewest median epochs; an unfinished run
-# is left out.
+# shows "-", one that diverged too; the best rate is the fewest median epochs (--best: seed 1's);
+# the largest batch reaching the target; an unfinished run is left out.
 # usage: large_batch_target_summary_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -32,7 +32,14 @@ expect "| lars | 4096 | 4 | 2.0 | 3 | 2-4 | 3 of 3 | 90.00 |"
 expect "| sgd | 4096 | 4 | 0.05 per 256 | - | - | 0 of 3 | 89.99 |"
 expect "| sgd | 4096 | 4 | 0.1 per 256 | 3 | 3-3 | 2 of 2 | 95.00 |"
 expect "| lars | 4096 | 4 | 8.8 | - | - | 0 of 1 | diverged |"
-expect "best rates: sgd 0.1, lars 2.0"
+expect "best rate: sgd at 4096 in 4 epochs: 0.1 (3 epochs to target)"
+expect "best rate: lars at 4096 in 4 epochs: 2.0 (3 epochs to target)"
+expect "largest batch where lars at its best rate reaches the target in 4 epochs (median): 4096"
+for arm_rate in "sgd 0.1" "lars 2.0"; do
+  got=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" --best ${arm_rate% *} 4096 4)
+  if [[ $got == "${arm_rate#* }" ]]; then echo "PASS: --best ${arm_rate% *}: $got"
+  else echo "FAIL: --best ${arm_rate% *} printed '$got', expected ${arm_rate#* }"; fail=1; fi
+done
 if grep -qF "| 9.9 |" <<< "$out"; then echo "FAIL: the unfinished run was counted"; fail=1; fi
 [[ $fail -eq 0 ]] || echo "$out"
 exit $fail
