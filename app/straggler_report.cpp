@@ -8,7 +8,7 @@
 namespace rt {
 namespace {
 
-enum Field { kCompute, kSteps, kFromPrev, kToNext, kLastSteps, kPrev, kNext, kAveragesWait };
+enum Field { kCompute, kSteps, kFromPrev, kLastSteps, kPrev, kNext, kAveragesWait, kArrivalS, kArrivalBytes };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -19,16 +19,17 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void StragglerTally::begin_epoch() {
-  compute_s_ = from_prev_s_ = to_next_s_ = averages_wait_s_ = 0;
+  compute_s_ = from_prev_s_ = averages_wait_s_ = 0;
+  from_prev_ = {};
   steps_ = last_steps_ = 0;
 }
 
 void StragglerTally::add_step(double compute_s, double averages_wait_s, const LinkWaits& now) {
-  const double from_prev = now.from_prev_s - last_.from_prev_s, to_next = now.to_next_s - last_.to_next_s;
+  from_prev_s_ += now.from_prev_s - last_.from_prev_s;
+  from_prev_.seconds += now.from_prev.seconds - last_.from_prev.seconds;
+  from_prev_.bytes += now.from_prev.bytes - last_.from_prev.bytes;
   last_ = now;
   compute_s_ += compute_s;
-  from_prev_s_ += from_prev;
-  to_next_s_ += to_next;
   ++steps_;
   averages_wait_s_ += averages_wait_s;
   if (averages_wait_s < 1e-3 && averages_wait_s < 0.1 * compute_s) ++last_steps_;
@@ -39,7 +40,8 @@ void StragglerTally::write(double* all, int rank) const {
   f[kCompute] = compute_s_;
   f[kSteps] = static_cast<double>(steps_);
   f[kFromPrev] = from_prev_s_;
-  f[kToNext] = to_next_s_;
+  f[kArrivalS] = from_prev_.seconds;
+  f[kArrivalBytes] = from_prev_.bytes;
   f[kLastSteps] = static_cast<double>(last_steps_);
   f[kPrev] = last_.prev;
   f[kNext] = last_.next;
@@ -59,17 +61,21 @@ StragglerVerdict judge_stragglers(const double* all, const std::vector<std::stri
   v.worst_rank = static_cast<int>(std::max_element(compute.begin(), compute.end()) - compute.begin());
   v.compute_ms_median = 1e3 * med;
   v.compute_ms_worst = 1e3 * compute[static_cast<size_t>(v.worst_rank)];
-  // The link whose sends waited longest against the median of the others'.
-  std::vector<double> sends;
-  for (int r = 0; r < world; ++r) sends.push_back(per_step(r, kToNext));
-  const int slow = static_cast<int>(std::max_element(sends.begin(), sends.end()) - sends.begin());
-  std::vector<double> others = sends;
-  others.erase(others.begin() + slow);
-  const double others_med = median(others);
-  const int next = static_cast<int>(at(slow, kNext));
-  if (next >= 0) {
-    v.worst_link = str_cat(slow, "->", next);
-    v.worst_link_ratio = sends[static_cast<size_t>(slow)] / std::max(others_med, 1e-6);
+  // The link into the rank whose bytes arrived slowest, against the median of the others'. Every
+  // rank must have timed its receives: the transport does where it sees bytes arrive.
+  std::vector<double> pace;  // seconds a byte
+  for (int r = 0; r < world; ++r)
+    if (at(r, kArrivalBytes) > 0 && at(r, kPrev) >= 0) pace.push_back(at(r, kArrivalS) / at(r, kArrivalBytes));
+  int slow = -1, prev = -1;
+  if (static_cast<int>(pace.size()) == world) {
+    slow = static_cast<int>(std::max_element(pace.begin(), pace.end()) - pace.begin());
+    std::vector<double> others = pace;
+    others.erase(others.begin() + slow);
+    const double others_med = median(others);
+    prev = static_cast<int>(at(slow, kPrev));
+    v.worst_link = str_cat(prev, "->", slow);
+    v.worst_link_ratio = pace[static_cast<size_t>(slow)] / std::max(others_med, 1e-15);
+    v.worst_link_ms = 1e3 * (per_step(slow, kArrivalS) - others_med * per_step(slow, kArrivalBytes));
   }
   const double excess = compute[static_cast<size_t>(v.worst_rank)] - med;
   // The others waited for it: its own wait for the step's averages is under half theirs.
@@ -87,9 +93,10 @@ StragglerVerdict judge_stragglers(const double* all, const std::vector<std::stri
                     100 * per_step(v.worst_rank, kLastSteps));
       v.line += text;
     }
-  } else if (next >= 0 && v.worst_link_ratio > kLinkFactor && sends[static_cast<size_t>(slow)] - others_med > kFloorS) {
-    std::snprintf(text, sizeof text, " took %.1fx the others'", v.worst_link_ratio);
-    v.line = "transfers from " + who(slow) + " to " + who(next) + text;
+  } else if (slow >= 0 && v.worst_link_ratio > kLinkFactor && v.worst_link_ms > 1e3 * kFloorS) {
+    std::snprintf(text, sizeof text, " took %.1fx the others' (%.0f ms a step more)", v.worst_link_ratio,
+                  v.worst_link_ms);
+    v.line = "transfers from " + who(prev) + " to " + who(slow) + text;
   }
   return v;
 }
@@ -112,6 +119,7 @@ void StragglerVerdict::add_to(Json& record) const {
   if (!worst_link.empty()) {
     record["worst_link"] = worst_link;
     record["worst_link_ratio"] = worst_link_ratio;
+    record["worst_link_ms"] = worst_link_ms;
   }
   if (!line.empty()) record["straggler"] = line;
 }

@@ -1,7 +1,8 @@
 // Note [Naming the straggler]: in synchronous data parallelism the slowest rank sets everyone's
 // pace. Each rank keeps, per epoch, its compute time per step (batch in to last gradient ready,
-// the time spent waiting for data left out) and the seconds its ring waits took on each
-// neighbour (Collective::link_waits: receives from the previous rank, sends to the next). At the
+// the time spent waiting for data left out), the seconds its receives from the previous ring rank
+// waited, and how long their bytes took to arrive, first byte to last (Collective::link_waits). At
+// the
 // epoch's end these ride in the sum the epoch's figures already take (each rank fills its own
 // slots, the others add zeros), and rank 0 judges:
 // - a rank whose compute stands out from the median (kComputeMargin, kFloorS) and for which the
@@ -9,10 +10,14 @@
 //   "rank 5 (node07) computed 38 ms a step over the median (+12%); the ring waited on it in 91%
 //   of steps" (the share of steps in which it found the step's averages all but done, under 1 ms
 //   and a tenth of its compute away: it came last, the others waited);
-// - else a link whose sends waited more than kLinkFactor times the median of the others' (and
-//   kFloorS a step): "transfers from rank 2 (node03) to rank 3 (node04) took 3.1x the others'". A
-//   send completes once the link has taken its bytes, so its wait is the link's own, where a
-//   receive's waits on everything upstream.
+// - else a link whose bytes arrived more than kLinkFactor times slower than the median of the
+//   others' (and kFloorS a step): "transfers from rank 2 (node03) to rank 3 (node04) took 3.1x the
+//   others'". In a pipelined ring every rank waits for the slowest link, so waits cannot say which
+//   it is; a message's first byte to its last can, as a late sender delays only the first. Send
+//   waits could not either: a send completes once the socket buffer takes it (a link shaped to
+//   20 Mbit/s showed the longest send waits on another link). Measured where the transport sees
+//   bytes arrive, the ring's own TCP (the transport across hosts); under MPI or shared memory no
+//   link is judged.
 // Silent when nothing stands out. The figures go to metrics.jsonl's epoch record either way.
 #pragma once
 
@@ -28,7 +33,7 @@ namespace rt {
 
 class StragglerTally {
  public:
-  static constexpr int kFields = 8;  // per rank, in the epoch's sum
+  static constexpr int kFields = 9;  // per rank, in the epoch's sum
   // A step's compute seconds, how long it then waited for the step's averages, and the
   // collective's waits so far (link_waits, cumulative).
   void add_step(double compute_s, double averages_wait_s, const LinkWaits& waits_so_far);
@@ -37,7 +42,8 @@ class StragglerTally {
   void write(double* all, int rank) const;
 
  private:
-  double compute_s_ = 0, from_prev_s_ = 0, to_next_s_ = 0, averages_wait_s_ = 0;
+  double compute_s_ = 0, from_prev_s_ = 0, averages_wait_s_ = 0;
+  ReceiveTimes from_prev_;
   int64_t steps_ = 0, last_steps_ = 0;  // steps it came last to the averages, the others waiting
   LinkWaits last_;
 };
@@ -45,8 +51,9 @@ class StragglerTally {
 struct StragglerVerdict {
   double compute_ms_median = 0, compute_ms_worst = 0;
   int worst_rank = -1;          // the slowest in compute
-  std::string worst_link;       // "2->3": the link whose sends waited longest, "" without a ring
-  double worst_link_ratio = 0;  // its sends' wait per step over the median of the others'
+  std::string worst_link;       // "2->3": the link whose bytes arrived slowest, "" where unmeasured
+  double worst_link_ratio = 0;  // its seconds a byte over the median of the others'
+  double worst_link_ms = 0;     // a step's milliseconds on it over the same bytes at the others' pace
   std::string line;             // rank 0's report; "" when nothing stands out
   void add_to(Json& record) const;
   // The report asked for (SIGUSR2): line, or what the figures are where nothing stands out.
@@ -56,10 +63,12 @@ struct StragglerVerdict {
 // What stands out, from runs without a straggler on a 2-core machine with 4 ranks (2 per core)
 // beside a busy background job (docs/results/2026-11-26-stragglers.md): the slowest rank's compute
 // came up to 16% over the median (up to 40% where the median was 1.5 ms; +10% with a compiler on
-// both cores), while the others waited for it no more than it waited for them; the slowest link's
-// sends waited up to 2.2x the others'. A straggler must be over the median by kComputeMargin and
+// both cores), while the others waited for it no more than it waited for them; the slowest link
+// was up to 4.5x slower than the others a byte, but cost under 0.2 ms a step
+// (docs/results/2026-11-27-links.md). A straggler must be over the median by kComputeMargin and
 // kFloorS a step, and the others must have waited for it: its own wait for the step's averages
-// under half the median of theirs. A link must wait kLinkFactor times the others and kFloorS.
+// under half the median of theirs. A link must be kLinkFactor times slower than the others and
+// cost kFloorS a step.
 inline constexpr double kComputeMargin = 0.20, kLinkFactor = 3.0, kFloorS = 2e-3;
 
 // From every rank's figures (kFields each, rank order) and their hosts.

@@ -88,7 +88,7 @@ import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l)
     for k in ("images_per_s", "epoch_seconds", "data_wait", "compute_ms_median", "compute_ms_worst", "worst_rank",
-              "worst_link", "worst_link_ratio", "straggler"): r.pop(k, None)
+              "worst_link", "worst_link_ratio", "worst_link_ms", "straggler"): r.pop(k, None)
     if r["kind"] == "epoch": r["train_loss"] = "%.12g" % r["train_loss"]
     print(json.dumps(r, sort_keys=True))' "$1/metrics.jsonl"; }
   cmp -s <(strip "$a") <(strip "$b") || fail "$name: the metric records differ"

@@ -33,7 +33,7 @@ class RingCollective final : public Collective {
   LinkWaits link_waits() const override {
     const int r = transport_->rank(), p = transport_->world();
     const RingWaits w = ring_.waits();
-    return {ring_prev(r, p), ring_next(r, p), w.from_prev_s, w.to_next_s};
+    return {ring_prev(r, p), ring_next(r, p), w.from_prev_s, w.from_prev};
   }
 
  protected:

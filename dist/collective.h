@@ -23,10 +23,12 @@ namespace rt {
 
 using PhaseSwitch = std::optional<std::chrono::steady_clock::time_point>;
 
-// A ring neighbour pair as world ranks, and the seconds this rank's waits on each took so far.
+// A ring neighbour pair as world ranks, the seconds this rank's receives from prev waited so
+// far, and how long their bytes took to arrive.
 struct LinkWaits {
   int prev = -1, next = -1;  // -1: no ring (one rank, a library's allreduce)
-  double from_prev_s = 0, to_next_s = 0;
+  double from_prev_s = 0;
+  ReceiveTimes from_prev;
 };
 
 // Note [Device collectives]: a collective on GPU memory (dist/cuda/device_collective.h) only

@@ -24,10 +24,11 @@ struct RingRun {
   WaitContext context;
 };
 
-// Seconds this rank's waits took so far, per ring neighbour (Note [Naming the straggler] in
-// app/straggler_report.h): receives from the previous rank, sends to the next.
+// Seconds this rank's receives from the previous rank waited so far, and how long their bytes
+// took to arrive (Note [Naming the straggler] in app/straggler_report.h).
 struct RingWaits {
-  double from_prev_s = 0, to_next_s = 0;
+  double from_prev_s = 0;
+  ReceiveTimes from_prev;
 };
 
 class RingPrimitives {

@@ -122,6 +122,7 @@ bool TcpTransport::receive_payload(Transfer& t) {
   }
   const size_t n = static_cast<size_t>(k);
   if (t.header_done < sizeof t.header) {
+    if (t.header_done == 0) t.first_byte = std::chrono::steady_clock::now();
     t.header_done += n;
     if (t.header_done == sizeof t.header && t.header != t.bytes)
       fail(false, str_cat("expected a transfer of ", t.bytes, " bytes but the rank sent ", t.header,
@@ -146,6 +147,8 @@ bool TcpTransport::receive_some() {
   while (!recvs_.empty()) {
     Transfer& t = recvs_.front();
     if (t.header_done == sizeof t.header && t.done == t.bytes) {
+      received_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t.first_byte).count();
+      received_.bytes += static_cast<double>(t.bytes + sizeof t.header);
       complete_front(recvs_);
       continue;
     }

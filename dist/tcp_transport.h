@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -33,6 +34,7 @@ class TcpTransport final : public Transport {
   Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override;
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
+  ReceiveTimes receive_times() const override { return received_; }
 
  private:
   struct Transfer {
@@ -45,6 +47,7 @@ class TcpTransport final : public Transport {
     size_t header_done = 0;
     uint64_t done = 0;  // payload bytes sent, or received and in place
     uint64_t got = 0;   // reducing receive: payload bytes received (staged ones included)
+    std::chrono::steady_clock::time_point first_byte{};  // receive: when its first bytes were read
   };
   Handle enqueue(std::deque<Transfer>& queue, Transfer t, int peer, int expected_peer, const char* what);
   bool progress();  // true when bytes moved
@@ -60,6 +63,7 @@ class TcpTransport final : public Transport {
   std::deque<Transfer> sends_, recvs_;
   std::vector<bool> done_, is_send_;
   std::vector<float> staging_;  // reducing receives: bytes read but not yet added
+  ReceiveTimes received_;
 };
 
 }  // namespace rt

@@ -27,6 +27,13 @@ inline std::string stall_report(const WaitContext& ctx, bool is_send, int peer, 
                  " has waited ", static_cast<int>(waited_s), " s");
 }
 
+// Receives so far, each timed from its first byte read to its last: the pace of the link into
+// this rank, which upstream delays do not stretch (a late sender delays the first byte, not the
+// rest). Zero bytes: the transport does not see bytes arrive (MPI, shared memory).
+struct ReceiveTimes {
+  double seconds = 0, bytes = 0;
+};
+
 class Transport {
  public:
   using Handle = int;
@@ -51,6 +58,7 @@ class Transport {
   virtual void wait(Handle handle, const WaitContext& context) = 0;
   // Forgets completed handles (call when none is pending).
   virtual void reset() = 0;
+  virtual ReceiveTimes receive_times() const { return {}; }
 };
 
 }  // namespace rt

@@ -80,9 +80,7 @@ void TransportPrimitives::send(const RingOp& op, ChunkRange slice) {
 void TransportPrimitives::end_step(const RingOp& op) {
   WaitContext ctx = run_.context;
   ctx.what = op.reduce() ? "reduce-scatter send" : "all-gather send";
-  const auto t0 = std::chrono::steady_clock::now();
   for (Transport::Handle h : sends_) t_.wait(h, ctx);
-  waits_.to_next_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sends_.swap(next_sends_);
   next_sends_.clear();
 }

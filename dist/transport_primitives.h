@@ -28,7 +28,7 @@ class TransportPrimitives final : public RingPrimitives {
   void send(const RingOp& op, ChunkRange slice) override;
   void end_step(const RingOp& op) override;
   void end() override { t_.reset(); }
-  RingWaits waits() const override { return waits_; }
+  RingWaits waits() const override { return {waits_.from_prev_s, t_.receive_times()}; }
 
  private:
   // Posts elements [at, at + n) of a float buffer: as they are, or narrowed into the send stage.

@@ -77,7 +77,7 @@ class TwoLevelCollective final : public Collective {
     const int at = two_->place().cross, n = static_cast<int>(ring.size());
     const RingWaits w = cross_->waits();
     return {ring[static_cast<size_t>(ring_prev(at, n))], ring[static_cast<size_t>(ring_next(at, n))], w.from_prev_s,
-            w.to_next_s};
+            w.from_prev};
   }
 
  protected:

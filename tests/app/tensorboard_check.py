@@ -27,11 +27,12 @@ import tfevents  # noqa: E402
 
 PLACES = {"kind", "step", "epoch", "images_seen"}
 # What the records hold today (grad_norm with train.clip_grad_norm, test_* after an evaluation,
-# the straggler figures on several ranks): a field renamed or dropped on either side fails here.
+# the straggler figures on several ranks, the link's over TCP): a field renamed or dropped on either
+# side fails here.
 EXPECTED_TAGS = {"step/loss", "step/lr", "step/images_per_s", "step/grad_norm", "epoch/train_loss",
                  "epoch/train_top1", "epoch/epoch_seconds", "epoch/data_wait", "epoch/skipped_files",
                  "epoch/test_loss", "epoch/test_top1", "epoch/test_top5", "epoch/compute_ms_median",
-                 "epoch/compute_ms_worst", "epoch/worst_rank", "epoch/worst_link_ratio"}
+                 "epoch/compute_ms_worst", "epoch/worst_rank", "epoch/worst_link_ratio", "epoch/worst_link_ms"}
 
 
 def fail(message):
