@@ -204,7 +204,6 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
   position_.epoch_positions = 0;
   position_.epoch_sums = EpochSums{};  // a save inside the epoch left its figures there
   // One sum: the epoch's figures, then each rank's straggler figures in its own slots.
-  if (hosts_.empty()) hosts_ = world_.allgather(world_.host());
   std::vector<double> all(EpochSums::kCount + static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
   const EpochSums own = run.tally.sums(train_->skipped());
   std::copy(own.data(), own.data() + EpochSums::kCount, all.begin());
@@ -252,7 +251,6 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
 
 // SIGUSR2 (Note [Naming the straggler]): the epoch so far, every rank in one sum at this step.
 void Trainer::report_stragglers_now() {
-  if (hosts_.empty()) hosts_ = world_.allgather(world_.host());
   std::vector<double> all(static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
   straggler_.write(all.data(), world_.rank());
   world_.allreduce_sum(all.data(), static_cast<int>(all.size()),

@@ -179,7 +179,7 @@ class Trainer {
   const World& world_;
   MlperfLog mlperf_;                // Note [MLPerf's log]; writes nothing unless log.mlperf, on rank 0
   StragglerTally straggler_;        // this epoch's compute and ring waits (Note [Naming the straggler])
-  std::vector<std::string> hosts_;  // each rank's host, for its reports; gathered at the first epoch's end
+  std::vector<std::string> hosts_;  // each rank's host, for its reports and stall messages
   // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
   // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
   StallPolicy between_steps_;

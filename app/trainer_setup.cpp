@@ -31,10 +31,14 @@
 namespace rt {
 namespace {
 
-// dist.stall_warn_s and dist.stall_abort_s: a warning on this rank, then the job taken down.
-StallPolicy stall_policy(const DistConfig& dc, const World& world, StallPolicy::Idle idle) {
-  return StallPolicy{dc.stall_warn_s, dc.stall_abort_s, rank_warning(world),
+// dist.stall_warn_s and dist.stall_abort_s: a warning on this rank, then the job taken down
+// with a message naming the rank waited for and its host.
+StallPolicy stall_policy(const DistConfig& dc, const World& world, StallPolicy::Idle idle,
+                         const std::vector<std::string>& hosts) {
+  StallPolicy policy{dc.stall_warn_s, dc.stall_abort_s, rank_warning(world),
                      [&world](const std::string& m) { world.abort(m); }, idle};
+  policy.hosts = hosts;
+  return policy;
 }
 
 }  // namespace
@@ -48,7 +52,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
       // one may.
       between_steps_(stall_policy(config_.dist, world,
-                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin)),
+                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})),
       save_policy_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
@@ -59,6 +63,8 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   // Before any collective the config decides (the GPU's choice, train.bn_group's group, the
   // ring's transport): ranks told different things would otherwise wait in different calls.
   require_same_on_all_ranks("config key", config_items(resolved_), world);
+  hosts_ = world.allgather(world.host());
+  between_steps_.hosts = hosts_;
   if (config.train.device == Device::kCuda) take_gpu();
   const PlanContext plan_context = training_plan_context();
   open_data(split.decoding);
@@ -142,7 +148,7 @@ std::unique_ptr<Collective> Trainer::make_rank_collective(Device device) {
   const DistConfig& dc = config_.dist;
   // The compute threads fill this rank's cores, and a spinning communication thread would take its
   // core from them during backward.
-  const StallPolicy stall = stall_policy(dc, world_, StallPolicy::Idle::kSleep);
+  const StallPolicy stall = stall_policy(dc, world_, StallPolicy::Idle::kSleep, hosts_);
   // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
   const CollectiveSpec spec{dc.allreduce, dc.transport, dc.tcp_interface, dc.hierarchy, dc.wire};
   if (device == Device::kCuda) return make_device_collective(spec, world_.comm(), stall);
@@ -195,7 +201,7 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   if (dc.sharded_update)
     update = make_sharded_update(*optimizer_, *graph_, *collective,
                                  config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
-                                 world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep), &lr_);
+                                 world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep, hosts_), &lr_);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });

@@ -69,8 +69,8 @@ DeviceWatch::DeviceWatch(const StallPolicy& policy, std::vector<Ring> rings, Mar
     } else {
       what_.push_back(str_cat(ring.label, " over ", ring.comm->describe(), ", receiving from rank ", prev,
                               " and sending to rank ", next));
-      blame_.push_back(prev == next ? blame_rank(prev)
-                                    : str_cat(": rank ", prev, " or rank ", next,
+      blame_.push_back(prev == next ? blame_rank(policy, prev)
+                                    : str_cat(": ", policy.who(prev), " or ", policy.who(next),
                                               " is stuck, dead or running a different schedule"));
     }
   }

@@ -55,7 +55,7 @@ void MpiTransport::wait(Handle h, const WaitContext& ctx) {
       },
       policy_,
       [&](double waited) { return stall_report(ctx, p.is_send, policy_.world_rank(p.peer), waited) + policy_.ring; },
-      [&] { return blame_rank(policy_.world_rank(p.peer)); });
+      [&] { return blame_rank(policy_, policy_.world_rank(p.peer)); });
   if (p.reduce_into) add_into(p.reduce_into, p.staged, p.count, p.scale);
   p.reduce_into = nullptr;
 }

@@ -363,7 +363,7 @@ std::string ShmTransport::blame_chain(int peer) const {
     const Inbox* box = inboxes_[static_cast<size_t>(at)];
     const int next = box->waiting_for.load(std::memory_order_relaxed);
     const bool frozen = steady_ns() - box->heartbeat_ns.load(std::memory_order_relaxed) > kStaleHeartbeatNs;
-    if (next < 0 || frozen) return chain + blame_rank(policy_.world_rank(at));
+    if (next < 0 || frozen) return chain + blame_rank(policy_, policy_.world_rank(at));
     if (next == rank_)
       return chain + str_cat("; rank ", policy_.world_rank(at),
                              " waits for this rank: every rank in the ring is waiting "
@@ -371,7 +371,7 @@ std::string ShmTransport::blame_chain(int peer) const {
     chain += str_cat("; rank ", policy_.world_rank(at), " is itself waiting for rank ", policy_.world_rank(next));
     at = next;
   }
-  return chain + blame_rank(policy_.world_rank(at));
+  return chain + blame_rank(policy_, policy_.world_rank(at));
 }
 
 void ShmTransport::reset() {

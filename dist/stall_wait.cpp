@@ -8,7 +8,14 @@
 
 namespace rt {
 
-std::string blame_rank(int rank) { return str_cat(": rank ", rank, " is stuck, dead or running a different schedule"); }
+std::string StallPolicy::who(int r) const {
+  const auto i = static_cast<size_t>(r);
+  return i < hosts.size() ? str_cat("rank ", r, " (", hosts[i], ")") : str_cat("rank ", r);
+}
+
+std::string blame_rank(const StallPolicy& policy, int world_rank) {
+  return str_cat(": ", policy.who(world_rank), " is stuck, dead or running a different schedule");
+}
 
 void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
                 const std::function<std::string(double waited_s)>& describe,

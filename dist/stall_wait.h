@@ -27,7 +27,11 @@ struct StallPolicy {
   // hosts"). Empty: ranks are the world's.
   std::vector<int> world_ranks = {};
   std::string ring = "";
+  // Each world rank's host, so that a message about a rank says where it is. Empty: unknown.
+  std::vector<std::string> hosts = {};
   int world_rank(int r) const { return world_ranks.empty() ? r : world_ranks[static_cast<size_t>(r)]; }
+  // "rank 3 (node04)": a world rank, with its host where known.
+  std::string who(int world_rank) const;
 };
 
 enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes moved meanwhile
@@ -39,8 +43,8 @@ enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes 
 void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
                 const std::function<std::string(double waited_s)>& describe, const std::function<std::string()>& blame);
 
-// ": rank 3 is stuck, dead or running a different schedule".
-std::string blame_rank(int rank);
+// ": rank 3 (node04) is stuck, dead or running a different schedule", of a world rank.
+std::string blame_rank(const StallPolicy& policy, int world_rank);
 
 // The abort time of a two-level ring's waits across hosts, whose policy says abort_s inside a
 // host. A rank waiting across hosts sees only its peer there, which may itself wait on a stuck

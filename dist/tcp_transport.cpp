@@ -183,7 +183,7 @@ void TcpTransport::wait(Handle h, const WaitContext& ctx) {
       },
       policy_,
       [&](double waited) { return stall_report(ctx, is_send_[i], policy_.world_rank(peer), waited) + policy_.ring; },
-      [&] { return blame_rank(policy_.world_rank(peer)); });
+      [&] { return blame_rank(policy_, policy_.world_rank(peer)); });
 }
 
 void TcpTransport::reset() {

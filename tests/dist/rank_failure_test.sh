@@ -86,14 +86,14 @@ else
   case $mode in
     stall_gpu)
       ring_warn="warning: step [0-9]+, bucket [0-9]+: the ring's exchange over NCCL point-to-point, .* has waited"
-      ring_abort="rank 0 of 2 .*step [0-9]+, bucket [0-9]+: .*dist.stall_abort_s = 6\\): rank 1 is stuck, dead" ;;
+      ring_abort="rank 0 of 2 .*step [0-9]+, bucket [0-9]+: .*dist.stall_abort_s = 6\\): rank 1 \\([^)]+\\) is stuck, dead" ;;
     stall_two_level)
       ring_warn="warning: step [0-9]+, bucket [0-9]+: .* rank 3 has waited [0-9]+ s in the ring"
-      ring_abort="rank [0-2] of 4 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s in the ring .*: rank 3 is stuck, dead" ;;
+      ring_abort="rank [0-2] of 4 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s in the ring .*: rank 3 \\([^)]+\\) is stuck, dead" ;;
     *)
       ring_warn="warning: step [0-9]+, bucket [0-9]+: .* rank 1 has waited"
       # The rank that aborts may wait on rank 1 directly, or on a rank that waits on rank 1.
-      ring_abort="rank [02] of 3 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s \\(dist.stall_abort_s.*: rank 1 is stuck, dead" ;;
+      ring_abort="rank [02] of 3 .*step [0-9]+, bucket [0-9]+: .* rank [0-9] has waited [0-9]+ s \\(dist.stall_abort_s.*: rank 1 \\([^)]+\\) is stuck, dead" ;;
   esac
   grep -Eq "$ring_warn|$between_warn" "$work/out" ||
     { echo "FAIL: no stall warning naming rank $victim_rank (or the step and collective)"; cat "$work/out"; exit 1; }
