@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "base/check.h"
 #include "base/stderr_line.h"
@@ -130,8 +132,16 @@ void World::abort(const std::string& message, int status) const {
   if (mpi_) wait_until_stderr_is_read(1.0);
   // MPI_COMM_WORLD, not comm_ (its duplicate): MPICH aborts any other communicator by messaging
   // each of its ranks and waits for them to progress, which ranks spinning on a shared-memory
-  // flag never do; on MPI_COMM_WORLD it asks the process manager to end the job at once.
-  if (mpi_) MPI_Abort(MPI_COMM_WORLD, status);
+  // flag never do; on MPI_COMM_WORLD it asks the process manager to end the job at once. A
+  // process manager cut off from its launcher (a dead link) may never answer: MPICH's proxy then
+  // leaves the rank waiting in MPI_Abort for good, so the rank ends itself after a few seconds.
+  if (mpi_) {
+    std::thread([status] {
+      std::this_thread::sleep_for(std::chrono::seconds(kAbortGraceS));
+      std::_Exit(status);
+    }).detach();
+    MPI_Abort(MPI_COMM_WORLD, status);
+  }
   std::_Exit(status);
 }
 

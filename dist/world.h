@@ -53,6 +53,7 @@ class World {
   // Takes the whole job down after printing `message` (with rank and host) to stderr; the
   // process (and under MPI the launcher, as MPI_Abort's error code) exits with `status`.
   [[noreturn]] void abort(const std::string& message, int status = 1) const;
+  static constexpr int kAbortGraceS = 5;  // how long MPI_Abort may take before the rank exits itself
   void finalize();
 
   // Collectives used outside the gradient ring (all ranks must call them, in the same order),
