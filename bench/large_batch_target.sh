@@ -12,9 +12,10 @@
 #   lars:     the same batch, LARS (trust coefficient 0.001, momentum 0.9, epsilon 0) and poly
 #             decay (power 2, to 0.0001) after the same warmup, RATE for the whole batch (train.lr).
 # For each schedule of EPOCHS_LIST epochs (default "20 40 80"): the baseline for each seed of SEEDS
-# (default "1 2 3"); each arm on seed 1 at each rate of its grid (SGD_RATES, LARS_RATES: factors of
-# about 1.4), the grid grown by a factor of 1.4 past its end while seed 1's best rate sits at that
-# end (twice at most); then the other seeds at the best rate. The target of a schedule is the mean
+# (default "1 2 3"); each arm on seed 1 at each rate of its grid (on the first schedule SGD_RATES
+# and LARS_RATES, factors of about 1.4; on the others the previous schedule's best rate and its
+# neighbours at 1.4x), the grid grown by a factor of 1.4 past its end while seed 1's best rate
+# sits at that end (3 times at most); then the other seeds at the best rate. The target of a schedule is the mean
 # of the baseline's final top-1 over the seeds, minus 0.5 point; a run's figure is the first epoch
 # whose evaluation reaches it.
 # Then BATCHES (default "1024 4096 8192") on the SWEEP_EPOCHS schedule (default 40), every seed:
@@ -98,12 +99,17 @@ best() { collect; python3 bench/large_batch_target_summary.py "$out/epochs.csv" 
 scaled() { python3 -c "import sys; print(f'{float(sys.argv[1]) * float(sys.argv[2]):.2g}')" "$1" "$2"; }
 declare -A best_rate
 seed_list=($seeds)
+previous=
 for epochs in $epochs_list; do
   for seed in $seeds; do run "baseline_b64_e${epochs}_s${seed}_r0.4" "$epochs" "$seed" 64 baseline 0.4; done
   for arm in sgd lars; do
-    [[ $arm == sgd ]] && grid=($sgd_rates) || grid=($lars_rates)
+    if [[ -n $previous ]]; then
+      b=${best_rate[$arm,$previous]}
+      grid=("$(scaled "$b" 0.714)" "$b" "$(scaled "$b" 1.4)")
+    elif [[ $arm == sgd ]]; then grid=($sgd_rates)
+    else grid=($lars_rates); fi
     for rate in "${grid[@]}"; do run "${arm}_b${batch}_e${epochs}_s${seed_list[0]}_r${rate}" "$epochs" "${seed_list[0]}" "$batch" "$arm" "$rate"; done
-    for _ in 1 2; do
+    for _ in 1 2 3; do
       b=$(best "$arm" "$epochs")
       if [[ $b == "${grid[0]}" ]]; then grid=("$(scaled "$b" 0.714)" "${grid[@]}"); rate=${grid[0]}
       elif [[ $b == "${grid[-1]}" ]]; then grid+=("$(scaled "$b" 1.4)"); rate=${grid[-1]}
@@ -114,6 +120,7 @@ for epochs in $epochs_list; do
     best_rate[$arm,$epochs]=$b
     for seed in "${seed_list[@]:1}"; do run "${arm}_b${batch}_e${epochs}_s${seed}_r${b}" "$epochs" "$seed" "$batch" "$arm" "$b"; done
   done
+  previous=$epochs
 done
 for b in $batches; do
   lars_rate=$(scaled "${best_rate[lars,$sweep_epochs]}" "$(python3 -c "print(($b / $batch) ** 0.5)")")
