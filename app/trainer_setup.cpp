@@ -78,7 +78,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
                                            config.log.timeline_steps,
                                            static_cast<int64_t>(config.log.timeline_max_mb * 1024 * 1024));
-  if (collective) attach_reducer(std::move(collective));
+  if (collective) {
+    attach_reducer(std::move(collective));
+    between_steps_.broken_links = [this] { return reducer_->collective().broken_links(); };
+  }
   if (config.train.accumulate_steps > 1) accumulate_gradients();
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
   inject_fault("reducer", world.rank());

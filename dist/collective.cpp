@@ -30,6 +30,7 @@ class RingCollective final : public Collective {
     return cuts;
   }
   std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
+  std::string broken_links() const override { return transport_->broken_links(); }
   LinkWaits link_waits() const override {
     const int r = transport_->rank(), p = transport_->world();
     const RingWaits w = ring_.waits();

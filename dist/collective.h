@@ -86,6 +86,8 @@ class Collective {
   // app/straggler_report.h): under the two-level ring, those of the ring across hosts. The
   // communication thread writes them; read them after the step's averages are done.
   virtual LinkWaits link_waits() const { return {}; }
+  // What its transport knows of a broken connection (Transport::broken_links), "" if nothing.
+  virtual std::string broken_links() const { return ""; }
 
  protected:
   // average()'s work; `update` is given only where shard_cuts says the collective shards.

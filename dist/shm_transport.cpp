@@ -30,6 +30,7 @@ struct ShmTransport::Inbox {
   // a rank frozen or killed inside a wait is told from one that is still waiting.
   std::atomic<int> waiting_for{-1};
   std::atomic<int64_t> heartbeat_ns{0};
+  std::atomic<int> waiting_elsewhere{-1};  // a world rank this rank waits on outside the ring
 };
 
 namespace {
@@ -362,6 +363,11 @@ std::string ShmTransport::blame_chain(int peer) const {
   for (int hops = 0; hops < world_; ++hops) {
     const Inbox* box = inboxes_[static_cast<size_t>(at)];
     const int next = box->waiting_for.load(std::memory_order_relaxed);
+    const int elsewhere = box->waiting_elsewhere.load(std::memory_order_relaxed);
+    if (next < 0 && elsewhere >= 0)
+      return chain +
+             str_cat("; rank ", policy_.world_rank(at), " is itself waiting for rank ", elsewhere, " across hosts") +
+             blame_rank(policy_, elsewhere);
     const bool frozen = steady_ns() - box->heartbeat_ns.load(std::memory_order_relaxed) > kStaleHeartbeatNs;
     if (next < 0 || frozen) return chain + blame_rank(policy_, policy_.world_rank(at));
     if (next == rank_)
@@ -372,6 +378,10 @@ std::string ShmTransport::blame_chain(int peer) const {
     at = next;
   }
   return chain + blame_rank(policy_, policy_.world_rank(at));
+}
+
+void ShmTransport::waiting_elsewhere(int world_rank) {
+  mine_->waiting_elsewhere.store(world_rank, std::memory_order_relaxed);
 }
 
 void ShmTransport::reset() {

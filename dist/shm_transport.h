@@ -55,6 +55,9 @@ class ShmTransport final : public Transport {
   Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override;
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
+  // This rank now waits on world rank `world_rank` outside this ring (the two-level ring's ring
+  // across hosts; -1: no longer), so that a rank of this host stalled on it names that rank.
+  void waiting_elsewhere(int world_rank);
 
  private:
   struct Inbox;   // the shared header: counters and piece sizes, then the slots

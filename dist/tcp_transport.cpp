@@ -1,9 +1,12 @@
 #include "dist/tcp_transport.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,6 +15,13 @@
 
 namespace rt {
 namespace {
+// Why a connection broke: the peer's end closed it (the rank died or aborted), or keepalive probes
+// and retransmissions went unanswered (the link or the peer's host is down).
+std::string broken(int error) {
+  return str_cat(std::strerror(error),
+                 error == ETIMEDOUT ? " (the link or that host is down)" : " (the rank died or aborted)");
+}
+
 // 256 KiB: big enough that each recv() takes what the kernel has queued, small enough to stay in
 // the core's cache between landing and being added.
 constexpr size_t kStagingFloats = size_t{64} << 10;
@@ -24,6 +34,31 @@ TcpTransport::TcpTransport(MPI_Comm comm, StallPolicy policy, const std::string&
   next_ = (rank_ + 1) % world_;
   prev_ = (rank_ + world_ - 1) % world_;
   if (world_ > 1) links_ = open_ring_links(comm, interface, 30, policy_.world_ranks);
+  // Keepalive probes find a neighbour cut off while the ring is idle (between steps, where the
+  // ranks wait in MPI collectives that cannot say who is missing): after a sixth of the abort
+  // time without traffic, 3 probes as far apart, so the connection has failed before the stall
+  // abort and its message can say so (broken_links). A 2 s flap loses one probe at most.
+  const int idle_s = std::max(1, static_cast<int>(policy_.abort_s / 6)), probes = 3, on = 1;
+  for (int fd : {links_.to_next, links_.from_prev}) {
+    if (fd < 0) continue;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle_s, sizeof idle_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  }
+}
+
+std::string TcpTransport::broken_links() const {
+  std::string said;
+  for (const bool sending : {false, true}) {
+    const int fd = sending ? links_.to_next : links_.from_prev;
+    int error = 0;
+    socklen_t len = sizeof error;
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error == 0) continue;
+    said += str_cat("; the ring's TCP connection ", sending ? "to " : "from ",
+                    policy_.who(policy_.world_rank(sending ? next_ : prev_)), " failed: ", broken(error));
+  }
+  return said;
 }
 
 TcpTransport::~TcpTransport() {
@@ -59,8 +94,8 @@ Transport::Handle TcpTransport::post_recv_reduce(float* dst, size_t count, int p
 
 void TcpTransport::fail(bool sending, const std::string& why) const {
   const int peer = sending ? next_ : prev_;
-  RT_CHECK(false, "TCP transport: rank ", policy_.world_rank(rank_), sending ? " sending to" : " receiving from",
-           " rank ", policy_.world_rank(peer), policy_.ring, " at ",
+  RT_CHECK(false, "TCP transport: rank ", policy_.world_rank(rank_), sending ? " sending to " : " receiving from ",
+           policy_.who(policy_.world_rank(peer)), policy_.ring, " at ",
            sending ? links_.next_address : links_.prev_address, ": ", why);
   __builtin_unreachable();
 }
@@ -86,7 +121,7 @@ bool TcpTransport::send_some() {
     if (k < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      fail(true, str_cat(std::strerror(errno), " (the rank died or aborted)"));
+      fail(true, broken(errno));
     }
     size_t n = static_cast<size_t>(k);
     const size_t h = std::min(n, sizeof t.header - t.header_done);
@@ -118,7 +153,7 @@ bool TcpTransport::receive_payload(Transfer& t) {
   if (k == 0) fail(false, "the connection was closed (the rank died or aborted)");
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
-    fail(false, str_cat(std::strerror(errno), " (the rank died or aborted)"));
+    fail(false, broken(errno));
   }
   const size_t n = static_cast<size_t>(k);
   if (t.header_done < sizeof t.header) {

@@ -35,6 +35,7 @@ class TcpTransport final : public Transport {
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
   ReceiveTimes receive_times() const override { return received_; }
+  std::string broken_links() const override;
 
  private:
   struct Transfer {

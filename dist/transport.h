@@ -59,6 +59,9 @@ class Transport {
   // Forgets completed handles (call when none is pending).
   virtual void reset() = 0;
   virtual ReceiveTimes receive_times() const { return {}; }
+  // "; the ring's TCP connection from rank 2 (node03) failed: Connection timed out (...)" where a
+  // connection of this transport broke; "" otherwise. For stall messages that cannot name a rank.
+  virtual std::string broken_links() const { return ""; }
 };
 
 }  // namespace rt

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "dist/ring_schedule.h"
+#include "dist/shm_transport.h"
 #include "dist/transport_choice.h"
 #include "dist/transport_primitives.h"
 #include "dist/two_level_ring.h"
@@ -19,6 +20,36 @@ MPI_Comm group_comm(MPI_Comm comm, const std::vector<int>& members, int key_of_c
            "MPI_Comm_split for the two-level ring failed");
   return sub;
 }
+
+// The ring across hosts with its waits announced in this rank's shared-memory inbox: a rank of
+// this host stalled on this one then names the rank beyond the network that this one waits for,
+// not this one (a dead link stalls both, and the ring inside a host gives up first).
+class AnnouncedWaits final : public Transport {
+ public:
+  AnnouncedWaits(std::unique_ptr<Transport> across, ShmTransport& inside, int prev_world_rank)
+      : across_(std::move(across)), inside_(inside), prev_(prev_world_rank) {}
+  int rank() const override { return across_->rank(); }
+  int world() const override { return across_->world(); }
+  std::shared_ptr<float> allocate(size_t floats) override { return across_->allocate(floats); }
+  Handle post_send(const void* data, size_t bytes, int peer) override { return across_->post_send(data, bytes, peer); }
+  Handle post_recv(void* data, size_t bytes, int peer) override { return across_->post_recv(data, bytes, peer); }
+  Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override {
+    return across_->post_recv_reduce(dst, count, peer, scale);
+  }
+  void wait(Handle handle, const WaitContext& context) override {
+    inside_.waiting_elsewhere(prev_);
+    across_->wait(handle, context);
+    inside_.waiting_elsewhere(-1);
+  }
+  void reset() override { across_->reset(); }
+  ReceiveTimes receive_times() const override { return across_->receive_times(); }
+  std::string broken_links() const override { return across_->broken_links(); }
+
+ private:
+  std::unique_ptr<Transport> across_;
+  ShmTransport& inside_;
+  int prev_;
+};
 
 class TwoLevelCollective final : public Collective {
  public:
@@ -46,6 +77,10 @@ class TwoLevelCollective final : public Collective {
     across.abort_s = across_hosts_abort_s(stall.abort_s);
     local_t_ = make_transport(local_name_, local_comm_, inside, spec.tcp_interface);
     cross_t_ = make_transport(cross_name_, cross_comm_, across, spec.tcp_interface);
+    if (auto* shm = dynamic_cast<ShmTransport*>(local_t_.get()))
+      cross_t_ = std::make_unique<AnnouncedWaits>(
+          std::move(cross_t_), *shm,
+          place.cross_ring[static_cast<size_t>(ring_prev(place.cross, static_cast<int>(place.cross_ring.size())))]);
     // Phases 1 and 3 in float32 with no scaling; phase 2 scales to the world's average.
     local_ = std::make_unique<RingExecutor>(transport_ring(*local_t_, Wire::kFp32, 1.0f));
     cross_ =
@@ -72,6 +107,7 @@ class TwoLevelCollective final : public Collective {
     for (const RingPhase& phase : two_->gather_updated(data, count, context)) phase.run();
   }
   std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_->shard_cuts(count); }
+  std::string broken_links() const override { return cross_t_->broken_links(); }
   LinkWaits link_waits() const override {  // the ring across hosts: the network's links
     const std::vector<int>& ring = two_->place().cross_ring;
     const int at = two_->place().cross, n = static_cast<int>(ring.size());

@@ -168,10 +168,11 @@ void World::complete(MPI_Request request, const char* call, const CollectiveWatc
       [&](double waited_s) {
         return str_cat(watch.what, ": ", call, " over ", size_, " ranks has waited ", static_cast<int>(waited_s), " s");
       },
-      [] {
+      [&] {
         return std::string(
-            ": a rank that has not joined it is stuck, dead or running a different schedule (MPI does not say "
-            "which; it is the rank that reports nothing)");
+                   ": a rank that has not joined it is stuck, dead or running a different schedule (MPI does not say "
+                   "which; it is the rank that reports nothing)") +
+               (watch.stall->broken_links ? watch.stall->broken_links() : "");
       });
 }
 

@@ -23,10 +23,11 @@
 # The launcher is $RINGTRAIN_MPIEXEC (default: mpirun); which implementation it is comes from
 # $RINGTRAIN_MPI (openmpi or mpich; CMake's RINGTRAIN_MPI sets both for ctest), else from its
 # --version. Under Open MPI it also allows running as root, and probes the connections to its
-# daemons after 3 s without traffic, every 2 s, 3 times (oob_tcp_keepalive_*; Open MPI's defaults
-# are 300 s, 20 s and 9): a host cut off is then found within about 10 s and the job ends, where
-# once the ranks have aborted mpirun would wait on that host's daemon for the kernel's TCP
-# retransmission limit, about 15 minutes (docs/launch.md, "When a host or a link dies").
+# daemons after 2 s without traffic, every 1 s, 4 times (oob_tcp_keepalive_*; Open MPI's defaults
+# are 300 s, 20 s and 9): a host cut off is then found within about 7 s and the job ends, before
+# the ranks' own keepalive gives up on it (at 2/3 of dist.stall_abort_s); once the ranks have
+# aborted, mpirun would wait on that host's daemon for the kernel's TCP retransmission limit,
+# about 15 minutes (docs/launch.md, "When a host or a link dies").
 # OMPI_MCA_oob_tcp_keepalive_time in the environment keeps the user's settings instead.
 set -euo pipefail
 
@@ -67,7 +68,7 @@ run=("$launcher")
 if [[ $kind == openmpi ]]; then
   [[ $(id -u) -eq 0 ]] && run+=(--allow-run-as-root)
   if [[ -z ${OMPI_MCA_oob_tcp_keepalive_time:-} ]]; then
-    run+=(--mca oob_tcp_keepalive_time 3 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3)
+    run+=(--mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 4)
   fi
   [[ $oversubscribe -eq 1 ]] && run+=(--oversubscribe)
   [[ $testing -eq 1 ]] && run+=(--mca btl self,vader,tcp)

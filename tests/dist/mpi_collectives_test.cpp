@@ -265,6 +265,40 @@ TEST(Collectives, SharedMemoryRingWithATinyInboxWrapsAroundCorrectly) {
   }
 }
 
+// A dead link between hosts stalls the two-level ring's rank waiting across hosts and, behind it,
+// its host's ranks, whose ring inside the host gives up first. The rank across announces whom it
+// waits for (ShmTransport::waiting_elsewhere), so rank 1, stalled on rank 0, names rank 0's peer
+// beyond the network (world rank 99 here), not rank 0.
+TEST(Collectives, SharedMemoryStallOnARankWaitingAcrossHostsNamesTheRankBeyond) {
+  const World& w = World::get();
+  StallPolicy policy = test_stall();
+  policy.abort_s = 0.3;
+  policy.abort = [](const std::string& m) { throw Error(m); };
+  ShmTransport t(w.comm(), policy);
+  float x = 1, y = 0;
+  Transport::Handle pending = -1;
+  if (w.rank() == 0) t.waiting_elsewhere(99);
+  w.barrier();
+  if (w.rank() == 1) {
+    pending = t.post_recv(&y, sizeof y, 0);
+    try {
+      t.wait(pending, {});
+      ADD_FAILURE() << "rank 0 sent nothing, yet the wait ended";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("; rank 0 is itself waiting for rank 99 across hosts: rank 99 is stuck"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  w.barrier();
+  if (w.rank() == 0) {
+    t.waiting_elsewhere(-1);
+    t.wait(t.post_send(&x, sizeof x, 1), {});
+  }
+  if (w.rank() == 1) t.wait(pending, {});
+  w.barrier();
+}
+
 TEST(Collectives, SharedMemoryTransportRefusesPeersOutsideTheRing) {
   const World& w = World::get();
   ShmTransport t(w.comm(), test_stall());
