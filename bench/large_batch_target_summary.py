@@ -86,7 +86,7 @@ def main(path, sweep_epochs, plot_path=None):
         if finals and len(finals) < len(hits):
             final_words += f" ({len(hits) - len(finals)} diverged)"
         rate_words = "-" if arm == "baseline" else (f"{rate} per 256" if arm == "sgd" else rate)
-        spread = "-" if min(hits) == math.inf else f"{show(min(hits))}-{show(max(hits))}"
+        spread = "-" if min(hits) == math.inf else f"{show(min(hits))}-{show(max(hits))}".replace("--", "-never")
         print(f"| {arm} | {batch} | {epochs} | {rate_words} | {show(med)} | {spread} "
               f"| {reaching} of {len(hits)} | {final_words} |")
     large = sorted({k[1] for k in groups if k[0] != "baseline"})
