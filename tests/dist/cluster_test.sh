@@ -10,10 +10,9 @@
 set -u
 ringtrain=$1 src=$2
 source "$src/tests/support/fashion_mnist.sh"
+source "$src/tests/support/netns_link.sh"
 require_fashion_mnist
-command -v ip > /dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
-if ! ip netns add rt-probe 2> /dev/null; then echo "SKIP: cannot create network namespaces (needs root / CAP_NET_ADMIN)"; exit 77; fi
-ip netns del rt-probe
+require_netns
 work=$(mktemp -d /tmp/ringtrain_cluster_XXXXXX)
 trap '"$src/scripts/netns_hosts.sh" down; rm -rf "$work"' EXIT
 launch=$src/scripts/mpi_launch.sh  # Open MPI or MPICH, as configured

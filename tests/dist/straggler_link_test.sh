@@ -11,11 +11,10 @@
 set -u
 ringtrain=$1 src=$2
 source "$src/tests/support/fashion_mnist.sh"
+source "$src/tests/support/netns_link.sh"
 require_fashion_mnist
-command -v ip > /dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
 command -v tc > /dev/null || { echo "SKIP: no tc command (iproute2)"; exit 77; }
-if ! ip netns add rt-probe 2> /dev/null; then echo "SKIP: cannot create network namespaces (needs root / CAP_NET_ADMIN)"; exit 77; fi
-ip netns del rt-probe
+require_netns
 work=$(mktemp -d /tmp/ringtrain_straggler_link_XXXXXX)
 hosts=$src/scripts/netns_hosts.sh
 trap '"$hosts" down; rm -rf "$work"' EXIT

@@ -1,0 +1,69 @@
+# Sourced (not run) by the shell tests that run jobs across the namespace hosts of
+# scripts/netns_hosts.sh and cut or shape the link between them:
+#   source "$src/tests/support/netns_link.sh"
+#   require_netns                    # exit 77 (skipped) where namespaces cannot be made
+#   link_cut_run NAME EPOCHS DOWN_S COMMAND...   # the job, its link cut once step 20 is logged
+#   expect_job_ended NAME ...; expect_job_finished NAME WHAT
+# They use $work (the test's scratch folder) and set fail=1 on a failed check.
+# shellcheck shell=bash
+
+# Ends the test as skipped (exit 77) unless this machine can make network namespaces.
+require_netns() {
+  command -v ip > /dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
+  if ! ip netns add rt-probe 2> /dev/null; then
+    echo "SKIP: cannot create network namespaces (needs root / CAP_NET_ADMIN)"
+    exit 77
+  fi
+  ip netns del rt-probe
+}
+
+# link_cut_run NAME EPOCHS DOWN_S COMMAND...: runs COMMAND (a job whose arguments end without
+# train.epochs and checkpoint.dir) into $work/NAME.log, takes rt-a's end of the link down once
+# $work/NAME/metrics.jsonl logs step 20, for DOWN_S seconds (0: for good), and waits for the job;
+# sets rc (its exit status) and after_cut (seconds from the cut to its end).
+link_cut_run() {
+  local name=$1 epochs=$2 down_s=$3 job cut
+  shift 3
+  timeout 300 "$@" --set train.epochs="$epochs" --set checkpoint.dir="$work/$name" > "$work/$name.log" 2>&1 &
+  job=$!
+  for _ in $(seq 3000); do grep -qs '"step":20,' "$work/$name/metrics.jsonl" && break; sleep 0.02; done
+  cut=$(date +%s.%N)
+  ip -n rt-a link set rt-veth-a down
+  if [[ $down_s -gt 0 ]]; then sleep "$down_s"; ip -n rt-a link set rt-veth-a up; fi
+  wait "$job"
+  rc=$?
+  after_cut=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$cut" "$(date +%s.%N)")
+}
+
+# What a job said, without the resolved configuration it prints first.
+job_said() { grep -Ev "^#|^\[|^[a-z_0-9]+ *=" "$1"; }
+
+# expect_job_ended NAME WHAT LIMIT_S: after link_cut_run with the link cut for good, the job exited
+# non-zero (not by timeout) within LIMIT_S of the cut, its output names host rt-b, and no process
+# of it is left 15 s later.
+expect_job_ended() {
+  local name=$1 what=$2 limit=$3 left
+  sleep 15
+  left=$(pgrep -fa "$work/$name" | grep -v pgrep)
+  if [[ $rc -ne 0 && $rc -ne 124 ]] && python3 -c "import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))" \
+       "$after_cut" "$limit" && job_said "$work/$name.log" | grep -q "rt-b" && [[ -z $left ]]; then
+    echo "PASS: $what: exited $rc, $after_cut s after the cut, naming rt-b; nothing left"
+    job_said "$work/$name.log" | grep -m1 "rt-b" | sed 's/^/    /'
+  else
+    echo "FAIL: $what: exit $rc, $after_cut s after the cut (at most $limit s, non-zero, naming rt-b, nothing" \
+         "left); left: ${left:-nothing}"
+    job_said "$work/$name.log" | tail -20
+    fail=1
+  fi
+}
+
+# expect_job_finished NAME WHAT: after link_cut_run with a flap, the job trained to its end.
+expect_job_finished() {
+  if [[ $rc -eq 0 ]] && grep -q "^done: test top-1" "$work/$1.log"; then
+    echo "PASS: $2: trained to its end"
+  else
+    echo "FAIL: $2: exit $rc, the job should have finished"
+    job_said "$work/$1.log" | tail -20
+    fail=1
+  fi
+}
