@@ -8,7 +8,7 @@
 namespace rt {
 namespace {
 
-enum Field { kCompute, kSteps, kFromPrev, kLastSteps, kPrev, kNext, kAveragesWait, kArrivalS, kArrivalBytes };
+enum Field { kCompute, kSteps, kLastSteps, kPrev, kNext, kAveragesWait, kArrivalS, kArrivalBytes };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -19,13 +19,12 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void StragglerTally::begin_epoch() {
-  compute_s_ = from_prev_s_ = averages_wait_s_ = 0;
+  compute_s_ = averages_wait_s_ = 0;
   from_prev_ = {};
   steps_ = last_steps_ = 0;
 }
 
 void StragglerTally::add_step(double compute_s, double averages_wait_s, const LinkWaits& now) {
-  from_prev_s_ += now.from_prev_s - last_.from_prev_s;
   from_prev_.seconds += now.from_prev.seconds - last_.from_prev.seconds;
   from_prev_.bytes += now.from_prev.bytes - last_.from_prev.bytes;
   last_ = now;
@@ -39,7 +38,6 @@ void StragglerTally::write(double* all, int rank) const {
   double* f = all + static_cast<size_t>(rank) * kFields;
   f[kCompute] = compute_s_;
   f[kSteps] = static_cast<double>(steps_);
-  f[kFromPrev] = from_prev_s_;
   f[kArrivalS] = from_prev_.seconds;
   f[kArrivalBytes] = from_prev_.bytes;
   f[kLastSteps] = static_cast<double>(last_steps_);

@@ -1,10 +1,9 @@
 // Note [Naming the straggler]: in synchronous data parallelism the slowest rank sets everyone's
 // pace. Each rank keeps, per epoch, its compute time per step (batch in to last gradient ready,
-// the time spent waiting for data left out), the seconds its receives from the previous ring rank
-// waited, and how long their bytes took to arrive, first byte to last (Collective::link_waits). At
-// the
-// epoch's end these ride in the sum the epoch's figures already take (each rank fills its own
-// slots, the others add zeros), and rank 0 judges:
+// the time spent waiting for data left out), its wait for each step's averages, and how long the
+// bytes of its receives from the previous ring rank took to arrive, first byte to last
+// (Collective::link_waits). At the epoch's end these ride in the sum the epoch's figures already
+// take (each rank fills its own slots, the others add zeros), and rank 0 judges:
 // - a rank whose compute stands out from the median (kComputeMargin, kFloorS) and for which the
 //   others waited (its own wait for the step's averages under half the others') held them back:
 //   "rank 5 (node07) computed 38 ms a step over the median (+12%); the ring waited on it in 91%
@@ -33,7 +32,7 @@ namespace rt {
 
 class StragglerTally {
  public:
-  static constexpr int kFields = 9;  // per rank, in the epoch's sum
+  static constexpr int kFields = 8;  // per rank, in the epoch's sum
   // A step's compute seconds, how long it then waited for the step's averages, and the
   // collective's waits so far (link_waits, cumulative).
   void add_step(double compute_s, double averages_wait_s, const LinkWaits& waits_so_far);
@@ -42,7 +41,7 @@ class StragglerTally {
   void write(double* all, int rank) const;
 
  private:
-  double compute_s_ = 0, from_prev_s_ = 0, averages_wait_s_ = 0;
+  double compute_s_ = 0, averages_wait_s_ = 0;
   ReceiveTimes from_prev_;
   int64_t steps_ = 0, last_steps_ = 0;  // steps it came last to the averages, the others waiting
   LinkWaits last_;

@@ -1,6 +1,6 @@
 // What Note [Naming the straggler]'s measurement adds to a training step: the clock reads it
-// makes (4 a step in the trainer, and per slice received 2 around the wait and, over the ring's
-// own TCP, 2 for its first byte and its last), counted for a model's gradient arena at a world
+// makes (4 a step in the trainer, and per slice received over the ring's own TCP 2, for its
+// first byte and its last), counted for a model's gradient arena at a world
 // size from the ring's own schedule and slice size, times the measured cost of one read.
 // usage: straggler_cost FLOATS BUCKETS RANKS [SLICE_FLOATS]
 //   FLOATS: the gradient arena (ringtrain info --model M says the parameters), BUCKETS: how many
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     const int64_t count = floats / buckets;
     for (int step = 0; step < rt::ring_step_count(ranks); ++step) {
       const int64_t chunk = rt::chunk_range(count, ranks, rt::ring_step(0, ranks, step).recv_chunk).count;
-      reads += 4 * ((chunk + slice - 1) / slice);
+      reads += 2 * ((chunk + slice - 1) / slice);
     }
   }
   std::printf(

@@ -33,8 +33,7 @@ class RingCollective final : public Collective {
   std::string broken_links() const override { return transport_->broken_links(); }
   LinkWaits link_waits() const override {
     const int r = transport_->rank(), p = transport_->world();
-    const RingWaits w = ring_.waits();
-    return {ring_prev(r, p), ring_next(r, p), w.from_prev_s, w.from_prev};
+    return {ring_prev(r, p), ring_next(r, p), ring_.receive_times()};
   }
 
  protected:

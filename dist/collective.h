@@ -23,11 +23,10 @@ namespace rt {
 
 using PhaseSwitch = std::optional<std::chrono::steady_clock::time_point>;
 
-// A ring neighbour pair as world ranks, the seconds this rank's receives from prev waited so
-// far, and how long their bytes took to arrive.
+// A ring neighbour pair as world ranks, and how long the bytes of this rank's receives from prev
+// took to arrive so far.
 struct LinkWaits {
   int prev = -1, next = -1;  // -1: no ring (one rank, a library's allreduce)
-  double from_prev_s = 0;
   ReceiveTimes from_prev;
 };
 

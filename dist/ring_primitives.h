@@ -24,18 +24,13 @@ struct RingRun {
   WaitContext context;
 };
 
-// Seconds this rank's receives from the previous rank waited so far, and how long their bytes
-// took to arrive (Note [Naming the straggler] in app/straggler_report.h).
-struct RingWaits {
-  double from_prev_s = 0;
-  ReceiveTimes from_prev;
-};
-
 class RingPrimitives {
  public:
   virtual ~RingPrimitives() = default;
-  // Zero where the waits are not the host's (the GPU's exchanges are enqueued, not awaited).
-  virtual RingWaits waits() const { return {}; }
+  // How long the bytes of the receives from the previous rank took to arrive so far (Note
+  // [Naming the straggler] in app/straggler_report.h); zero where the host does not see them
+  // arrive (the GPU's exchanges are enqueued, not awaited).
+  virtual ReceiveTimes receive_times() const { return {}; }
   virtual int rank() const = 0;
   virtual int world() const = 0;
   // The largest slice a receive handles: chunks are cut into slices of it, each reduced and sent

@@ -1,7 +1,6 @@
 #include "dist/transport_primitives.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "dist/reduce_kernel.h"
 
@@ -51,9 +50,7 @@ void TransportPrimitives::post_receives(const RingOp& op, ChunkRange chunk) {
 void TransportPrimitives::receive(const RingOp& op, ChunkRange slice) {
   WaitContext ctx = run_.context;
   ctx.what = op.reduce() ? "reduce-scatter receive" : "all-gather receive";
-  const auto t0 = std::chrono::steady_clock::now();
   t_.wait(recvs_.at(received_++), ctx);
-  waits_.from_prev_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto n = static_cast<size_t>(slice.count);
   if (op.reduce() && run_.narrow_reduce)
     add_from_wire(run_.reduced + slice.begin, recv_stage_.data() + slice.begin, n, 1.0f, run_.wire);

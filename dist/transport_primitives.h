@@ -28,7 +28,7 @@ class TransportPrimitives final : public RingPrimitives {
   void send(const RingOp& op, ChunkRange slice) override;
   void end_step(const RingOp& op) override;
   void end() override { t_.reset(); }
-  RingWaits waits() const override { return {waits_.from_prev_s, t_.receive_times()}; }
+  ReceiveTimes receive_times() const override { return t_.receive_times(); }
 
  private:
   // Posts elements [at, at + n) of a float buffer: as they are, or narrowed into the send stage.
@@ -43,7 +43,6 @@ class TransportPrimitives final : public RingPrimitives {
   std::vector<Transport::Handle> sends_, next_sends_;  // the step's before this one, and this one's
   // With a 16-bit wire: what this rank sends and receives, at the buffer's offsets.
   std::vector<uint16_t> send_stage_, recv_stage_;
-  RingWaits waits_;
 };
 
 // The ring over `transport`, in slices of slice_floats (RingExecutor's result_scale).

@@ -111,9 +111,8 @@ class TwoLevelCollective final : public Collective {
   LinkWaits link_waits() const override {  // the ring across hosts: the network's links
     const std::vector<int>& ring = two_->place().cross_ring;
     const int at = two_->place().cross, n = static_cast<int>(ring.size());
-    const RingWaits w = cross_->waits();
-    return {ring[static_cast<size_t>(ring_prev(at, n))], ring[static_cast<size_t>(ring_next(at, n))], w.from_prev_s,
-            w.from_prev};
+    return {ring[static_cast<size_t>(ring_prev(at, n))], ring[static_cast<size_t>(ring_next(at, n))],
+            cross_->receive_times()};
   }
 
  protected:
