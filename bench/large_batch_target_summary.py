@@ -12,7 +12,7 @@ schedule has the fewest median epochs, then the most seeds reaching, then the hi
 final top-1; the last lines give, for the SWEEP_EPOCHS schedule, the largest batch at which each
 arm's best rate reaches the target. --best prints seed 1's best rate of ARM at BATCH and EPOCHS
 alone (the campaign's grid search). --plot writes a gnuplot script drawing seed 1's curves of the
-baseline and each arm's best rate at the first large batch, one panel per schedule, into
+baseline and each arm's best rate at the large batch every schedule ran, one panel per schedule, into
 out/curves.png (gnuplot -e "out='DIR'").
 """
 import collections
@@ -106,10 +106,12 @@ def main(path, sweep_epochs, plot_path=None):
         print(f"largest batch where {arm} at its best rate reaches the target in {sweep_epochs} epochs (median): "
               f"{max(reached) if reached else 'none'}")
     if plot_path:
-        write_plot(plot_path, path, targets, best, large)
+        # The campaign's own batch is the one every schedule ran; the sweep's ran one schedule.
+        runs_in = lambda b: len({e for (_, bb, e) in best if bb == b})
+        write_plot(plot_path, path, targets, best, max(large, key=lambda b: (runs_in(b), -b)) if large else None)
 
 
-def write_plot(plot_path, csv_path, targets, best, large):
+def write_plot(plot_path, csv_path, targets, best, batch):
     lines = ['set datafile separator ","', 'set terminal pngcairo size 1400,480 font ",10"',
              "set output out.'/curves.png'", f"set multiplot layout 1,{max(len(targets), 1)}",
              'set xlabel "epoch"', 'set ylabel "test top-1 (%)"', "set yrange [60:95]", "set grid",
@@ -119,9 +121,9 @@ def write_plot(plot_path, csv_path, targets, best, large):
         plots = [f"{target} with lines dashtype 2 title \"target\""]
         wanted = [("baseline", 64, "0.4", "64 a step, SGD")]
         for arm in ("sgd", "lars"):
-            rate = best.get((arm, large[0], epochs)) if large else None
+            rate = best.get((arm, batch, epochs))
             if rate is not None:
-                wanted.append((arm, large[0], rate, f"{large[0]} a step, {arm.upper()} {rate}"))
+                wanted.append((arm, batch, rate, f"{batch} a step, {arm.upper()} {rate}"))
         for arm, batch, rate, title in wanted:
             name = f"{arm}_b{batch}_e{epochs}_s1_r{rate}"
             plots.append(f"\"< grep ^{name}, {csv_path}\" using 7:8 with linespoints title \"{title}\"")

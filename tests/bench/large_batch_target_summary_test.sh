@@ -3,7 +3,8 @@
 # baseline seeds' mean final top-1 minus 0.5 (90.5 - 0.5 = 90.0 here); a run's figure is the first
 # epoch reaching it; medians, ranges and reaching counts over seeds; a run that never reaches it
 # shows "-", one that diverged too; the best rate is the fewest median epochs (--best: seed 1's);
-# the largest batch reaching the target; an unfinished run is left out.
+# the largest batch reaching the target; an unfinished run is left out; the curves drawn are
+# the batch every schedule ran, not a sweep's smaller one.
 # usage: large_batch_target_summary_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -21,8 +22,10 @@ trap 'rm -rf "$work"' EXIT
   echo "u1,lars,4096,4,1,9.9,1,99.00"                        # unfinished: left out
   echo "d1,lars,4096,4,1,8.8,1,60.00"; echo "d1,lars,4096,4,1,8.8,2,100.00"  # diverged, a NaN model's
   echo "d1,lars,4096,4,1,8.8,4,nan"                                          # "100%" not counted
+  for e in 1 2; do echo "b3,baseline,64,2,1,0.4,$e,80.00"; echo "l4,lars,4096,2,1,2.0,$e,80.00"; done  # a 2nd schedule
+  for e in 1 2 3 4; do echo "s1,lars,1024,4,1,1.0,$e,90.00"; done            # a sweep's batch
 } > "$work/epochs.csv"
-out=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" 4)
+out=$(python3 "$src/bench/large_batch_target_summary.py" "$work/epochs.csv" 4 --plot "$work/curves.gp")
 fail=0
 expect() {
   if grep -qF -- "$1" <<< "$out"; then echo "PASS: $1"; else echo "FAIL: no line with: $1"; fail=1; fi
@@ -40,6 +43,9 @@ for arm_rate in "sgd 0.1" "lars 2.0"; do
   if [[ $got == "${arm_rate#* }" ]]; then echo "PASS: --best ${arm_rate% *}: $got"
   else echo "FAIL: --best ${arm_rate% *} printed '$got', expected ${arm_rate#* }"; fail=1; fi
 done
+if grep -qF 'lars_b4096_e2_s1_r2.0,' "$work/curves.gp" && ! grep -qF '_b1024_' "$work/curves.gp"; then
+  echo "PASS: the curves are 4096's, the batch both schedules ran"
+else echo "FAIL: the curves are not 4096's:"; cat "$work/curves.gp"; fail=1; fi
 if grep -qF "| 9.9 |" <<< "$out"; then echo "FAIL: the unfinished run was counted"; fail=1; fi
 [[ $fail -eq 0 ]] || echo "$out"
 exit $fail
