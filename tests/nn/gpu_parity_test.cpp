@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <string>
@@ -275,6 +276,39 @@ void linear_parity(double tol, const PlanContext& plan) {
 TEST_F(GpuParity, LinearFp32) { linear_parity(kFp32, kFp32Plan); }
 
 TEST_F(GpuParity, LinearTf32) { linear_parity(kTf32, kTf32Plan); }
+
+// LinearTf32's tolerance would pass plain float32 too, so only time tells whether the compute type
+// a TF32 plan names (CUBLAS_COMPUTE_32F_FAST_TF32) engages the tensor cores: a 4096-square product
+// through the linear op, planned at fp32 and at TF32, the best of 3 rounds of 10 each. On an H100
+// TF32's tensor cores have several times float32's rate; "clearly faster" is 1.5 times here.
+double seconds_per_linear_forward(const PlanContext& plan) {
+  const int64_t N = 4096;
+  Tensor x(plain_spec({N, N}, kGpu)), w(plain_spec({N, N}, kGpu)), y(plain_spec({N, N}, kGpu));
+  const Both small = random_both({N}, 54, 0.01f);
+  for (int64_t r = 0; r < N; ++r) {  // any finite values: rows of one small random vector
+    copy_bytes(x.data() + r * N, kGpu, small.cpu.data(), kCpu, N * sizeof(float));
+    copy_bytes(w.data() + r * N, kGpu, small.cpu.data(), kCpu, N * sizeof(float));
+  }
+  auto op = make_linear(N, N, N, false, false, kGpu, plan);
+  for (int i = 0; i < 3; ++i) op->forward(x, w, nullptr, y);
+  synchronize(kGpu);
+  double best = INFINITY;
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10; ++i) op->forward(x, w, nullptr, y);
+    synchronize(kGpu);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10);
+  }
+  return best;
+}
+
+TEST_F(GpuParity, LinearTf32IsFasterThanFp32) {
+  const double fp32 = seconds_per_linear_forward(kFp32Plan), tf32 = seconds_per_linear_forward(kTf32Plan);
+  const double flop = 2.0 * 4096 * 4096 * 4096;
+  std::cout << "4096-square linear forward: fp32 " << fp32 * 1e3 << " ms (" << flop / fp32 / 1e12 << " TFLOP/s), tf32 "
+            << tf32 * 1e3 << " ms (" << flop / tf32 / 1e12 << " TFLOP/s)\n";
+  EXPECT_LE(tf32 * 1.5, fp32) << "TF32's compute type does not reach the tensor cores (or fp32's does)";
+}
 
 TEST_F(GpuParity, SoftmaxCrossEntropyAndSgd) {
   const int64_t N = 32, K = 1000;
