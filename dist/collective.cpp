@@ -82,6 +82,12 @@ class MpiCollective final : public Collective {
 
 PhaseSwitch Collective::average(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update) {
   if (shards_update()) return reduce(data, count, context, &update);
+  // Below, the update runs on the calling thread once reduce() has returned: on the host that is
+  // after the average, but a collective on GPU memory has then only enqueued it, and the update's
+  // kernels would not be ordered after it on the communication stream (Note [Device collectives]).
+  RT_CHECK(stream_order() == nullptr, "Collective::average: ", describe(),
+           " does not shard the update and works on GPU memory, where the update would run outside its "
+           "communication stream; update after the average instead (make_sharded_update gives none here)");
   const PhaseSwitch at = reduce(data, count, context, nullptr);
   if (count > 0) update.apply_to(0, count);
   update.finish_for(0, count);

@@ -57,7 +57,9 @@ class Collective {
   }
   // data[0, count) is averaged and the optimizer applied where this rank finished the average
   // (Note [Sharded update]): every rank ends with all of update.gathered()[0, count) updated. A
-  // collective that does not shard averages everything everywhere and updates the whole range.
+  // collective that does not shard averages everything everywhere and updates the whole range, on
+  // the host only: on GPU memory (stream_order() set) it refuses the update, which would run
+  // outside its communication stream.
   PhaseSwitch average(float* data, int64_t count, const WaitContext& context, const ShardUpdate& update);
   // Where a sharded update passes from one rank's part of data[0, count) to the next's: offsets
   // inside (0, count), the same list on every rank, for Note [Norms across shards]. nullopt where
