@@ -10,17 +10,25 @@
 //   CPU's, its kernels on the communication stream, with and without norms across ranks.
 // - the trainer's wiring, a GradReducer over the device ring: a bucket waits on the GPU for the
 //   compute stream's writes, and finish() makes later compute work wait for the averages.
+// - the trainer's own sharded update on the GPU: a model planned on the GPU, a GradReducer over the
+//   device ring with the real SGD and LARS through make_sharded_update (LARS's PartUpdate and
+//   ShardNorms), against the same over the CPU ring.
 // Without a usable GPU every test skips, saying why.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "app/gradient_buckets.h"
+#include "app/sharded_update.h"
 #include "dist/collective.h"
 #include "dist/cuda/device_collective.h"
 #include "dist/grad_reducer.h"
@@ -28,10 +36,12 @@
 #include "dist/transport_primitives.h"
 #include "dist/two_level_collective.h"
 #include "dist/world.h"
+#include "models/registry.h"
 #include "nn/cuda/runtime.h"
 #include "nn/device.h"
 #include "nn/ops/agreed_reductions.h"
 #include "nn/ops/sgd_update.h"
+#include "nn/optim/optimizer.h"
 #include "tests/dist/fake_hosts.h"
 #include "tests/dist/ring_inputs.h"
 #include "tests/dist/test_stall.h"
@@ -331,6 +341,85 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
   for (const Bucket& b : buckets) cpu_ring.run(want.data() + b.offset, b.count, {});
   const size_t at = first_difference(out, want);
   EXPECT_EQ(at, out.size()) << "element " << at << " is " << out[at] << ", the CPU ring says " << want[at];
+}
+
+// One side of the sharded-update comparison: LeNet planned on `device` with `weights`, the trainer's
+// optimizer, and a GradReducer over `collective` with the sharded update make_sharded_update gives.
+struct ShardedSide {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<GradReducer> reducer;
+  double lr = 0;
+
+  ShardedSide(Device device, const std::vector<float>* weights, OptimizerKind kind, double rate,
+              std::unique_ptr<Collective> collective) {
+    const World& w = World::get();
+    graph = build_model("lenet", ModelOptions{});
+    graph->plan(8, device);
+    if (weights)
+      copy_bytes(graph->param_arena(), device, weights->data(), Device::kCpu, sizeof(float) * weights->size());
+    DistConfig dist;
+    dist.bucket_mb = dist.first_bucket_mb = 0.05;  // several buckets, each cut between the ranks
+    GradientBuckets plan = plan_gradient_buckets(*graph, dist);
+    OptimizerOptions options;
+    options.momentum = 0.9;
+    options.weight_decay = 5e-4;
+    optimizer = make_optimizer(kind, *graph, options);
+    cut_at_collective_parts(*optimizer, plan.buckets, *collective);
+    lr = rate;
+    std::optional<ShardUpdate> update =
+        make_sharded_update(*optimizer, *graph, *collective, /*whole_step_first=*/false, w, test_stall(), &lr);
+    RT_CHECK(update.has_value(), "the ring shards the update");
+    reducer = std::make_unique<GradReducer>(graph->grad_arena(), std::move(plan.params), std::move(plan.buckets),
+                                            std::move(collective), /*overlap=*/true, nullptr, std::move(update));
+  }
+  // One step on these gradients: every parameter reported ready in arena order, then finish().
+  void step(int64_t step, const std::vector<float>& grads) {
+    copy_bytes(graph->grad_arena(), graph->device(), grads.data(), Device::kCpu, sizeof(float) * grads.size());
+    reducer->begin_step(step);
+    for (size_t i = 0; i < graph->params().size(); ++i) reducer->on_grad_ready(i);
+    reducer->finish();
+  }
+  std::vector<float> parameters() const {
+    std::vector<float> out(static_cast<size_t>(graph->arena_floats()));
+    copy_bytes(out.data(), Device::kCpu, graph->param_arena(), graph->device(), sizeof(float) * out.size());
+    return out;
+  }
+};
+
+// Note [Sharded update] with the trainer's own pieces, where the tests above use a stand-in update:
+// the real Sgd and Lars through make_sharded_update (LARS's PartUpdate summing ShardNorms' pieces
+// across ranks on the communication thread), their kernels and LARS's agreed sums of squares on the
+// communication stream, on parameters planned on the GPU; two steps against the same over the CPU
+// ring. Their arithmetic differs from the CPU's by fused multiply-adds and summation order only.
+TEST_F(DeviceRingTest, TrainersShardedSgdAndLarsOnTheGpuMatchTheCpu) {
+  const World& w = World::get();
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kLars}) {
+    const double rate = kind == OptimizerKind::kLars ? 2.0 : 0.01;
+    ShardedSide cpu(Device::kCpu, nullptr, kind, rate,
+                    make_collective({Allreduce::kRing, TransportChoice::kMpi, "", Hierarchy::kFlat, Wire::kFp32},
+                                    w.comm(), test_stall()));
+    const std::vector<float> start = cpu.parameters();
+    ShardedSide gpu(Device::kCuda, &start, kind, rate,
+                    make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()));
+    EXPECT_GT(cpu.reducer->buckets().size(), 1u);
+    for (int64_t s = 0; s < 2; ++s) {
+      const std::vector<float> grads = contribution(cpu.graph->arena_floats(), w.rank() + static_cast<int>(s));
+      cpu.step(s, grads);
+      gpu.step(s, grads);
+    }
+    const std::vector<float> want = cpu.parameters(), got = gpu.parameters();
+    double diff = 0, norm = 0, moved = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+      norm += double{want[i]} * want[i];
+      moved = std::max(moved, std::abs(double{want[i]} - start[i]));
+    }
+    const std::string what = kind == OptimizerKind::kLars ? "LARS" : "SGD";
+    EXPECT_GT(moved, 1e-4) << what << ": the parameters did not move";
+    EXPECT_LE(std::sqrt(diff / norm), 1e-6) << what << ": the GPU's parameters differ from the CPU's by "
+                                            << std::sqrt(diff / norm) << " (relative L2) after 2 steps";
+  }
 }
 
 }  // namespace
