@@ -140,7 +140,7 @@ double time_windows(Trainer& trainer, Step& step, std::ostream* out, std::vector
 
 }  // namespace
 
-BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path) {
+BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path, double plan_s) {
   const World& world = trainer.world();
   RT_CHECK(profile_path.empty() || world.size() == 1,
            "bench --profile measures one rank's compute (the simulator "
@@ -148,7 +148,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   RT_CHECK(profile_path.empty() || trainer.config().train.accumulate_steps == 1,
            "bench --profile times one micro-batch's layers: run it with train.accumulate_steps = 1");
   const bool talk = world.rank() == 0;
-  const BenchRun run = bench_run(trainer);
+  BenchRun run = bench_run(trainer);
+  run.plan_s = plan_s;
   if (talk) out << describe_bench(trainer, run) << std::flush;
 
   SyntheticBatch batch = synthetic_batch(trainer);

@@ -23,7 +23,9 @@ struct BenchResult {
 // Every rank calls it; rank 0 prints the human report and the JSON line to `out`. With a
 // profile_path (one rank only), bench.steps_per_window more steps follow the windows with the
 // device drained around every phase and layer, and their mean times are written there
-// (formats/step_profile.h) for `ringtrain simulate --profile`.
-BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path = "");
+// (formats/step_profile.h) for `ringtrain simulate --profile`. plan_s, the seconds the trainer took
+// to build (the model's planning: on a GPU, cuDNN's algorithm searches and, under
+// train.cudnn_graph, its graph API's), goes into the record as it is.
+BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& profile_path = "", double plan_s = 0);
 
 }  // namespace rt

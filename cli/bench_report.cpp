@@ -122,6 +122,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"cudnn_graph_directions", run.cudnn_graph_directions},
             {"cuda_graph", c.train.cuda_graph},
             {"cuda_graph_recordings", trainer.recordings()},
+            {"plan_s", run.plan_s},
             {"warmup_steps", c.bench.warmup_steps},
             {"steps_per_window", c.bench.steps_per_window},
             {"images_per_s", s.mean},

@@ -18,6 +18,7 @@ struct BenchRun {
   int hosts = 0;
   std::string collective;  // the reducer's description, or "no allreduce"
   int convolutions = 0, winograd = 0, cudnn_graph_directions = 0;
+  double plan_s = 0;  // the trainer's construction: building and planning the model
 };
 BenchRun bench_run(Trainer& trainer);
 

@@ -2,6 +2,7 @@
 // every error reaches the user as one message and a non-zero exit status.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <string_view>
@@ -64,8 +65,10 @@ int run(const CliArgs& args) {
   if (args.command == "eval") return eval_command(args);
   if (args.command == "pack") return pack_command(args);
   if (args.command == "bench") {
+    const auto start = std::chrono::steady_clock::now();
     Trainer trainer(load_config(args.config_path, args.overrides), std::cout, World::get());
-    run_bench(trainer, std::cout, args.profile);
+    const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run_bench(trainer, std::cout, args.profile, plan_s);
     return 0;
   }
   return train_command(args);
