@@ -6,10 +6,11 @@ usage: python3 bench/torch_gpu_train.py MODEL BATCH RES PRECISION [--steps N] [-
 MODEL: resnet101 | vgg16 | inception_v3 (with its aux head and loss weight 0.4, as configs/inception_v3.toml)
 PRECISION: fp32 (TF32 off) | tf32 | bf16 (autocast) | fp16 (autocast and GradScaler, as fp16 training needs)
 Prints one JSON line: model, batch, res, precision, median images/s over the windows.
---profile OUT then profiles 3 more steps with PyTorch's profiler and writes its tables to OUT: the
-ops by their own time on the GPU, and the same split by input shape (a convolution's shape names its
-layer), to read beside `ringtrain bench --profile`. --device cpu runs the same on the CPU (to check
-this script where there is no GPU).
+--profile OUT then profiles 3 more steps with PyTorch's profiler and writes to OUT the one table the
+GPU check's profile.txt is read for: the ops by their own time on the GPU, the first 40, to read
+beside `ringtrain bench --profile` (no input shapes are recorded: their bookkeeping costs time on
+every op and no report reads them). --device cpu runs the same on the CPU (to check this script
+where there is no GPU).
 """
 import argparse, json, statistics, time
 
@@ -84,20 +85,19 @@ print(json.dumps({"kind": "torch_gpu", "model": a.model, "batch": a.batch, "res"
 if a.profile:
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
-    with profile(activities=activities, record_shapes=True) as prof:
+    with profile(activities=activities) as prof:
         for _ in range(3):
             step()
         sync()
     # The sort keys' names changed across PyTorch releases (cuda_ then device_); take the first known.
     keys = (["self_device_time_total", "self_cuda_time_total"] if dev == "cuda" else []) + ["self_cpu_time_total"]
+    averages = prof.key_averages()
+    for key in keys:
+        try:
+            table = averages.table(sort_by=key, row_limit=40, max_name_column_width=60)
+            break
+        except (AttributeError, KeyError, ValueError):
+            continue
     with open(a.profile, "w") as f:
         f.write(f"# PyTorch {torch.__version__} profiler: {a.model}, batch {a.batch}, {a.precision}, {dev}, 3 steps\n")
-        for grouped, title in ((False, "by op"), (True, "by op and input shape")):
-            averages = prof.key_averages(group_by_input_shape=grouped)
-            for key in keys:
-                try:
-                    table = averages.table(sort_by=key, row_limit=40, max_name_column_width=60)
-                    break
-                except (AttributeError, KeyError, ValueError):
-                    continue
-            f.write(f"\n## {title}, sorted by {key}\n{table}\n")
+        f.write(f"\n## by op, sorted by {key}\n{table}\n")
