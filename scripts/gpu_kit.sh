@@ -120,17 +120,16 @@ write_env() {
 # Open MPI, relocated, and the CUDA libraries this machine has, wherever they are.
 kit=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # CUDA's runtime, cuBLAS, cuDNN and NCCL: the dynamic linker's own, then the nvidia/*/lib folders
-# of PyTorch's wheels (the versions PyTorch itself runs with), then CUDA's toolkit.
+# of PyTorch's wheels (the versions PyTorch itself runs with), then CUDA's toolkit. PyTorch is
+# found, not imported (importing it loads CUDA's libraries: seconds), and within 10 s.
 cuda_dirs=""
 add_cuda_dir() { [[ -d $1 && :$cuda_dirs: != *:$1:* ]] && cuda_dirs=${cuda_dirs:+$cuda_dirs:}$1; return 0; }
-wheels=$(${PYTHON:-python3} -c '
-import glob, os, site
+wheels=$(timeout 10 ${PYTHON:-python3} -c '
+import glob, importlib.util, os, site
 roots = site.getsitepackages() + [site.getusersitepackages()]
-try:
-    import torch  # wherever it is installed, its nvidia/ wheels are beside it
-    roots.insert(0, os.path.dirname(os.path.dirname(torch.__file__)))
-except ImportError:
-    pass
+torch = importlib.util.find_spec("torch")  # wherever it is installed, its nvidia/ wheels are beside it
+if torch and torch.origin:
+    roots.insert(0, os.path.dirname(os.path.dirname(torch.origin)))
 print(" ".join(d for r in roots for d in sorted(glob.glob(r + "/nvidia/*/lib"))))' 2>/dev/null)
 for want in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
   ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$want " && continue
