@@ -145,6 +145,9 @@ export PATH=$kit/mpi/bin:$kit/bin:$PATH
 export RINGTRAIN_MPI=openmpi RINGTRAIN_MPIEXEC=$kit/mpi/bin/mpirun
 # Open MPI's shared-memory transport copies between processes with a call containers often refuse.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# PMIx's shared-memory data store (segments and locks shared between processes) is what a sandbox
+# such as gVisor may break; its hash store keeps the same data in each process instead.
+export PMIX_MCA_gds=hash
 SH
 }
 
