@@ -69,7 +69,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
 print(f"{'model':14} {'precision':9} {'conv_algorithm':14} {'cudnn_graph':11} {'cuda_graph':10} {'ringtrain img/s':>16} {'PyTorch img/s':>14} {'ratio':>6}  host ms / step ms")
 for r in rows:
-    if r.get("kind") not in ("bench", "failed"):
+    if r.get("kind") not in ("bench", "failed") or r.get("run") == "torch":  # scripts/check_gpu.sh's PyTorch failures
         continue
     replay = str(r.get("cuda_graph", False)).lower()
     run = f"{r['model']:14} {r['precision']:9} {r['conv_algorithm']:14} {r['cudnn_graph']:11} {replay:10}"
@@ -101,7 +101,7 @@ path, kind, *key = sys.argv[1:]
 def key_of(r):
     if r.get("kind") == "torch_gpu":
         return ["torch_gpu", r["model"], r["precision"]]
-    if r.get("kind") in ("bench", "failed"):
+    if r.get("kind") in ("bench", "failed") and r.get("run") != "torch":
         profiled = r.get("profiled", "profiled_host_ms_per_step" in r)
         return ["bench", r["model"], r["precision"], r["conv_algorithm"], str(r["cudnn_graph"]),
                 str(r["cuda_graph"]).lower(), str(profiled).lower()]

@@ -1,53 +1,67 @@
 #!/usr/bin/env bash
-# Checks ringtrain on this machine's GPU in under 8 minutes, from a kit that scripts/gpu_kit.sh
+# Checks ringtrain on this machine's GPU in at most 9 minutes, from a kit that scripts/gpu_kit.sh
 # prepared elsewhere (nothing is built here): the versions, the GPU suites, ringtrain's training
 # step against PyTorch's at batch 64, and a per-layer profile of the worst ratio. docs/gpu.md
-# ("Checking a GPU machine") says how to read what it writes.
+# ("Checking a GPU machine") says how to read what it writes, and which rerun fits after it.
 #
 # usage: scripts/check_gpu.sh --kit KIT.tar.xz|KIT_DIR --out DIR [--models "resnet101 vgg16 inception_v3"]
-#                             [--precisions "bf16 tf32 fp32 fp16"] [--parts "versions ops ..."] [--scale F]
-#   --out DIR     where the results go (at most 7 files), each written as its part ends, so that a
-#                 run cut off at its time limit still leaves what it measured
+#                             [--precisions "bf16 tf32 fp32 fp16"] [--parts "versions ops ..."]
+#                             [--seconds "PART=S ..."] [--from DIR] [--scale F]
+#   --out DIR     where the results go (at most 7 files), each written as its part ends (summary.md
+#                 and the speed tables after every timed run too), so that a run cut off at its time
+#                 limit still leaves what it measured
 #   --parts LIST  run only these parts (names from the table below), in the table's order
-#   --scale F     multiplies every part's deadline (the dry run in the tests uses small ones)
+#   --seconds     deadlines of the named parts instead of the table's ("speed=105")
+#   --from DIR    the speed part carries on from DIR/speed.jsonl (an earlier check's): the runs it
+#                 holds, failed ones too, are not run again, and its run times are the estimates
+#   --scale F     multiplies every deadline, the kit's too (the dry run in the tests uses small ones)
 # PyTorch runs through $PYTHON (default python3), which needs torch and torchvision.
 #
-# Each part runs under its own deadline, so a hang or a slow part cannot take the others' time.
-# Expected seconds on one H100 or H200 (they are also the deadlines; the code that uses them is the
-# `budget` table below, and the dry run checks that the two agree):
+# The kit and each part run under their own deadline, so a hang or a slow part cannot take the
+# others' time: a command is stopped 1.5 s before its part's deadline, and whatever it left
+# running (a rank its launcher lost) is found by a token in its environment and killed. The
+# deadlines add up to 520 s, 9 minutes with room for the check's own bookkeeping. They are the
+# code's `budget` table below (the dry run checks that the two agree). No GPU has run this check
+# yet, so every figure is an estimate for one H100 or H200 with 16 cores; the "took s" column of the
+# first window's summary.md is the measurement that replaces it.
 #
-# | # | part      | s   | what it runs                                                            |
-# |---|-----------|-----|-------------------------------------------------------------------------|
-# | 1 | versions  | 25  | GPU and driver, ringtrain info (CUDA, cuDNN, NCCL), cuBLAS, PyTorch; the kit's libraries |
-# | 2 | ops       | 45  | op parity at fp32/tf32: linear, ReLU/add/concat, pooling, dropout, loss and SGD, CUDA-graph replay, convolution (Winograd too), batch norm, agreed reductions, group batch norm |
-# | 3 | ops16     | 40  | the same ops at bf16 and fp16 in 16-bit NHWC                            |
-# | 4 | ring      | 35  | the ring on GPU memory at 1 rank (NCCL), 3 and 4 ranks (host-staged, two-level 2 x 2); 2 ranks over NCCL where there are 2 GPUs |
-# | 5 | trainer   | 60  | the trainer end to end: LARS, clipping and accumulation against the CPU, CUDA-graph replay and a GPU checkpoint at 4 precisions, then Fashion-MNIST |
-# | 6 | graph_api | 35  | cuDNN's graph API convolutions; a sample of model steps (VGG-16 fp32, ResNet-101 bf16) |
-# | 7 | images    | 30  | ResNet-50 trained from a JPEG folder on the GPU (page-locked slots, decoding threads), with SGD and with LARS |
-# | 8 | speed     | 165 | ringtrain bench beside PyTorch, batch 64: bf16 (cudnn_graph and cuda_graph searched per model), tf32, then fp32 and fp16 as time allows |
-# | 9 | profile   | 35  | ringtrain bench --profile and PyTorch's profiler on the worst ratio's step |
-# |   | total     | 470 |                                                                         |
+# | # | part      | s   | basis     | what it runs                                                 |
+# |---|-----------|-----|-----------|--------------------------------------------------------------|
+# | 0 | kit       | 15  | estimated | unpacking the kit (xz, or Python's tarfile), sourcing its env.sh (PyTorch's wheels found, not imported) |
+# | 1 | versions  | 25  | estimated | GPU and driver, ringtrain info (CUDA, cuDNN, NCCL), cuBLAS, PyTorch; the kit's libraries |
+# | 2 | ops       | 45  | estimated | op parity at fp32/tf32: linear (and TF32's speed over fp32), ReLU/add/concat, pooling, dropout, loss and SGD, CUDA-graph replay, convolution (Winograd too), batch norm, agreed reductions, group batch norm |
+# | 3 | ops16     | 40  | estimated | the same ops at bf16 and fp16 in 16-bit NHWC                 |
+# | 4 | ring      | 45  | estimated | the ring on GPU memory at 1 rank (NCCL), 3 and 4 ranks (host-staged, two-level 2 x 2), the trainer's sharded SGD and LARS; 2 ranks over NCCL where there are 2 GPUs |
+# | 5 | trainer   | 60  | estimated | the trainer end to end: LARS, clipping and accumulation against the CPU, CUDA-graph replay and a GPU checkpoint at 4 precisions, then Fashion-MNIST |
+# | 6 | graph_api | 25  | estimated | cuDNN's graph API convolutions                               |
+# | 7 | steps     | 45  | estimated | model steps against the CPU: ResNet-101 fp32, VGG-16 fp32, ResNet-101 bf16, then Inception-v3 fp32 |
+# | 8 | images    | 25  | estimated | ResNet-50 trained from a JPEG folder on the GPU (page-locked slots, decoding threads), evaluated at the training batch |
+# | 9 | speed     | 165 | estimated | ringtrain bench beside PyTorch, batch 64: every model's bf16 ratio first, CUDA-graph replay, then cuDNN's graph API; tf32, fp32 and fp16 as time allows |
+# | 10 | profile  | 30  | estimated | ringtrain bench --profile and PyTorch's profiler on the worst ratio's step |
+# |   | total     | 520 |           |                                                              |
 #
-# The results in DIR: summary.md (each part's time and verdict as it ends; the speed table at the end),
-# versions.txt, suites.log (the suites' own output), speed.jsonl (one JSON line per run, as
-# bench/gpu_vs_pytorch.sh keeps them), speed_table.txt, profile.txt, check.log (everything printed).
-# The exit status is 1 when a part failed or ran out of time.
+# The results in DIR: summary.md (each part's time and verdict as it ends; the speed tables after
+# it), versions.txt, suites.log (the suites' own output), speed.jsonl (one JSON line per run, as
+# bench/gpu_vs_pytorch.sh keeps them, with each run's seconds), speed_table.txt, profile.txt,
+# check.log (everything printed). The exit status is 1 when a part failed or ran out of time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-declare -A budget=([versions]=25 [ops]=45 [ops16]=40 [ring]=35 [trainer]=60 [graph_api]=35 [images]=30 [speed]=165 [profile]=35)
-parts=(versions ops ops16 ring trainer graph_api images speed profile)
+declare -A budget=([kit]=15 [versions]=25 [ops]=45 [ops16]=40 [ring]=45 [trainer]=60 [graph_api]=25 [steps]=45 [images]=25 [speed]=165 [profile]=30)
+parts=(versions ops ops16 ring trainer graph_api steps images speed profile)
 
-selected="${parts[*]}" kit="" out="" scale=1 models="resnet101 vgg16 inception_v3" precisions="bf16 tf32 fp32 fp16"
+selected="${parts[*]}" kit="" out="" from="" scale=1 models="resnet101 vgg16 inception_v3" precisions="bf16 tf32 fp32 fp16"
+seconds=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --kit) kit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --from) from=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --precisions) precisions=$2; shift 2 ;;
     --parts) selected=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
     *) echo "check_gpu: unknown argument '$1' (see the usage at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -56,25 +70,39 @@ done
 for name in $selected; do
   [[ " ${parts[*]} " == *" $name "* ]] || { echo "check_gpu: --parts: no part '$name' (the parts: ${parts[*]})" >&2; exit 2; }
 done
+for pair in $seconds; do
+  name=${pair%%=*} value=${pair#*=}
+  [[ -n ${budget[$name]:-} && $value =~ ^[0-9]+$ ]] ||
+    { echo "check_gpu: --seconds: '$pair' is not PART=SECONDS (the parts: kit ${parts[*]})" >&2; exit 2; }
+  budget[$name]=$value
+done
+[[ -z $from || -f $from/speed.jsonl ]] || { echo "check_gpu: --from $from: no speed.jsonl there" >&2; exit 2; }
 py=${PYTHON:-python3}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/{summary.md,versions.txt,suites.log,speed.jsonl,speed_table.txt,profile.txt,check.log}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringtrain-check.XXXXXX") lent_fmnist=""
 trap 'rm -rf "$work"; [[ -z $lent_fmnist ]] || rm -f "$lent_fmnist"' EXIT
+[[ -z $from ]] || cp "$from/speed.jsonl" "$work/from.jsonl"  # before --out is emptied: it may be the same folder
+rm -f "$out"/{summary.md,versions.txt,suites.log,speed.jsonl,speed_table.txt,profile.txt,check.log}
 exec > >(tee -a "$out/check.log") 2>&1
 
 now() { date +%s.%N; }
 calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
 started=$(now) failures=0
 
-# --- the kit -------------------------------------------------------------------------------------
+# --- the kit, under its own deadline -------------------------------------------------------------
+kit_t0=$(now) kit_result=""
+kit_deadline=$(calc "$kit_t0 + $scale * ${budget[kit]}")
 if [[ -f $kit ]]; then
+  unpack_s=$(calc "$kit_deadline - $(now) - 1.5")
+  awk "BEGIN { exit !($unpack_s < 0.1) }" && unpack_s=0.1  # (0 would mean no limit at all)
   if command -v xz >/dev/null; then
-    tar -C "$work" -xJf "$kit" || { echo "check_gpu: cannot unpack $kit" >&2; exit 2; }
+    timeout -k 1 "$unpack_s" tar -C "$work" -xJf "$kit" || { echo "check_gpu: cannot unpack $kit in time" >&2; exit 2; }
+    kit_result="unpacked with xz"
   else  # an image without xz: Python's tarfile reads it
-    "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$kit" "$work" ||
-      { echo "check_gpu: cannot unpack $kit" >&2; exit 2; }
+    timeout -k 1 "$unpack_s" "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$kit" "$work" ||
+      { echo "check_gpu: cannot unpack $kit in time" >&2; exit 2; }
+    kit_result="unpacked with Python's tarfile"
   fi
   kit=$(find "$work" -mindepth 2 -maxdepth 2 -name env.sh -printf '%h\n' | head -1)
 fi
@@ -84,6 +112,8 @@ kit=$(cd "$kit" && pwd)
 torch_py=(env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" "$py")
 # shellcheck source=/dev/null
 source "$kit/env.sh"
+cuda_from=${cuda_dirs:-"where the dynamic linker looks"}
+kit_result="${kit_result:+$kit_result; }env.sh: CUDA's libraries from $cuda_from"
 # The training tests read Fashion-MNIST where Debian installs it; lend them the kit's copy.
 fmnist=/usr/share/datasets/fashion-mnist
 if [[ ! -e $fmnist/train-images-idx3-ubyte.gz && ! -e $fmnist && -d $kit/data/fashion-mnist ]]; then
@@ -93,27 +123,53 @@ if [[ ! -e $fmnist/train-images-idx3-ubyte.gz && ! -e $fmnist && -d $kit/data/fa
     echo "check_gpu: cannot place Fashion-MNIST at $fmnist (not root?): its training tests will skip"
   fi
 fi
+kit_took=$(calc "$(now) - $kit_t0")
+if awk "BEGIN { exit !($kit_took > $scale * ${budget[kit]}) }"; then
+  kit_result="$kit_result; OVER ITS DEADLINE"; failures=$((failures + 1))
+fi
 
-# --- parts and their deadlines -------------------------------------------------------------------
-summary=$out/summary.md suites=$out/suites.log
+# --- summary.md: rewritten whole whenever something is added -------------------------------------
+summary=$out/summary.md suites=$out/suites.log speed=$out/speed.jsonl
 {
   echo "# ringtrain GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   sed 's/^/- kit: /' "$kit/VERSION" 2>/dev/null
   echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || echo none)"
-  echo "- scale of the deadlines: $scale"
+  echo "- scale of the deadlines: $scale${seconds:+; deadlines given: $seconds}${from:+; speed runs carried on from $from}"
   echo
   echo "| # | part | expected s | took s | result |"
   echo "|---|---|---|---|---|"
-} >"$summary"
+  echo "| 0 | kit | $(calc "$scale * ${budget[kit]}") | $kit_took | $kit_result |"
+} >"$work/summary_head.md"
+: >"$work/summary_rows.md"
+: >"$work/summary_total.md"
+write_summary() {
+  { cat "$work/summary_head.md" "$work/summary_rows.md" "$work/summary_total.md"
+    [[ -s $speed ]] && "$py" scripts/check_gpu_speed.py "$speed" summary
+  } >"$summary.new" 2>&1
+  mv "$summary.new" "$summary"
+}
+write_summary
 
-part_no=0
-part_begin() {  # part_begin NAME: starts a part's clock
+# --- parts and their deadlines -------------------------------------------------------------------
+part_no=0 launched=0
+gpu_processes() {  # the GPU's compute processes as "pid, memory" joined by ";", "" if none
+  command -v nvidia-smi >/dev/null || { echo "(no nvidia-smi)"; return; }
+  timeout 5 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1 | grep -v '^No running' | paste -sd';'
+}
+part_begin() {  # part_begin NAME: starts a part's clock; says which GPU processes are still alive
+  local apps
   part=$1 part_no=$((part_no + 1)) part_t0=$(now) part_result="" part_bad=0
   part_deadline=$(calc "$part_t0 + $scale * ${budget[$part]}")
   echo "== part $part_no, $part: deadline $(calc "$scale * ${budget[$part]}") s"
+  apps=$(gpu_processes)
+  echo "== part $part_no, $part: GPU processes alive (pid, memory): ${apps:-none}"
+  [[ -z $apps || $apps == "(no nvidia-smi)" ]] || note "GPU processes alive at its start: $apps"
 }
 left() { calc "$part_deadline - $(now)"; }
+# What a command may take: until 1.5 s before the part's deadline (it is then stopped, killed 1 s
+# later if it must be, and whatever it left is killed).
+allowed() { calc "$part_deadline - $(now) - 1.5"; }
 note() {
   local words
   words=$(echo "$*" | sed 's/  */ /g; s/ *$//')
@@ -124,22 +180,49 @@ part_end() {
   took=$(calc "$(now) - $part_t0")
   [[ -n $part_result ]] || part_result="ran"
   [[ $part_bad == 1 ]] && failures=$((failures + 1))
-  echo "| $part_no | $part | $(calc "$scale * ${budget[$part]}") | $took | $part_result |" >>"$summary"
+  echo "| $part_no | $part | $(calc "$scale * ${budget[$part]}") | $took | $part_result |" >>"$work/summary_rows.md"
+  write_summary
   echo "== part $part_no, $part: $part_result ($took s)"
 }
+
+# reap TOKEN LABEL: kills every process whose environment holds RINGTRAIN_CHECK_RUN=TOKEN, what a
+# command stopped at its deadline left behind (mpirun's ranks, a PyTorch worker), and says so.
+reap() {
+  local token=$1 label=$2 files pids=()
+  files=$(grep -lzx "RINGTRAIN_CHECK_RUN=$token" /proc/[0-9]*/environ 2>/dev/null)
+  for f in $files; do
+    f=${f#/proc/}
+    pids+=("${f%/environ}")
+  done
+  [[ ${#pids[@]} -gt 0 ]] || return 0
+  kill -KILL "${pids[@]}" 2>/dev/null
+  note "$label: killed ${#pids[@]} process(es) it left running (${pids[*]})"
+  echo "== $label: killed ${#pids[@]} process(es) it left running: ${pids[*]}"
+}
+
+# bounded LABEL LOG CMD...: CMD within allowed(), its output into LOG, then reaped; CMD's status
+# (124 or 137: stopped at the deadline). Callers check that time is left first.
+bounded() {
+  local label=$1 log=$2 rc=0 token
+  shift 2
+  launched=$((launched + 1)) token="$$.$launched"
+  env RINGTRAIN_CHECK_RUN="$token" timeout -k 1 "$(allowed)" "$@" >"$log" 2>&1 || rc=$?
+  reap "$token" "$label"
+  return "$rc"
+}
+time_is_left() { awk "BEGIN { exit !($(allowed) > 0) }"; }
 
 # run LABEL CMD...: runs CMD under what is left of the part's deadline, its output into suites.log,
 # and notes the verdict: a gtest run's counts and failed tests, or the exit status; a run cut off
 # names the test it was in.
 run() {
-  local label=$1 rc=0 log=$work/run.log remaining
+  local label=$1 rc=0 log=$work/run.log
   shift
-  remaining=$(left)
-  if awk "BEGIN { exit !($remaining <= 0) }"; then
+  if ! time_is_left; then
     note "$label: not started, the part's time was spent"; part_bad=1; return 1
   fi
   echo "== $part: $label: $*" >>"$suites"
-  timeout -k 2 "$remaining" "$@" >"$log" 2>&1 || rc=$?
+  bounded "$label" "$log" "$@" || rc=$?
   cat "$log" >>"$suites"
   local passed failed skipped names
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
@@ -167,16 +250,16 @@ versions() {
   {
     echo "# versions"
     cat "$kit/VERSION" 2>/dev/null
-    nvidia-smi 2>&1 | head -n 12 || echo "nvidia-smi: not found"
+    timeout -k 1 "$(allowed)" nvidia-smi 2>&1 | head -n 12 || echo "nvidia-smi: not found"
     echo
-    timeout "$(left)" ringtrain info 2>&1 | head -n 4
+    timeout -k 1 "$(allowed)" ringtrain info 2>&1 | head -n 4
     echo
     echo "Fashion-MNIST for the training tests: $fmnist${lent_fmnist:+, lent from the kit until the check ends}$([[ -e $fmnist/train-images-idx3-ubyte.gz ]] || echo ', missing')"
     echo
     echo "# the kit's libraries, and the CUDA libraries this machine provides (cuBLAS, cuDNN, NCCL)"
-    timeout "$(left)" bash scripts/gpu_kit.sh --verify "$kit" 2>&1
+    timeout -k 1 "$(allowed)" bash scripts/gpu_kit.sh --verify "$kit" 2>&1
     echo
-    timeout "$(left)" "${torch_py[@]}" -c 'import torch, torchvision
+    timeout -k 1 "$(allowed)" "${torch_py[@]}" -c 'import torch, torchvision
 print("PyTorch", torch.__version__, "torchvision", torchvision.__version__, "CUDA", torch.version.cuda, "cuDNN",
       torch.backends.cudnn.version(), "NCCL", ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-")' 2>&1 | tail -n 1
   } >"$out/versions.txt" 2>&1
@@ -185,7 +268,7 @@ print("PyTorch", torch.__version__, "torchvision", torchvision.__version__, "CUD
   [[ -n $cuda_line ]] && note "$cuda_line"
 }
 
-# --- 2-6. the suites -----------------------------------------------------------------------------
+# --- 2-7. the suites -----------------------------------------------------------------------------
 export GTEST_COLOR=no
 ops() {
   run parity test_gpu_parity --gtest_filter='GpuParity.Linear*:GpuParity.ReluAdd*:GpuParity.Pooling*:GpuParity.Dropout*:GpuParity.SoftmaxCrossEntropyAndSgd:GpuParity.CudaGraph*:GpuParity.Conv2dFp32:GpuParity.Conv2dTf32:GpuParity.Conv2dWinograd*:GpuParity.BatchNorm*:GpuParity.AgreedReductions*:GpuParity.GroupBatchNorm*'
@@ -195,13 +278,17 @@ ops16() {
   run mixed_precision test_gpu_parity --gtest_filter='*GpuMixedPrecision.*-*Step*:*ShortTraining*:*GraphApi*:*WhicheverCudnnApi*'
 }
 
+# NCCL says why it fails to start (its topology probe reads /sys, which a sandbox may not have);
+# the launches of 3 and 4 ranks bind no rank (Open MPI binds by socket past 2 ranks through hwloc,
+# which reads /sys too).
 ring() {
+  local -x NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   run np1 test_gpu_ring
-  run np3 bash scripts/mpi_launch.sh --testing -np 3 test_gpu_ring
-  run np4 bash scripts/mpi_launch.sh --testing -np 4 test_gpu_ring
+  run np3 bash scripts/mpi_launch.sh --testing --bind-to none -np 3 test_gpu_ring
+  run np4 bash scripts/mpi_launch.sh --testing --bind-to none -np 4 test_gpu_ring
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   if [[ ${gpus:-0} -ge 2 ]]; then
-    run np2_nccl bash scripts/mpi_launch.sh --testing -np 2 test_gpu_ring
+    run np2_nccl bash scripts/mpi_launch.sh --testing --bind-to none -np 2 test_gpu_ring
   else
     note "NCCL between GPUs not run (${gpus:-0} GPU)"
   fi
@@ -214,41 +301,57 @@ trainer() {
 
 graph_api() {
   run graph_api test_gpu_parity --gtest_filter='*GraphApi*:*WhicheverCudnnApi*'
-  run model_steps test_gpu_parity --gtest_filter='GpuParity.Vgg16Step:*GpuMixedPrecision.ResNet101Step/bf16'
 }
 
-# --- 7. training from a JPEG folder --------------------------------------------------------------
+# The float32 steps first: an add's input gradient shares the add's buffer in ResNet-101's and
+# Inception-v3's float32 backward; Inception-v3's, the slowest, last.
+steps() {
+  run model_steps test_gpu_parity --gtest_filter='GpuParity.ResNet101Step:GpuParity.Vgg16Step:*GpuMixedPrecision.ResNet101Step/bf16'
+  run inception_v3_step test_gpu_parity --gtest_filter='GpuParity.InceptionV3Step'
+}
+
+# --- 8. training from a JPEG folder --------------------------------------------------------------
+# SGD only (the trainer part trains LARS on the GPU), and evaluation at the training batch, so that
+# its graph is planned with the training graph's shapes rather than at eval.batch's default of 500.
 images() {
-  local photos optimizer
+  local photos
   photos=$work/photos
   if run make_photos "${torch_py[@]}" bench/make_photo_tree.py --synthetic "$photos/train" --images 512 &&
     run make_val "${torch_py[@]}" bench/make_photo_tree.py --synthetic "$photos/val" --images 64; then
-    for optimizer in sgd lars; do
-      run "resnet50_$optimizer" ringtrain train --config configs/resnet101.toml --set model.name=resnet50 \
-        --set model.num_classes=10 --set 'data.mean=[0.485,0.456,0.406]' \
-        --set 'data.std=[0.229,0.224,0.225]' --set data.source=imagefolder --set data.dir="$photos" --set train.epochs=1 \
-        --set train.device=cuda --set train.precision=bf16 --set train.optimizer="$optimizer" \
-        --set checkpoint.dir="$work/run_$optimizer" --set log.progress=none &&
-        note "$optimizer: $(grep -m1 -o 'train loss [0-9.na]*\|data wait [0-9.]*%' "$work/run.log" | paste -sd, | sed 's/,/, /g')"
-    done
+    run resnet50_sgd ringtrain train --config configs/resnet101.toml --set model.name=resnet50 \
+      --set model.num_classes=10 --set 'data.mean=[0.485,0.456,0.406]' \
+      --set 'data.std=[0.229,0.224,0.225]' --set data.source=imagefolder --set data.dir="$photos" --set train.epochs=1 \
+      --set train.device=cuda --set train.precision=bf16 --set train.optimizer=sgd --set eval.batch=64 \
+      --set checkpoint.dir="$work/run_sgd" --set log.progress=none &&
+      note "$(grep -m1 -o 'train loss [0-9.na]*\|data wait [0-9.]*%' "$work/run.log" | paste -sd, | sed 's/,/, /g')"
   fi
 }
 
-# --- 8. speed ------------------------------------------------------------------------------------
-speed=$out/speed.jsonl longest=$(calc "15 * $scale")
-may_start() {  # may_start WHAT: whether a run as long as the longest so far still ends in time
-  if awk "BEGIN { exit !($(left) < $longest) }"; then
-    echo "== left for lack of time: $*"; skipped_runs=$((skipped_runs + 1)); return 1
+# --- 9. speed ------------------------------------------------------------------------------------
+# Every run is one of four kinds, each estimated on its own from the longest run of that kind so
+# far (this check's, and --from's), before any from a prior (seconds on the GPU, times --scale): a
+# run starts only where its estimate fits in what is left. The graph API's first estimate is a
+# plain run's (it plans at least as much); a graph-API run stopped at the deadline still says, in
+# speed.jsonl, how long it had planned.
+declare -A prior=([torch]=20 [plain]=15 [replay]=15 [graph]=15) seen=()
+kind_of() {  # kind_of GRAPH REPLAY: plain, replay or graph
+  if [[ $1 != off ]]; then echo graph; elif [[ $2 == true ]]; then echo replay; else echo plain; fi
+}
+estimate() {
+  local e=${seen[$1]:-$(calc "${prior[$1]} * $scale")}
+  [[ $1 == graph && -z ${seen[graph]:-} && -n ${seen[plain]:-} ]] && e=${seen[plain]}
+  echo "$e"
+}
+saw() { [[ -n ${seen[$1]:-} ]] && awk "BEGIN { exit !(${seen[$1]} >= $2) }" || seen[$1]=$2; }
+may_start() {  # may_start KIND WHAT: whether a run of KIND fits in what is left
+  local e
+  e=$(estimate "$1")
+  shift
+  if awk "BEGIN { exit !($(allowed) < $e) }"; then
+    echo "== left for lack of time (about $e s needed, $(left) s left): $*"; skipped_runs=$((skipped_runs + 1)); return 1
   fi
 }
-timed() {  # timed CMD...: runs CMD, keeps the longest duration
-  local t rc=0
-  t=$(now)
-  "$@" || rc=$?
-  t=$(calc "$(now) - $t")
-  awk "BEGIN { exit !($t > $longest) }" && longest=$t
-  return "$rc"
-}
+speed_py() { "$py" scripts/check_gpu_speed.py "$speed" "$@"; }
 # The two sides' steps as the speed and profile parts run them, into the array `step`. ringtrain,
 # batch 64 from the model's config: rt_bench_step MODEL PRECISION GRAPH REPLAY. PyTorch, in its
 # best layout for the precision (channels_last for 16 bits), at the model's size: torch_step MODEL
@@ -264,106 +367,118 @@ torch_step() {
   [[ $2 == bf16 || $2 == fp16 ]] && layout=(--channels-last)
   step=("${torch_py[@]}" bench/torch_gpu_train.py "$1" 64 "$res" "$2" "${layout[@]}")
 }
-# keep_run WHAT LOG RC RATE [FAILED]: a finished run's JSON line into speed.jsonl and its rate (RATE:
-# the sed that finds it) on the console; a run stopped at the deadline counted as left; a failed one
-# shown, with the FAILED line into speed.jsonl where given (status 1).
-keep_run() {
-  local what=$1 log=$2 rc=$3 rate=$4 failed=${5:-}
+# timed_run KIND WHAT FIELDS RATE CMD...: runs CMD and keeps its JSON line in speed.jsonl with its
+# seconds (run_s) added; a run stopped at the deadline as a "stopped" line, a failed one as a
+# "failed" line, both with their seconds. FIELDS: the run's "model", "precision", ... as JSON
+# members; RATE: the sed that finds its rate for the console.
+timed_run() {
+  local kind=$1 what=$2 fields=$3 rate=$4 rc=0 t log=$work/bench.log
+  shift 4
+  t=$(now)
+  bounded "$what" "$log" "$@" || rc=$?
+  t=$(calc "$(now) - $t")
+  saw "$kind" "$t"
   if [[ $rc == 0 ]] && grep -q '^{' "$log"; then
-    grep '^{' "$log" >>"$speed"
-    echo "== $what: $(sed -n "$rate" "$log") img/s"
+    grep '^{' "$log" | tail -1 | sed "s/}\$/, \"run_s\": $t}/" >>"$speed"
+    echo "== $what: $(sed -n "$rate" "$log") img/s ($t s)"
   elif [[ $rc == 124 || $rc == 137 ]]; then
-    echo "== $what: stopped at the part's deadline"
+    echo "{\"kind\": \"stopped\", $fields, \"run_s\": $t}" >>"$speed"
+    echo "== $what: stopped at the part's deadline after $t s"
     skipped_runs=$((skipped_runs + 1))
   else
-    echo "== $what FAILED (exit $rc):"
+    echo "{\"kind\": \"failed\", $fields, \"exit\": $rc, \"run_s\": $t}" >>"$speed"
+    echo "== $what FAILED (exit $rc, $t s):"
     tail -n 8 "$log"
-    [[ -z $failed ]] || echo "$failed" >>"$speed"
-    return 1
+    speed_failures=$((speed_failures + 1))
   fi
+  table
 }
-rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [ARGS...]: one ringtrain bench run into speed.jsonl
-  local model=$1 precision=$2 graph=$3 replay=$4 rc=0 log=$work/bench.log step
-  shift 4
+rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY: one ringtrain bench run, unless held or out of time
+  local model=$1 precision=$2 graph=$3 replay=$4 kind step what
+  kind=$(kind_of "$graph" "$replay") what="ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay"
+  speed_py held bench "$model" "$precision" "$graph" "$replay" && return 0
+  may_start "$kind" "$what" || return 0
   rt_bench_step "$model" "$precision" "$graph" "$replay"
-  timeout -k 2 "$(left)" "${step[@]}" --set bench.windows=3 "$@" >"$log" 2>&1 || rc=$?
-  keep_run "ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay" "$log" "$rc" \
-    's/^{.*"median_images_per_s":\([0-9.]*\).*/\1/p' \
-    "$(printf '{"kind":"failed","model":"%s","precision":"%s","conv_algorithm":"winograd","cudnn_graph":"%s","cuda_graph":%s,"profiled":false,"exit":%s}' \
-      "$model" "$precision" "$graph" "$replay" "$rc")"
+  timed_run "$kind" "$what" \
+    "$(printf '"run": "ringtrain", "model": "%s", "precision": "%s", "conv_algorithm": "winograd", "cudnn_graph": "%s", "cuda_graph": %s, "profiled": false' \
+      "$model" "$precision" "$graph" "$replay")" \
+    's/^{.*"median_images_per_s":\([0-9.]*\).*/\1/p' "${step[@]}" --set bench.windows=3
 }
-torch_bench() {  # torch_bench MODEL PRECISION [ARGS...]: PyTorch's step, its best layout for the precision
-  local model=$1 precision=$2 rc=0 log=$work/torch.log step
-  shift 2
+torch_bench() {  # torch_bench MODEL PRECISION: PyTorch's step in its best layout, unless held or out of time
+  local model=$1 precision=$2 step
+  speed_py held torch "$model" "$precision" && return 0
+  may_start torch "PyTorch $model $precision" || return 0
   torch_step "$model" "$precision"
-  timeout -k 2 "$(left)" "${step[@]}" --windows 3 "$@" >"$log" 2>&1 || rc=$?
-  keep_run "PyTorch $model $precision" "$log" "$rc" 's/^{.*"images_per_s": \([0-9.]*\).*/\1/p'
+  timed_run torch "PyTorch $model $precision" \
+    "$(printf '"run": "torch", "model": "%s", "precision": "%s"' "$model" "$precision")" \
+    's/^{.*"images_per_s": \([0-9.]*\).*/\1/p' "${step[@]}" --windows 3
 }
-best_setting() {  # best_setting MODEL: "GRAPH REPLAY" of its fastest bf16 run so far (default "off false")
-  "$py" scripts/check_gpu_speed.py "$speed" best-setting "$1"
-}
-table() {  # speed_table.txt: the best setting of each row against PyTorch, then every run
-  { speed_summary; echo; echo "## Every run"; echo
+table() {  # speed_table.txt and summary.md's speed tables, after every run
+  { speed_py summary; echo; echo "## Every run"; echo
     PYTHON=$py bash bench/gpu_vs_pytorch.sh --table-only --results "$speed"; } >"$out/speed_table.txt" 2>&1
+  write_summary
 }
+# The order: every model's bf16 ratio (PyTorch, then ringtrain with the legacy cuDNN API), then
+# CUDA-graph replay, then cuDNN's graph API (where_faster, with replay where replay was faster),
+# the first model (ResNet-101) first; then each other precision with each model's fastest bf16
+# setting beside PyTorch.
 speed() {
-  local precision model graph replay runs ran
+  local precision model graph replay kind seconds runs
   : >>"$speed"
   skipped_runs=0 speed_failures=0
+  if [[ -s $work/from.jsonl ]]; then
+    cat "$work/from.jsonl" >>"$speed"
+    while read -r kind seconds; do saw "$kind" "$seconds"; done < <(speed_py seconds)
+    echo "== carried on from $from: $(grep -c '^{' "$speed") runs; estimates: $(for k in torch plain replay graph; do echo -n "$k $(estimate $k) s; "; done)"
+  fi
   for precision in $precisions; do
-    for model in $models; do
-      ran=0
-      if [[ $precision == bf16 ]]; then
-        # The search: cuDNN's graph API where faster against the legacy API alone, then CUDA-graph
-        # replay with the better of the two.
-        for graph in off where_faster; do
-          if may_start "ringtrain $model bf16 cudnn_graph=$graph"; then
-            ran=1
-            timed rt_bench "$model" bf16 "$graph" false || speed_failures=$((speed_failures + 1))
-          fi
-        done
-        if may_start "ringtrain $model bf16 with CUDA-graph replay"; then
-          ran=1
-          read -r graph _ < <(best_setting "$model")
-          timed rt_bench "$model" bf16 "$graph" true || speed_failures=$((speed_failures + 1))
-        fi
-      elif may_start "ringtrain $model $precision"; then
-        ran=1
-        read -r graph replay < <(best_setting "$model")
-        timed rt_bench "$model" "$precision" "$graph" "$replay" || speed_failures=$((speed_failures + 1))
-      fi
-      if may_start "PyTorch $model $precision"; then
-        ran=1
-        timed torch_bench "$model" "$precision" || speed_failures=$((speed_failures + 1))
-      fi
-      [[ $ran == 1 ]] && table
-    done
+    if [[ $precision == bf16 ]]; then
+      for model in $models; do
+        torch_bench "$model" bf16
+        rt_bench "$model" bf16 off false
+      done
+      for model in $models; do rt_bench "$model" bf16 off true; done
+      for model in $models; do
+        read -r replay < <(speed_py faster-replay "$model")
+        rt_bench "$model" bf16 where_faster "$replay"
+      done
+    else
+      for model in $models; do
+        torch_bench "$model" "$precision"
+        read -r graph replay < <(speed_py best-setting "$model")
+        rt_bench "$model" "$precision" "$graph" "$replay"
+      done
+    fi
   done
   runs=$(grep -c '^{' "$speed" || true)
   note "$runs runs, $speed_failures failed, $skipped_runs left or stopped for lack of time"
   [[ $speed_failures == 0 ]] || part_bad=1
 }
 
-# The best ringtrain row of each model and precision against PyTorch's.
-speed_summary() { "$py" scripts/check_gpu_speed.py "$speed" summary; }
-
-# --- 9. profile of the worst ratio ---------------------------------------------------------------
+# --- 10. profile of the worst ratio --------------------------------------------------------------
+# Profiled with the legacy cuDNN API where the row's fastest run used the graph API: planning that
+# again could take the part's whole time. PyTorch's profiler writes one table (ops by GPU time).
 profile() {
   local model precision graph replay profile step
-  read -r model precision graph replay < <("$py" scripts/check_gpu_speed.py "$speed" worst)
+  read -r model precision graph replay < <(speed_py worst)
   if [[ -z ${model:-} ]]; then
     note "no ratio measured, nothing to profile"
   else
     note "$model $precision"
     profile=$out/profile.txt
     echo "# The worst ratio: $model $precision (cudnn_graph=$graph cuda_graph=$replay)" >"$profile"
+    if [[ $graph != off ]]; then
+      note "profiled with cudnn_graph=off (the row ran $graph)"
+      echo "(profiled with cudnn_graph=off: the row's $graph would plan again)" >>"$profile"
+      graph=off
+    fi
     rt_bench_step "$model" "$precision" "$graph" "$replay"
-    if run ringtrain_profile "${step[@]}" --set bench.windows=2 --set bench.steps_per_window=5 \
+    if run ringtrain_profile "${step[@]}" --set bench.windows=1 --set bench.steps_per_window=5 \
       --profile "$work/ringtrain.profile"; then
       { echo; echo "## ringtrain bench --profile (seconds per step)"; cat "$work/ringtrain.profile"; } >>"$profile"
     fi
     torch_step "$model" "$precision"
-    if run pytorch_profile "${step[@]}" --steps 5 --windows 2 --profile "$work/torch.profile"; then
+    if run pytorch_profile "${step[@]}" --steps 5 --windows 1 --profile "$work/torch.profile"; then
       { echo; echo "## PyTorch's profiler"; cat "$work/torch.profile"; } >>"$profile"
     fi
   fi
@@ -379,6 +494,6 @@ done
 
 total=$(calc "$(now) - $started")
 echo "== the check took $total s; $failures part(s) failed or ran out of time; results in $out"
-{ echo; echo "Total: $total s; $failures part(s) failed or ran out of time."; } >>"$summary"
-[[ -s $speed ]] && speed_summary >>"$summary"
+{ echo; echo "Total: $total s; $failures part(s) failed or ran out of time."; } >"$work/summary_total.md"
+write_summary
 [[ $failures == 0 ]]

@@ -1,49 +1,129 @@
 #!/usr/bin/env python3
 """What scripts/check_gpu.sh reads from its speed.jsonl (one JSON line per run, as
-bench/gpu_vs_pytorch.sh keeps them):
+bench/gpu_vs_pytorch.sh keeps them, with each run's seconds as run_s; a run stopped at the
+deadline is a "stopped" line, a failed one a "failed" line):
 
-  check_gpu_speed.py FILE best-setting MODEL   "GRAPH REPLAY" of MODEL's fastest bf16 run ("off false" before any)
-  check_gpu_speed.py FILE summary              ringtrain / PyTorch, each model and precision at its fastest setting
-  check_gpu_speed.py FILE worst                "MODEL PRECISION GRAPH REPLAY" of the lowest ratio (nothing before one)
+  check_gpu_speed.py FILE best-setting MODEL    "GRAPH REPLAY" of MODEL's fastest bf16 run ("off false" before any)
+  check_gpu_speed.py FILE faster-replay MODEL   "true" where MODEL's bf16 run with CUDA-graph replay beat the one
+                                                without (both with cudnn_graph off), else "false"
+  check_gpu_speed.py FILE held torch MODEL PRECISION
+  check_gpu_speed.py FILE held bench MODEL PRECISION GRAPH REPLAY
+                                                exit status 0 where FILE holds that run, done or failed
+  check_gpu_speed.py FILE seconds               "KIND SECONDS" per kind of run (torch, plain, replay, graph): its
+                                                longest run_s, stopped runs included
+  check_gpu_speed.py FILE summary               ringtrain / PyTorch, each model and precision at its fastest
+                                                setting; then every run of cuDNN's graph API, with its planning
+  check_gpu_speed.py FILE worst                 "MODEL PRECISION GRAPH REPLAY" of the lowest ratio (nothing before one)
 """
 import json, sys
 
 
-def fastest(rows):
+def fastest(rows, keep=lambda r: True):
     """The fastest ringtrain run of each (model, precision), in the order they were first run."""
     best = {}
     for r in rows:
-        if r.get("kind") == "bench":
+        if r.get("kind") == "bench" and keep(r):
             k = (r["model"], r["precision"])
             if k not in best or r["median_images_per_s"] > best[k]["median_images_per_s"]:
                 best[k] = r
     return best
 
 
+def replay(r):
+    return str(r["cuda_graph"]).lower()
+
+
 def setting(r):
-    return f"{r['cudnn_graph']} {str(r['cuda_graph']).lower()}"
+    return f"{r['cudnn_graph']} {replay(r)}"
+
+
+def is_torch(r):
+    return r.get("kind") == "torch_gpu" or r.get("run") == "torch"
+
+
+def kind_of(r):
+    if is_torch(r):
+        return "torch"
+    if r.get("cudnn_graph", "off") != "off":
+        return "graph"
+    return "replay" if replay(r) == "true" else "plain"
+
+
+def held(rows, what, key):
+    for r in rows:
+        if r.get("kind") not in ("bench", "torch_gpu", "failed"):
+            continue
+        if what == "torch" and is_torch(r) and [r["model"], r["precision"]] == key:
+            return True
+        if what == "bench" and not is_torch(r) and [r["model"], r["precision"], r["cudnn_graph"], replay(r)] == key:
+            return True
+    return False
+
+
+def summary(rows):
+    torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
+    print("\n## ringtrain / PyTorch, batch 64 (each row's fastest ringtrain setting; medians of 3 windows)\n")
+    print("| model | precision | cudnn_graph | cuda_graph | ringtrain img/s | PyTorch img/s | ratio | plan s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (model, precision), r in fastest(rows).items():
+        t = torch.get((model, precision))
+        ratio = f"{r['median_images_per_s'] / t:.2f}" if t else "-"
+        plan = f"{r['plan_s']:.1f}" if "plan_s" in r else "-"
+        print(f"| {model} | {precision} | {r['cudnn_graph']} | {replay(r)} | "
+              f"{r['median_images_per_s']:.1f} | {t or 0:.1f} | {ratio} | {plan} |")
+    graph = [r for r in rows if r.get("kind") in ("bench", "stopped", "failed") and not is_torch(r)
+             and r.get("cudnn_graph", "off") != "off"]
+    if not graph:
+        return
+    # Its planning beside the same model's and precision's planning with the legacy API alone.
+    legacy = {}
+    for r in rows:
+        if r.get("kind") == "bench" and r["cudnn_graph"] == "off" and "plan_s" in r:
+            legacy.setdefault((r["model"], r["precision"]), r["plan_s"])
+    print("\n## cuDNN's graph API: its rate and its planning (plan s: building the model, cuDNN's searches "
+          "included; legacy s: the same with cudnn_graph off)\n")
+    print("| model | precision | cudnn_graph | cuda_graph | ringtrain img/s | plan s | legacy s | directions | run s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in graph:
+        off = legacy.get((r["model"], r["precision"]))
+        off = f"{off:.1f}" if off is not None else "-"
+        run_s = f"{r['run_s']:.1f}" if "run_s" in r else "-"
+        head = f"| {r['model']} | {r['precision']} | {r['cudnn_graph']} | {replay(r)} |"
+        if r["kind"] == "bench":
+            plan = f"{r['plan_s']:.1f}" if "plan_s" in r else "-"
+            print(f"{head} {r['median_images_per_s']:.1f} | {plan} | {off} | {r.get('cudnn_graph_directions', '-')} "
+                  f"| {run_s} |")
+        elif r["kind"] == "stopped":
+            print(f"{head} stopped at the deadline | more than {run_s} | {off} | - | {run_s} |")
+        else:
+            print(f"{head} failed (exit {r.get('exit')}) | - | {off} | - | {run_s} |")
 
 
 path, what, *args = sys.argv[1:]
 rows = [json.loads(l) for l in open(path) if l.startswith("{")]
-torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
-best = fastest(rows)
 if what == "best-setting":
-    r = best.get((args[0], "bf16"))
+    r = fastest(rows).get((args[0], "bf16"))
     print(setting(r) if r else "off false")
+elif what == "faster-replay":
+    r = fastest(rows, lambda r: r["cudnn_graph"] == "off").get((args[0], "bf16"))
+    print(replay(r) if r else "false")
+elif what == "held":
+    sys.exit(0 if held(rows, args[0], args[1:]) else 1)
+elif what == "seconds":
+    longest = {}
+    for r in rows:
+        if "run_s" in r:
+            k = kind_of(r)
+            longest[k] = max(longest.get(k, 0), r["run_s"])
+    for k, s in longest.items():
+        print(k, f"{s:.2f}")
 elif what == "summary":
-    print("\n## ringtrain / PyTorch, batch 64 (each row's fastest ringtrain setting; medians of 3 windows)\n")
-    print("| model | precision | cudnn_graph | cuda_graph | ringtrain img/s | PyTorch img/s | ratio |")
-    print("|---|---|---|---|---|---|---|")
-    for (model, precision), r in best.items():
-        t = torch.get((model, precision))
-        ratio = f"{r['median_images_per_s'] / t:.2f}" if t else "-"
-        print(f"| {model} | {precision} | {r['cudnn_graph']} | {str(r['cuda_graph']).lower()} | "
-              f"{r['median_images_per_s']:.1f} | {t or 0:.1f} | {ratio} |")
+    summary(rows)
 elif what == "worst":
-    rated = {k: r for k, r in best.items() if k in torch}
+    torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
+    rated = {k: r for k, r in fastest(rows).items() if k in torch}
     if rated:
         k, r = min(rated.items(), key=lambda kr: kr[1]["median_images_per_s"] / torch[kr[0]])
         print(k[0], k[1], setting(r))
 else:
-    sys.exit(f"check_gpu_speed.py: no command '{what}' (best-setting, summary, worst)")
+    sys.exit(f"check_gpu_speed.py: no command '{what}' (best-setting, faster-replay, held, seconds, summary, worst)")
