@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 
 #include "base/check.h"
@@ -36,9 +37,14 @@ namespace rt {
 // differ by a few levels), and its SIMD code decodes a 500x375 photo in about half stb_image's
 // time, which is most of the image pipeline's cost. stb_image reads everything else.
 void check_pixel_budget(int64_t width, int64_t height, int64_t max_pixels, const std::string& name) {
-  RT_CHECK(width * height <= max_pixels, name, ": declares ", width, " x ", height, " = ", width * height,
-           " pixels, more than data.max_image_pixels = ", max_pixels,
-           " (Pillow refuses such files as decompression bombs); not decoded");
+  // The height against the budget's share of the width, never their product first: a header may
+  // declare 2^32 - 1 a side, and that product overflows 64 bits.
+  if (width <= 0 || height <= max_pixels / width) return;
+  const std::string pixels =
+      height <= std::numeric_limits<int64_t>::max() / width ? std::to_string(width * height) : "over 2^63";
+  throw Error(str_cat(name, ": declares ", width, " x ", height, " = ", pixels,
+                      " pixels, more than data.max_image_pixels = ", max_pixels,
+                      " (Pillow refuses such files as decompression bombs); not decoded"));
 }
 
 RgbImage decode_image(std::span<const uint8_t> bytes, const std::string& name, int64_t max_pixels) {

@@ -141,13 +141,13 @@ TEST(ImageDecode, BadFilesAreRefusedNamingTheFile) {
 // Headers that declare W x H pixels and hold almost nothing else, as a decompression bomb does.
 std::string be16(int v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 255)}; }
 std::string le16(int v) { return {static_cast<char>(v & 255), static_cast<char>(v >> 8)}; }
-std::string be32(int v) { return be16(v >> 16) + be16(v & 0xFFFF); }
+std::string be32(uint32_t v) { return be16(static_cast<int>(v >> 16)) + be16(static_cast<int>(v & 0xFFFF)); }
 std::string gif_declaring(int w, int h) {
   // Logical screen W x H, no colour table, then one frame as large, and a few bytes of "data".
   return std::string("GIF89a") + le16(w) + le16(h) + std::string("\0\0\0", 3) + "," + le16(0) + le16(0) + le16(w) +
          le16(h) + std::string("\0\x08\x02\x4c\x01\0;", 7);
 }
-std::string png_declaring(int w, int h) {
+std::string png_declaring(uint32_t w, uint32_t h) {
   return std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + "IHDR" + be32(w) + be32(h) +
          std::string("\x08\x02\0\0\0", 5) + be32(0) + be32(0) + "IDAT" + be32(0) + be32(0) + "IEND" + be32(0);
 }
@@ -183,6 +183,8 @@ TEST(ImageDecode, FilesDeclaringMorePixelsThanTheBudgetAreRefusedUndecoded) {
   };
   const Bomb bombs[] = {{"bomb.gif", gif_declaring(23000, 23000)},
                         {"bomb.png", png_declaring(14000, 14000)},
+                        // The largest a PNG can declare: its product overflowed the budget's check.
+                        {"largest.png", png_declaring(0xFFFFFFFF, 0xFFFFFFFF)},
                         {"bomb.jpg", jpeg_declaring(20000, 20000)}};
   rusage before{};
   getrusage(RUSAGE_SELF, &before);

@@ -1,5 +1,5 @@
 # Sourced by tests/data/fuzz/fuzz_test.sh and bench/fuzz.sh: builds the libFuzzer targets with
-# AddressSanitizer and UBSan's bounds check (clang), and writes each target's seed corpus.
+# AddressSanitizer and two of UBSan's checks (clang), and writes each target's seed corpus.
 #
 # The targets, and the project's sources each one needs beside its own file:
 #   decode      decode_image: libjpeg-turbo for JPEGs, stb_image for the rest
@@ -15,11 +15,12 @@ declare -A fuzz_sources=(
   [tfrecord]="data/tf_example.cpp data/read_only_file.cpp base/tfrecord.cpp"
   [tf_example]="data/tf_example.cpp data/read_only_file.cpp base/tfrecord.cpp"
 )
-# AddressSanitizer and UBSan's array-bounds check: memory errors, what a reader must never make
-# (the bounds check caught stb_image's JPEG overflow). Not all of UBSan: stb_image's PNG reader
-# passes memcpy a null buffer with length 0 for an empty IDAT chunk, undefined on paper and
-# harmless in fact.
-fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,bounds -fno-sanitize-recover=all)
+# AddressSanitizer, and UBSan's array-bounds and signed-overflow checks: memory errors and
+# arithmetic a header's declared sizes can break, what a reader must never make (the bounds check
+# caught stb_image's JPEG overflow; the overflow check, a PNG of 2^32 - 1 a side in the pixel
+# budget's product). Not all of UBSan: stb_image's PNG reader passes memcpy a null buffer with
+# length 0 for an empty IDAT chunk, undefined on paper and harmless in fact.
+fuzz_flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,bounds,signed-integer-overflow -fno-sanitize-recover=all)
 
 # fuzz_usable: why the targets cannot be built here (empty: they can).
 fuzz_usable() {
