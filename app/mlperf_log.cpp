@@ -12,11 +12,11 @@ MlperfLog::MlperfLog(const Config& config, int rank) : enabled_(config.log.mlper
   if (!enabled_) return;
   const MlperfConfig& m = config.mlperf;
   // submission_division first: the rules' time limit on initialisation depends on it.
-  point("submission_division", m.submission_division);
+  point("submission_division", name_of(m.submission_division));
   point("submission_benchmark", "resnet");
   point("submission_org", m.submission_org);
   point("submission_platform", m.submission_platform);
-  point("submission_status", m.submission_status);
+  point("submission_status", name_of(m.submission_status));
   point("cache_clear", m.cache_clear);
   event("INTERVAL_START", "init_start", nullptr);
 }

@@ -15,14 +15,16 @@ enum class Device { kCpu, kCuda };                                             /
 enum class ConvAlgorithm { kDirect, kWinograd };                               // train.conv_algorithm
 // train.precision; Note [Mixed precision] in nn/ops/cuda/gpu_layout.h.
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
-enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };    // train.cudnn_graph
-enum class ScheduleKind { kConstant, kStep, kCosine, kPoly };  // schedule.kind
-enum class OptimizerKind { kSgd, kLars };                      // train.optimizer
-enum class Allreduce { kRing, kMpi, kNccl };                   // dist.allreduce
-enum class TransportChoice { kAuto, kShm, kTcp, kMpi };        // dist.transport
-enum class Hierarchy { kAuto, kFlat, kTwoLevel };              // dist.hierarchy
-enum class Wire { kFp32, kFp16, kBf16 };                       // dist.wire
-enum class ProgressMode { kAuto, kBar, kLines, kNone };        // log.progress
+enum class CudnnGraphUse { kNever, kWhereFaster, kAlways };        // train.cudnn_graph
+enum class ScheduleKind { kConstant, kStep, kCosine, kPoly };      // schedule.kind
+enum class OptimizerKind { kSgd, kLars };                          // train.optimizer
+enum class Allreduce { kRing, kMpi, kNccl };                       // dist.allreduce
+enum class TransportChoice { kAuto, kShm, kTcp, kMpi };            // dist.transport
+enum class Hierarchy { kAuto, kFlat, kTwoLevel };                  // dist.hierarchy
+enum class Wire { kFp32, kFp16, kBf16 };                           // dist.wire
+enum class ProgressMode { kAuto, kBar, kLines, kNone };            // log.progress
+enum class MlperfDivision { kClosed, kOpen };                      // mlperf.submission_division
+enum class MlperfStatus { kOnprem, kCloud, kPreview, kResearch };  // mlperf.submission_status
 
 // The sources whose samples are image files, decoded and augmented by worker threads.
 inline bool decodes_images(DataSource s) {
@@ -88,6 +90,14 @@ struct EnumNames<Wire> {
 template <>
 struct EnumNames<ProgressMode> {
   static constexpr std::array<std::string_view, 4> names{"auto", "bar", "lines", "none"};
+};
+template <>
+struct EnumNames<MlperfDivision> {
+  static constexpr std::array<std::string_view, 2> names{"closed", "open"};
+};
+template <>
+struct EnumNames<MlperfStatus> {
+  static constexpr std::array<std::string_view, 4> names{"onprem", "cloud", "preview", "research"};
 };
 
 }  // namespace rt

@@ -137,8 +137,8 @@ struct LogConfig {
 struct MlperfConfig {
   std::string submission_org;
   std::string submission_platform;
-  std::string submission_division = "closed";
-  std::string submission_status = "onprem";
+  MlperfDivision submission_division = MlperfDivision::kClosed;
+  MlperfStatus submission_status = MlperfStatus::kOnprem;
   bool cache_clear = false;  // the launch script cleared the page cache before this run
   bool operator==(const MlperfConfig&) const = default;
 };
