@@ -55,21 +55,18 @@ Tensor rows(const Tensor& t, int64_t first, int64_t count, bool blocked) {
   return r;
 }
 
-// The largest |a - b| relative to b's largest magnitude.
-double relative_gap(const float* a, const float* b, int64_t n) {
-  double gap = 0, scale = 1e-30;
-  for (int64_t i = 0; i < n; ++i) {
-    gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return gap / scale;
-}
-
-// The largest |v|: the scale relative_gap divides by when v is its second argument.
+// The largest |v|: the scale relative_gap divides by.
 double largest(const float* v, int64_t n) {
   double m = 1e-30;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, std::abs(static_cast<double>(v[i])));
   return m;
+}
+
+// The largest |a - b| relative to b's largest magnitude.
+double relative_gap(const float* a, const float* b, int64_t n) {
+  double gap = 0;
+  for (int64_t i = 0; i < n; ++i) gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
+  return gap / largest(b, n);
 }
 
 // Note [Bounds from the sums]: the group and the whole-batch kernel differ only in the order of
