@@ -1,7 +1,7 @@
 // Note [Stopping on a signal]: a scheduler that wants a job's nodes back says so with a signal
 // (Slurm's `--signal=B:USR1@120` forwarded by the batch script, Kubernetes' SIGTERM before its
 // grace period), often to one process only. The handler only counts; at each step boundary the
-// ranks sum what they counted (SavePolicy::after_step), so all of them save the same step and
+// ranks sum what they counted (StepAgreement::after_step), so all of them save the same step and
 // stop with kExitSavedOnSignal. A second SIGTERM, or checkpoint.signal_grace_s passing before the
 // save is done, ends the job at once with kExitAbandoned, the last complete checkpoint standing.
 #pragma once

@@ -113,15 +113,15 @@ TrainResult Trainer::train() {
   mlperf_.run_start();
   run.seconds_before = position_.run_seconds;
   run.result.target.target = config_.eval.target_top1;
-  save_policy_.reset_clock();
+  agreement_.reset_clock();
   for (int64_t epoch = position_.epochs_done; epoch < run.last_epoch && !run.result.target.reached; ++epoch) {
     for (int64_t s = begin_epoch(run, epoch); s < steps_per_epoch_; ++s) {
       train_logged_step(run, epoch, s);
       if (limits_.steps > 0 && run.tally.run_steps() == limits_.steps) return run.done();
-      const SaveDecision d = save_policy_.after_step(position_.step);
+      const AfterStep d = agreement_.after_step(position_.step);
       if (d.report) report_stragglers_now();
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
-      const bool epoch_saves = s + 1 == steps_per_epoch_ && save_policy_.saves_after_epoch(epoch + 1);
+      const bool epoch_saves = s + 1 == steps_per_epoch_ && agreement_.saves_after_epoch(epoch + 1);
       if (d.save && (d.stop || !epoch_saves))
         run.result.last_checkpoint = save(run.tally.sums(train_->skipped()), run.run_seconds());
       if (d.stop) return stop_on_signal(run, d);
@@ -183,7 +183,7 @@ void Trainer::train_logged_step(Run& run, int64_t epoch, int64_t s) {
   check_replicas_after_step();
 }
 
-TrainResult Trainer::stop_on_signal(Run& run, const SaveDecision& d) {
+TrainResult Trainer::stop_on_signal(Run& run, const AfterStep& d) {
   StopSignals::saved();  // a second SIGTERM from here on has nothing left to cut short
   g_step = -1;
   run.progress.end_epoch();
@@ -245,7 +245,7 @@ void Trainer::end_epoch(Run& run, int64_t epoch) {
   stragglers.add_to(record);
   run.folder.write_metric(record);
   // The model that reached the target is saved whatever checkpoint.every_epochs says.
-  if (save_policy_.saves_after_epoch(epoch + 1) || run.result.target.reached)
+  if (agreement_.saves_after_epoch(epoch + 1) || run.result.target.reached)
     run.result.last_checkpoint = save(EpochSums{}, run.run_seconds());
 }
 
@@ -292,7 +292,7 @@ std::string Trainer::save(const EpochSums& sums, double run_seconds) {
     const Tensor& v = graph_->buffers()[i].value;
     copy_bytes(const_cast<float*>(v.data()), graph_->device(), own[i].data(), Device::kCpu, v.bytes());
   }
-  save_policy_.reset_clock();
+  agreement_.reset_clock();
   return path;
 }
 

@@ -17,7 +17,7 @@
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/replica_check.h"
-#include "app/save_policy.h"
+#include "app/step_agreement.h"
 #include "app/step_clock.h"
 #include "config/config.h"
 #include "app/thread_split.h"
@@ -70,14 +70,14 @@ class Trainer {
   // Continues from DIR's newest checkpoint (app/checkpoint_files.h), at the step it was saved
   // after, possibly inside an epoch and at another world size (Note [Resuming inside an epoch]).
   void resume(const std::string& dir);
-  // Trains to config.train.epochs, saving as [checkpoint] says (the SavePolicy) and stopping early
+  // Trains to config.train.epochs, saving as [checkpoint] says (the StepAgreement) and stopping early
   // after a save on a signal that the caller's StopSignals watches (train_command holds one).
   // Fails before the first step if checkpoint.dir cannot be created or written (the RunFolder).
   TrainResult train();
   // Tests end a run early with these (TrainLimits).
   void set_limits(const TrainLimits& limits) { limits_ = limits; }
   // When to save and stop; `bench` asks it after every step, as train() does.
-  const SavePolicy& save_policy() const { return save_policy_; }
+  const StepAgreement& agreement() const { return agreement_; }
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
@@ -153,7 +153,7 @@ class Trainer {
   struct Run;
   int64_t begin_epoch(Run& run, int64_t epoch);  // returns the epoch's first step
   void train_logged_step(Run& run, int64_t epoch, int64_t step);
-  TrainResult stop_on_signal(Run& run, const SaveDecision& decision);
+  TrainResult stop_on_signal(Run& run, const AfterStep& decision);
   void end_epoch(Run& run, int64_t epoch);  // evaluation, report, save
   void report_stragglers_now();             // on SIGUSR2, at the step every rank agreed
   // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
@@ -210,7 +210,7 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
-  SavePolicy save_policy_;
+  StepAgreement agreement_;
   TrainLimits limits_;
 };
 

@@ -53,7 +53,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       // one may.
       between_steps_(stall_policy(config_.dist, world,
                                   world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})),
-      save_policy_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
+      agreement_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const ThreadSplit split =

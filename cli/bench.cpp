@@ -160,7 +160,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
     // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
     // every_minutes); bench itself never saves.
-    (void)trainer.save_policy().after_step(trainer.position().step);
+    (void)trainer.agreement().after_step(trainer.position().step);
     trainer.check_replicas_after_step();  // and for proving the replicas the same
     if (tl) tl->flush(run_step);
     ++run_step;

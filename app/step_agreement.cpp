@@ -1,4 +1,4 @@
-#include "app/save_policy.h"
+#include "app/step_agreement.h"
 
 #include <iterator>
 #include <vector>
@@ -8,10 +8,11 @@
 
 namespace rt {
 
-SavePolicy::SavePolicy(const CheckpointConfig& checkpoint, int64_t epochs, const World& world, const StallPolicy* stall)
+StepAgreement::StepAgreement(const CheckpointConfig& checkpoint, int64_t epochs, const World& world,
+                             const StallPolicy* stall)
     : checkpoint_(checkpoint), epochs_(epochs), world_(world), stall_(stall) {}
 
-SaveDecision SavePolicy::after_step(int64_t step) const {
+AfterStep StepAgreement::after_step(int64_t step) const {
   const CheckpointConfig& c = checkpoint_;
   const int signal = StopSignals::received();
   const bool clock_due =
@@ -27,7 +28,7 @@ SaveDecision SavePolicy::after_step(int64_t step) const {
   flags[count - 1] = StopSignals::take_report_request() ? 1.0 : 0.0;  // SIGUSR2: the straggler report
   if (world_.size() > 1 && (!c.signals.empty() || c.every_minutes > 0 || StopSignals::reports()))
     world_.allreduce_sum(flags, count, {stall_, str_cat("step ", step, ": the save agreement after it")});
-  SaveDecision d;
+  AfterStep d;
   for (size_t i = 0; i < watchable.size(); ++i) {
     d.signalled_ranks += static_cast<int>(flags[1 + i]);
     if (flags[1 + i] > 0 && d.signal == 0) d.signal = watchable[i];
@@ -38,7 +39,7 @@ SaveDecision SavePolicy::after_step(int64_t step) const {
   return d;
 }
 
-bool SavePolicy::saves_after_epoch(int64_t epoch) const {
+bool StepAgreement::saves_after_epoch(int64_t epoch) const {
   return epoch % checkpoint_.every_epochs == 0 || epoch == epochs_;
 }
 
