@@ -8,6 +8,12 @@
 #   lars_sharded   resnet_mini at 2 ranks with LARS, each rank updating its own part (its norms summed
 #                  across ranks)
 #   shards         LeNet at 2 ranks from tar shards that `ringtrain pack` (of AFTER) wrote
+#   stragglers     LeNet at 4 ranks, 40 ms added to rank 2's every step, SIGUSR2 to rank 1 mid-run:
+#                  the epochs' reports name rank 2 and the report on demand is printed (its figures
+#                  are timings: what is compared is who is named, and that the report came)
+#   mlperf         ResNet-50 at 2 ranks with MLPerf's log and a target it does not reach: the log's
+#                  events, keys, values and epochs (not their times, nor the file and line that
+#                  logged them)
 # usage: same_behaviour.sh BEFORE AFTER [WORK]      (prints one line per run; exit 1 on a difference)
 set -u
 before=$1 after=$2
@@ -63,6 +69,23 @@ lars_sharded() {
   run "$1" lars_sharded 2 --set model.name=resnet_mini --set train.epochs=1 --set train.batch_per_rank=32 \
     --set train.optimizer=lars --set dist.sharded_update=true || fail "$1 lars_sharded"
 }
+stragglers() {  # SIGUSR2 to rank 1 once 10 steps are logged
+  local which=$1 dir=$work/$1/stragglers
+  RINGTRAIN_TEST_FAULT=2:slow_step run "$which" stragglers 4 --set model.name=lenet --set train.epochs=2 \
+    --set train.batch_per_rank=64 &
+  local job=$!
+  until [[ -f $dir/metrics.jsonl ]] && (($(grep -c '"kind":"step"' "$dir/metrics.jsonl") >= 10)); do sleep 0.01; done
+  kill -USR2 "$(rank1_pid "$dir")"
+  wait "$job" || fail "$which stragglers"
+}
+mlperf() {  # a target out of reach: the run ends with status 3 (kExitTargetMissed)
+  run "$1" mlperf 2 --set model.name=resnet50 --set model.num_classes=10 --set data.source=imagefolder \
+    --set data.dir="$work/folders" --set data.channels=1 --set data.image_size=28 --set data.mean=[0.5] \
+    --set data.std=[0.3] --set train.epochs=2 --set train.batch_per_rank=8 --set eval.batch=50 \
+    --set eval.target_top1=0.99 --set schedule.kind=poly --set schedule.warmup_epochs=1 \
+    --set log.mlperf=true --set mlperf.submission_org=ringtrain --set mlperf.submission_platform=a-2-core-vm
+  [[ $? -eq 3 ]] || fail "$1 mlperf: expected exit 3 (target missed)"
+}
 shards() {
   run "$1" shards 2 --set model.name=lenet --set train.epochs=1 --set train.batch_per_rank=16 --set data.source=shards \
     --set data.dir="$work/shards" --set data.channels=1 --set data.image_size=28 || fail "$1 shards"
@@ -75,22 +98,44 @@ for which in before after; do
   two_level "$which"
   lars_sharded "$which"
   shards "$which"
+  stragglers "$which"
+  mlperf "$which"
 done
-for name in lenet_signal mini_accum two_level lars_sharded shards; do
+for name in lenet_signal mini_accum two_level lars_sharded shards stragglers mlperf; do
   a=$work/before/$name b=$work/after/$name
   python3 "$src/tests/support/same_tensors.py" "$a/checkpoint.safetensors" "$b/checkpoint.safetensors" ||
     fail "$name: the checkpoints differ"
-  # Metric records without their timings (the straggler figures are timings too): every loss, rate, norm and test figure. An epoch's mean
-  # train loss is summed over ranks where the signal's save fell, a step that differs from run to
-  # run: it is compared to 12 digits, all else exactly.
+  # Metric records without their timings: every loss, rate, norm and test figure. The straggler
+  # figures are timings too; where a straggler is named, who it is is kept. An epoch's mean train
+  # loss is summed over ranks where the signal's save fell, a step that differs from run to run: it
+  # is compared to 12 digits, all else exactly.
   strip() { python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l)
+    named = r.get("straggler", "").split(" computed")[0]
     for k in ("images_per_s", "epoch_seconds", "data_wait", "compute_ms_median", "compute_ms_worst", "worst_rank",
-              "worst_link", "worst_link_ratio", "worst_link_ms", "straggler"): r.pop(k, None)
+              "worst_link", "worst_link_ratio", "worst_link_ms", "straggler", "run_seconds"): r.pop(k, None)
+    if named: r["straggler"] = named
     if r["kind"] == "epoch": r["train_loss"] = "%.12g" % r["train_loss"]
     print(json.dumps(r, sort_keys=True))' "$1/metrics.jsonl"; }
   cmp -s <(strip "$a") <(strip "$b") || fail "$name: the metric records differ"
+  if [[ $name == stragglers ]]; then
+    for d in "$a" "$b"; do
+      grep -q "^ringtrain: on SIGUSR2, at step " "$d.out" || fail "stragglers: no report on SIGUSR2 in $d.out"
+      [[ $(grep -c "^ringtrain: rank 2 (.*) computed" "$d.out") -eq 2 ]] || fail "stragglers: rank 2 not named twice in $d.out"
+    done
+  fi
+  # MLPerf's log: each line's event, key, value and metadata, without its time and the source line.
+  mllog() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l.split(":::MLLOG ", 1)[1])
+    for k in ("time_ms", "namespace"): r.pop(k, None)
+    for k in ("file", "lineno"): r.get("metadata", {}).pop(k, None)
+    print(json.dumps(r, sort_keys=True))' "$1/mlperf.log"; }
+  if [[ $name == mlperf ]]; then
+    cmp -s <(mllog "$a") <(mllog "$b") || fail "mlperf: the MLPerf logs differ"
+  fi
   echo "same: $name ($(python3 -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",b[:8])[0]; print(len(json.loads(b[8:8+n]))-1)' "$a/checkpoint.safetensors") tensors bit for bit, $(wc -l < "$a/metrics.jsonl") metric records)"
 done
