@@ -1,15 +1,15 @@
 // Note [MLPerf's log]: with log.mlperf = true, rank 0 writes the `:::MLLOG {json}` lines MLPerf's
 // compliance checker (mlcommons/logging, training rules 4.0.0: common.yaml, closed_common.yaml,
 // closed_resnet.yaml and closed_resnet_lars.yaml or _sgd.yaml) and its reference-convergence-point
-// checker read: the submission's keys from [mlperf], init_start when the Trainer starts building,
-// the hyperparameters it runs with (the rate, decay steps and end rate the schedule really uses),
-// init_stop and run_start at the first step, each block of epochs between evaluations with its
-// epochs, each evaluation with its accuracy, and run_stop with "success" where eval.target_top1 was
-// reached, "aborted" where train.epochs ran out first. Each line is one JSON object: namespace,
-// time_ms (the wall clock), event_type (INTERVAL_START, INTERVAL_END or POINT_IN_TIME), key,
-// value, metadata (file and line, and the event's epoch). Lines wait in memory until train() has
-// made checkpoint.dir; a resumed run appends its own init and run lines, which MLPerf's rules
-// (one uninterrupted run) do not accept.
+// checker read: the submission's keys from [mlperf], init_start before the Trainer is built (the
+// TrainingRun is made first), the hyperparameters it runs with (the rate, decay steps and end rate
+// the schedule really uses), init_stop and run_start at the first step, each block of epochs
+// between evaluations with its epochs, each evaluation with its accuracy, and run_stop with
+// "success" where eval.target_top1 was reached, "aborted" where train.epochs ran out first. Each
+// line is one JSON object: namespace, time_ms (the wall clock), event_type (INTERVAL_START,
+// INTERVAL_END or POINT_IN_TIME), key, value, metadata (file and line, and the event's epoch).
+// Lines wait in memory until the run has made checkpoint.dir; a resumed run appends its own init
+// and run lines, which MLPerf's rules (one uninterrupted run) do not accept.
 #pragma once
 
 #include <cstdint>

@@ -19,7 +19,7 @@ void Trainer::profile_steps(StepTimes* times) {
   graph_->time_backward_layers(times ? &times->backward_s : nullptr, times ? &times->backward_host_s : nullptr);
 }
 
-LossResult Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
+StepOutcome Trainer::train_step(const float* images, const int32_t* labels, Device images_on) {
   return train_step([&](int64_t) { return MicroBatch{images, labels, images_on}; });
 }
 
@@ -32,14 +32,14 @@ LossResult Trainer::train_step(const float* images, const int32_t* labels, Devic
 // before the reducer takes it, so the allreduce still overlaps backward, once per step. Dropout
 // draws from micro-step step x K + k. Batch-norm layers see each micro-batch alone: their batch
 // statistics, and their running averages, are per micro-batch, as in PyTorch.
-LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
+StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
   StepClock clock(profile_, graph_->device());  // when profiling (bench --profile)
   const auto started = std::chrono::steady_clock::now();
   double data_s = 0;  // inside next(): not compute (Note [Naming the straggler])
   const RunContext step = begin_step();
   const double loss_scale = loss_scaling_->scale();
   const int64_t K = config_.train.accumulate_steps;
-  LossResult loss;
+  StepOutcome loss;
   for (int64_t k = 0; k < K; ++k) {
     const auto asked = std::chrono::steady_clock::now();
     const MicroBatch batch = next(k);
@@ -59,15 +59,15 @@ LossResult Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) {
     loss.correct5 += micro.correct5;
   }
   if (fault_requested("slow_step", world_.rank())) std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  const double compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - data_s;
+  loss.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - data_s;
   inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
   const auto finished = std::chrono::steady_clock::now();
   if (reducer_) {
     ComputeSpan span(timeline_.get(), "wait for allreduce");
     reducer_->finish();
   }
-  straggler_.add_step(compute_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - finished).count(),
-                      reducer_ ? reducer_->collective().link_waits() : LinkWaits{});
+  loss.averages_wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - finished).count();
+  if (reducer_) loss.link_waits = reducer_->collective().link_waits();
   if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
     double grad_scale = 1.0 / loss_scale;
     if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike
@@ -168,7 +168,9 @@ void Trainer::end_step(StepClock& clock) {
   clock.step_done();
   replay_.step_done();
   ++position_.step;
-  position_.images_seen += config_.train.batch_per_rank * config_.train.accumulate_steps * world_.size();
+  const int64_t global_batch = config_.train.batch_per_rank * config_.train.accumulate_steps * world_.size();
+  position_.images_seen += global_batch;
+  position_.epoch_positions += global_batch;  // the sampler's, in the epoch
 }
 
 }  // namespace rt

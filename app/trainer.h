@@ -1,6 +1,6 @@
-// The training and evaluation loops of one rank: data (this rank's shard), model, optimizer and
-// schedule built from a resolved Config; gradients averaged across ranks by the GradReducer;
-// per-step and per-epoch metrics to JSONL and checkpoints after epochs, written by rank 0.
+// What makes the steps of one rank (Note [The run and the engine] in app/training_run.h): data
+// (this rank's shard), model, optimizer and schedule built from a resolved Config; gradients
+// averaged across ranks by the GradReducer; evaluation, checkpoints and resume.
 #pragma once
 
 #include <functional>
@@ -11,13 +11,9 @@
 #include <vector>
 
 #include "app/checkpoint.h"
-#include "app/mlperf_log.h"
-#include "app/run_target.h"
-#include "app/straggler_report.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/replica_check.h"
-#include "app/step_agreement.h"
 #include "app/step_clock.h"
 #include "config/config.h"
 #include "app/thread_split.h"
@@ -43,20 +39,12 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
-struct TrainResult {
-  int stopped_by_signal = 0;    // the signal that stopped the run after saving (Note [Stopping on a signal]); 0: none
-  std::string last_checkpoint;  // the path of this run's last save (rank 0); "" if none
-  std::vector<double> step_losses;  // this rank's batch loss at each step of this run
-  EvalResult last_eval;             // after the final epoch
-  double train_seconds = 0;         // training steps only (no evaluation or checkpoints)
-  double images_per_s = 0;          // global training images / train_seconds
-  TargetOutcome target;             // eval.target_top1's outcome (Note [Stopping at a target])
-};
-
-// Where tests stop a run early, as a job that ends there would (none by default).
-struct TrainLimits {
-  int64_t epochs = 0;  // > 0: train() returns after this many epochs of this run
-  int64_t steps = 0;   // > 0: train() returns after this many steps of this run, without saving (a crash)
+// What a step did: its loss (the micro-batches' mean) and hits, and where its time went, for the
+// run's tallies (Note [Naming the straggler] in app/straggler_report.h).
+struct StepOutcome : LossResult {
+  double compute_s = 0;        // batch in to last gradient ready, the waits for data left out
+  double averages_wait_s = 0;  // then, the wait for the step's averages
+  LinkWaits link_waits;        // the collective's so far (cumulative); none on one rank
 };
 
 class Trainer {
@@ -70,14 +58,10 @@ class Trainer {
   // Continues from DIR's newest checkpoint (app/checkpoint_files.h), at the step it was saved
   // after, possibly inside an epoch and at another world size (Note [Resuming inside an epoch]).
   void resume(const std::string& dir);
-  // Trains to config.train.epochs, saving as [checkpoint] says (the StepAgreement) and stopping early
-  // after a save on a signal that the caller's StopSignals watches (train_command holds one).
-  // Fails before the first step if checkpoint.dir cannot be created or written (the RunFolder).
-  TrainResult train();
-  // Tests end a run early with these (TrainLimits).
-  void set_limits(const TrainLimits& limits) { limits_ = limits; }
-  // When to save and stop; `bench` asks it after every step, as train() does.
-  const StepAgreement& agreement() const { return agreement_; }
+  // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
+  // so far, `run_seconds` the run's time; the ranks' live state is as before (Note [Checkpoint
+  // files]). Every rank calls it.
+  std::string save(const EpochSums& sums, double run_seconds);
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
@@ -93,9 +77,9 @@ class Trainer {
   // the schedule's rate (sharded across ranks inside the allreduce where dist.sharded_update,
   // else after it). The loss is the micro-batches' mean. Every rank calls it the same number of
   // times.
-  LossResult train_step(const std::function<MicroBatch(int64_t k)>& next);
+  StepOutcome train_step(const std::function<MicroBatch(int64_t k)>& next);
   // The same, with this one batch as every micro-batch (bench's fixed batch; tests).
-  LossResult train_step(const float* images, const int32_t* labels, Device images_on = Device::kCpu);
+  StepOutcome train_step(const float* images, const int32_t* labels, Device images_on = Device::kCpu);
 
   const TrainingPosition& position() const { return position_; }
   const Config& config() const { return config_; }
@@ -106,14 +90,14 @@ class Trainer {
   Graph& graph() { return *graph_; }
   Optimizer& optimizer() { return *optimizer_; }
   // Makes the optimizer state whole on every rank after sharded updates (Note [Sharded update]):
-  // train() does this before each checkpoint and when it returns. Every rank calls it.
+  // save() does, and a run when it ends. Every rank calls it.
   void gather_optimizer_state();
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   // train.clip_grad_norm: the last step's gradient norm (after averaging) and the factor it was
   // scaled by (1 where it was under the limit).
   const GradNorm& last_grad_norm() const { return grad_norm_; }
   // Note [Replica check] after a step, where dist.check_replicas_every_steps divides the steps
-  // done (several ranks only). Every rank calls it after each train_step: train() does, and bench.
+  // done (several ranks only). Every rank calls it after each train_step: the run does, and bench.
   void check_replicas_after_step();
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
@@ -131,6 +115,25 @@ class Trainer {
   const LossScaling& loss_scaling() const { return *loss_scaling_; }
   LossScaling& loss_scaling() { return *loss_scaling_; }
 
+  // What the run reads and moves (app/training_run.cpp).
+  std::ostream& out() const { return out_; }
+  BatchSource* train_data() { return train_.get(); }  // null for synthetic data
+  int64_t test_count() const { return test_ ? test_->count() : 0; }
+  EpochSampler train_sampler() const;  // this rank's share of each training epoch
+  const LrSchedule& schedule() const { return schedule_; }
+  double lr() const { return lr_; }                                 // the last step's learning rate
+  const std::vector<std::string>& hosts() const { return hosts_; }  // each rank's
+  // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
+  // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
+  const StallPolicy& between_steps() const { return between_steps_; }
+  CollectiveWatch watched(std::string what) const { return {&between_steps_, std::move(what)}; }
+  const std::optional<TrainingPosition>& resumed_from() const { return resumed_; }  // as resume() loaded it
+  // What a save inside this epoch had summed over ranks (rank 0 carries it, the others start from
+  // zero), taken off the position.
+  EpochSums take_carried_sums();
+  // The epoch is done: the position counts it, its samples and figures cleared.
+  void end_epoch();
+
  private:
   // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
   // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
@@ -144,22 +147,10 @@ class Trainer {
   std::unique_ptr<Collective> make_rank_collective(Device device);
   const BatchNormGroup& make_bn_group();  // train.bn_group > 1 (Note [Group batch norm])
   void plan_schedule();                   // steps_per_epoch_ and schedule_
-  EpochSampler train_sampler() const;     // this rank's share of each training epoch
   void attach_reducer(std::unique_ptr<Collective> collective);
   void accumulate_gradients();                       // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
   void print_start(const ThreadSplit& split) const;  // rank 0's summary of the run
 
-  // The pieces of train(), in its order (trainer.cpp); a Run is what one call carries.
-  struct Run;
-  int64_t begin_epoch(Run& run, int64_t epoch);  // returns the epoch's first step
-  void train_logged_step(Run& run, int64_t epoch, int64_t step);
-  TrainResult stop_on_signal(Run& run, const AfterStep& decision);
-  void end_epoch(Run& run, int64_t epoch);  // evaluation, report, save
-  void report_stragglers_now();             // on SIGUSR2, at the step every rank agreed
-  // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
-  // so far, `run_seconds` the run's time; the ranks' live state is as before (Note [Checkpoint files]).
-  // Every rank calls it.
-  std::string save(const EpochSums& sums, double run_seconds);
   void average_buffers();
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
@@ -177,13 +168,8 @@ class Trainer {
   std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
-  MlperfLog mlperf_;                // Note [MLPerf's log]; writes nothing unless log.mlperf, on rank 0
-  StragglerTally straggler_;        // this epoch's compute and ring waits (Note [Naming the straggler])
   std::vector<std::string> hosts_;  // each rank's host, for its reports and stall messages
-  // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
-  // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
   StallPolicy between_steps_;
-  CollectiveWatch watched(std::string what) const { return {&between_steps_, std::move(what)}; }
   GpuChoice gpu_;  // device = "cuda": which GPU this rank uses, and why
   StepTimes* profile_ = nullptr;
   bool synthetic_ = false;                     // data.source = "synthetic": no data sets, only train_step (bench)
@@ -210,8 +196,6 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
-  StepAgreement agreement_;
-  TrainLimits limits_;
 };
 
 // The step the training loop is in (for fatal-error reports): set as a step begins, -1 once its

@@ -1,7 +1,7 @@
 // How a Trainer is built, in the constructor's order: threads and device, this rank's data
 // (trainer_data.cpp), the model planned on its device, the checks that every rank agrees, the
-// learning-rate schedule, and (on several ranks) the gradient reducer. The loops that use all this
-// are in trainer.cpp; what rank 0 prints at start, in start_banner.cpp.
+// learning-rate schedule, and (on several ranks) the gradient reducer. The loop that uses all this
+// is the run's (app/training_run.cpp); what rank 0 prints at start, in start_banner.cpp.
 #include <omp.h>
 
 #include <algorithm>
@@ -48,12 +48,10 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       resolved_(to_toml(config)),
       out_(out),
       world_(world),
-      mlperf_(config, world.rank()),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
       // one may.
       between_steps_(stall_policy(config_.dist, world,
-                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})),
-      agreement_(config_.checkpoint, config_.train.epochs, world, &between_steps_) {
+                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const ThreadSplit split =
@@ -73,7 +71,6 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
   broadcast_model_state(*graph_, world);
   plan_schedule();
-  if (!synthetic_) mlperf_.hyperparameters(schedule_, world.size(), train_->count(), test_->count());
   if (!config.log.timeline.empty())
     timeline_ = std::make_unique<Timeline>(config.log.timeline, world, config.log.timeline_first_step,
                                            config.log.timeline_steps,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 
+#include "app/step_agreement.h"
 #include "base/check.h"
 #include "base/rng.h"
 #include "cli/bench_report.h"
@@ -155,12 +156,14 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   SyntheticBatch batch = synthetic_batch(trainer);
   Timeline* tl = trainer.timeline();
   int64_t run_step = 0;
+  const StepAgreement agreement(trainer.config().checkpoint, trainer.config().train.epochs, world,
+                                &trainer.between_steps());
   const auto step = [&] {
     if (tl) tl->set_step(run_step);
     trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
     // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
     // every_minutes); bench itself never saves.
-    (void)trainer.agreement().after_step(trainer.position().step);
+    (void)agreement.after_step(trainer.position().step);
     trainer.check_replicas_after_step();  // and for proving the replicas the same
     if (tl) tl->flush(run_step);
     ++run_step;

@@ -9,6 +9,7 @@
 
 #include "app/stop_signals.h"
 #include "app/trainer.h"
+#include "app/training_run.h"
 #include "base/check.h"
 #include "cli/commands.h"
 
@@ -25,6 +26,7 @@ int train_command(const CliArgs& args) {
   // step's end. Giving up ends every rank with the status a requeue script tests.
   StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,
                       [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
+  TrainingRun run(config, world.rank());  // before the Trainer: MLPerf's init phase is its building
   Trainer trainer(config, std::cout, world);
   if (!args.resume_dir.empty()) trainer.resume(args.resume_dir);
   if (args.auto_resume) {
@@ -37,7 +39,7 @@ int train_command(const CliArgs& args) {
                "; every rank must see the same folder (shared storage, not a copy per host)");
     if (found[0] > 0) trainer.resume(config.checkpoint.dir);
   }
-  const TrainResult r = trainer.train();
+  const TrainResult r = run.train(trainer);
   signals.ignore_after_training();
   if (r.stopped_by_signal) return kExitSavedOnSignal;  // the trainer has said where it saved
   char line[160];

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/trainer.h"
+#include "app/training_run.h"
 #include "dist/world.h"
 #include "nn/device.h"
 #include "tests/support/synthetic_idx.h"
@@ -49,7 +50,7 @@ TEST_P(GpuTraining, FashionMnistLowersTheLossAndLearns) {
   c.train.lr_per_256 = 0.2;
   c.log.progress = ProgressMode::kNone;
   c.checkpoint.dir = (root_ / "run").string();
-  const TrainResult r = Trainer(c, log_, World::get()).train();
+  const TrainResult r = train(Trainer(c, log_, World::get()));
   ASSERT_EQ(r.step_losses.size(), 300u);
   double head = 0, tail = 0;
   for (int i = 0; i < 20; ++i) head += r.step_losses[i] / 20, tail += r.step_losses[280 + i] / 20;
@@ -63,7 +64,7 @@ TEST_P(GpuTraining, CheckpointFromTheGpuScoresAlikeOnTheCpu) {
   Config gpu = synthetic_config(root_);
   gpu.train.device = Device::kCuda;
   gpu.train.precision = *enum_named<Precision>(GetParam());
-  const TrainResult trained = Trainer(gpu, log_, World::get()).train();
+  const TrainResult trained = train(Trainer(gpu, log_, World::get()));
   ASSERT_EQ(trained.last_eval.samples, 160);
 
   Config cpu = gpu;
@@ -111,7 +112,7 @@ RunState train_and_read(const Config& c, std::ostream& log) {
   Trainer t(c, log, World::get());
   t.loss_scaling().resume({.loss_scale = std::ldexp(1.0, 30)});  // fp16 only: the others have no scale
   RunState s;
-  s.step_losses = t.train().step_losses;
+  s.step_losses = train(t).step_losses;
   Graph& g = t.graph();
   s.params.resize(static_cast<size_t>(g.arena_floats()));
   copy_bytes(s.params.data(), Device::kCpu, g.param_arena(), g.device(), s.params.size() * sizeof(float));
@@ -193,9 +194,9 @@ TEST_P(GpuLongRunFeature, TrainsAsTheCpuDoes) {
   cpu_one_thread.train.threads = 1;
   Config gpu = cpu;
   gpu.train.device = Device::kCuda;
-  const std::vector<double> a = Trainer(cpu, log_, World::get()).train().step_losses;
-  const std::vector<double> b = Trainer(cpu_one_thread, log_, World::get()).train().step_losses;
-  const std::vector<double> g = Trainer(gpu, log_, World::get()).train().step_losses;
+  const std::vector<double> a = train(Trainer(cpu, log_, World::get())).step_losses;
+  const std::vector<double> b = train(Trainer(cpu_one_thread, log_, World::get())).step_losses;
+  const std::vector<double> g = train(Trainer(gpu, log_, World::get())).step_losses;
   ASSERT_EQ(a.size(), 40u);  // 2 epochs of 640 images at 32 a step
   ASSERT_EQ(g.size(), a.size());
   const auto first = [](const std::vector<double>& v) { return std::vector<double>(v.begin(), v.begin() + 5); };

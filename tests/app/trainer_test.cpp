@@ -14,6 +14,7 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "app/trainer.h"
+#include "app/training_run.h"
 #include "base/check.h"
 #include "base/rng.h"
 #include "dist/world.h"
@@ -45,9 +46,7 @@ class TrainerTest : public ::testing::Test {
 
   // A run of `config` that ends early, as a job that stops there would.
   TrainResult train_within(const Config& config, const TrainLimits& limits) {
-    Trainer trainer(config, log_, World::get());
-    trainer.set_limits(limits);
-    return trainer.train();
+    return train(Trainer(config, log_, World::get()), limits);
   }
 
   fs::path root_;
@@ -58,7 +57,7 @@ class TrainerTest : public ::testing::Test {
 TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   Config whole = config_;
   whole.checkpoint.dir = (root_ / "whole").string();
-  const TrainResult uninterrupted = Trainer(whole, log_, World::get()).train();
+  const TrainResult uninterrupted = train(Trainer(whole, log_, World::get()));
   ASSERT_EQ(uninterrupted.step_losses.size(), 40u);  // 2 epochs x 640 / 32
 
   Config split = config_;
@@ -77,7 +76,7 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   Trainer resumed(split, log_, World::get());
   resumed.resume(split.checkpoint.dir);
   EXPECT_EQ(resumed.position().step, 20);
-  const TrainResult second = resumed.train();
+  const TrainResult second = train(resumed);
   ASSERT_EQ(second.step_losses.size(), 20u);
   double worst = 0;
   size_t worst_at = 0;
@@ -103,7 +102,7 @@ TEST_F(TrainerTest, ATargetStopsTheRunAndAResumedRunKeepsCountingItsTime) {
   Config reach = config_;
   reach.checkpoint.dir = (root_ / "reach").string();
   reach.eval.target_top1 = 0.05;  // any learning at all, after epoch 1 of 2
-  const TrainResult reached = Trainer(reach, log_, World::get()).train();
+  const TrainResult reached = train(Trainer(reach, log_, World::get()));
   EXPECT_TRUE(reached.target.reached);
   EXPECT_EQ(reached.target.epoch, 1);
   EXPECT_EQ(reached.step_losses.size(), 20u) << "the run went on after reaching its target";
@@ -123,7 +122,7 @@ TEST_F(TrainerTest, ATargetStopsTheRunAndAResumedRunKeepsCountingItsTime) {
   split.eval.target_top1 = 0.05;
   Trainer resumed(split, log_, World::get());
   resumed.resume(split.checkpoint.dir);
-  const TrainResult second = resumed.train();
+  const TrainResult second = train(resumed);
   EXPECT_TRUE(second.target.reached);
   EXPECT_EQ(second.target.epoch, 2);
   EXPECT_GT(second.target.run_seconds, first_part) << "the resumed part did not count the first part's time";
@@ -144,7 +143,7 @@ TEST_F(TrainerTest, TheDecayHasItsOwnLengthAndTheRateHoldsAfterIt) {
   c.schedule.end_lr = 0.001;
   c.schedule.final_fraction = 0;
   c.schedule.decay_steps = 10;
-  Trainer(c, log_, World::get()).train();
+  train(Trainer(c, log_, World::get()));
   std::ifstream f(fs::path(c.checkpoint.dir) / "metrics.jsonl");
   std::vector<double> rates;
   for (std::string line; std::getline(f, line);) {
@@ -184,7 +183,7 @@ TEST_F(TrainerTest, ResumeInsideAnEpochEndsBitIdenticalToTheUninterruptedRun) {
   Config whole = config_;
   whole.checkpoint.dir = (root_ / "whole").string();
   Trainer uninterrupted(whole, log_, World::get());
-  const TrainResult u = uninterrupted.train();
+  const TrainResult u = train(uninterrupted);
 
   Config split = config_;
   split.checkpoint.dir = (root_ / "split").string();
@@ -202,7 +201,7 @@ TEST_F(TrainerTest, ResumeInsideAnEpochEndsBitIdenticalToTheUninterruptedRun) {
   Trainer resumed(split, log_, World::get());
   resumed.resume(split.checkpoint.dir);
   EXPECT_EQ(resumed.position().step, 14);
-  const TrainResult r = resumed.train();
+  const TrainResult r = train(resumed);
   ASSERT_EQ(r.step_losses.size(), 26u);
   for (size_t i = 0; i < 26; ++i) EXPECT_EQ(r.step_losses[i], u.step_losses[14 + i]) << "step " << 15 + i;
   EXPECT_TRUE(weights_and_momentum(resumed) == weights_and_momentum(uninterrupted));
@@ -233,12 +232,12 @@ TEST_F(TrainerTest, SavesInsideEpochsLeaveTheEpochReportsAlone) {
   };
   Config plain = config_;
   plain.checkpoint.dir = (root_ / "plain").string();
-  Trainer(plain, log_, World::get()).train();
+  train(Trainer(plain, log_, World::get()));
   Config saving = config_;
   saving.checkpoint.dir = (root_ / "saving").string();
   saving.checkpoint.every_steps = 7;
   saving.checkpoint.every_epochs = 2;
-  Trainer(saving, log_, World::get()).train();
+  train(Trainer(saving, log_, World::get()));
   const std::vector<double> want = epoch_losses(plain.checkpoint.dir), got = epoch_losses(saving.checkpoint.dir);
   ASSERT_EQ(want.size(), 2u);
   ASSERT_EQ(got.size(), 2u);
@@ -251,7 +250,7 @@ TEST_F(TrainerTest, KeepLeavesTheNewestCheckpointsAndTheLinkOnTheLast) {
   config_.train.epochs = 1;
   config_.checkpoint.every_steps = 5;
   config_.checkpoint.keep = 2;
-  Trainer(config_, log_, World::get()).train();
+  train(Trainer(config_, log_, World::get()));
   const std::vector<std::string> left = numbered_checkpoints(config_.checkpoint.dir);
   ASSERT_EQ(left.size(), 2u);
   EXPECT_EQ(left[0], numbered_checkpoint_path(config_.checkpoint.dir, 15 * 32));
@@ -263,8 +262,8 @@ TEST_F(TrainerTest, KeepLeavesTheNewestCheckpointsAndTheLinkOnTheLast) {
 // A new run in a folder whose checkpoints are ahead of it would be pruned or outranked by them.
 TEST_F(TrainerTest, FreshRunWhereALaterCheckpointExistsIsRefused) {
   config_.train.epochs = 1;
-  Trainer(config_, log_, World::get()).train();
-  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).train(); });
+  train(Trainer(config_, log_, World::get()));
+  const std::string e = error_of([&] { train(Trainer(config_, log_, World::get())); });
   EXPECT_NE(e.find("already holds"), std::string::npos) << e;
   EXPECT_NE(e.find("--resume " + config_.checkpoint.dir), std::string::npos) << e;
   EXPECT_EQ(numbered_checkpoints(config_.checkpoint.dir).size(), 1u);
@@ -329,7 +328,7 @@ TEST_F(TrainerTest, ClippingScalesTheStepByTheNormsFactor) {
 }
 
 TEST_F(TrainerTest, SyntheticTaskIsLearned) {
-  const TrainResult r = Trainer(config_, log_, World::get()).train();
+  const TrainResult r = train(Trainer(config_, log_, World::get()));
   EXPECT_GT(r.last_eval.top1, 0.9) << log_.str();  // 4 separable classes; chance is 0.25
 }
 
@@ -365,7 +364,7 @@ TEST_F(TrainerTest, TruncatedCheckpointIsAnErrorNamingTheFile) {
 // or reporting a loss of nan.
 TEST_F(TrainerTest, NonFiniteTensorsInACheckpointAreRefusedByName) {
   config_.train.epochs = 1;
-  Trainer(config_, log_, World::get()).train();
+  train(Trainer(config_, log_, World::get()));
   const std::string path = newest_checkpoint(config_.checkpoint.dir);
   const StFile clean = read_safetensors(path);
   for (const std::string name : {"classifier.3.weight", "optimizer.momentum.classifier.3.bias"}) {
@@ -400,7 +399,7 @@ TEST_F(TrainerTest, ResumeFromAFolderWithoutCheckpointSaysSo) {
 TEST_F(TrainerTest, UnwritableCheckpointFolderIsAnErrorNamingIt) {
   config_.checkpoint.dir = "/proc/ringtrain-cannot-be-here";
   Trainer trainer(config_, log_, World::get());
-  const std::string e = error_of([&] { trainer.train(); });
+  const std::string e = error_of([&] { train(trainer); });
   EXPECT_NE(e.find("/proc/ringtrain-cannot-be-here"), std::string::npos) << e;
 }
 
@@ -419,14 +418,14 @@ TEST_F(TrainerTest, LabelsBeyondTheModelsClassesAreAnError) {
 TEST_F(TrainerTest, DivergingLossStopsWithTheStepAndLeavesNoCheckpoint) {
   config_.train.lr_per_256 = 1e12;
   config_.schedule.kind = ScheduleKind::kConstant;
-  const std::string e = error_of([&] { Trainer(config_, log_, World::get()).train(); });
+  const std::string e = error_of([&] { train(Trainer(config_, log_, World::get())); });
   EXPECT_NE(e.find("loss became"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(fs::path(config_.checkpoint.dir) / kCheckpointFile));
 }
 
 TEST_F(TrainerTest, MetricsAndResolvedConfigAreWrittenBesideTheCheckpoint) {
   config_.train.epochs = 1;
-  Trainer(config_, log_, World::get()).train();
+  train(Trainer(config_, log_, World::get()));
   const fs::path dir = config_.checkpoint.dir;
   EXPECT_EQ(load_config((dir / "config.toml").string()), config_);
   std::ifstream metrics(dir / "metrics.jsonl");
@@ -452,7 +451,7 @@ TEST(TrainerFashionMnist, ThreeHundredStepsLowerTheLoss) {
   c.log.progress = ProgressMode::kNone;
   c.checkpoint.dir = dir.string();
   std::ostringstream log;
-  const TrainResult r = Trainer(c, log, World::get()).train();
+  const TrainResult r = train(Trainer(c, log, World::get()));
   fs::remove_all(dir);
   ASSERT_EQ(r.step_losses.size(), 300u);
   double head = 0, tail = 0;

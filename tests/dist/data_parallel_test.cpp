@@ -10,6 +10,7 @@
 
 #include "tools/simulate.h"
 #include "app/trainer.h"
+#include "app/training_run.h"
 #include "base/check.h"
 #include "dist/world.h"
 #include "nn/optim/lars.h"
@@ -65,7 +66,7 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
   Config c = rank_config("invariant", 8);
   c.checkpoint.every_epochs = 1;
   Trainer parallel(c, log, w);
-  parallel.train();
+  train(parallel);
   const std::vector<float> got = arena(parallel.graph());
 
   Config single = c;
@@ -74,7 +75,7 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
   World one = World::single();
   Trainer reference(single, log, one);
   EXPECT_EQ(reference.steps_per_epoch(), parallel.steps_per_epoch());
-  reference.train();
+  train(reference);
   const std::vector<float> want = arena(reference.graph());
   ASSERT_EQ(got.size(), want.size());
   double worst = 0, scale = 0;
@@ -101,9 +102,9 @@ TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate)
   full.dist.sharded_update = false;
   full.checkpoint.dir += "_full";
   Trainer sharded(c, log, w);
-  sharded.train();
+  train(sharded);
   Trainer reference(full, log, w);
-  reference.train();
+  train(reference);
   const std::vector<float> m = expect_same_parameters_and_momentum(sharded, reference);
   EXPECT_TRUE(std::any_of(m.begin(), m.end(), [](float x) { return x != 0; }));
 }
@@ -127,10 +128,10 @@ void expect_sharded_lars_equals_whole(const std::string& test, Hierarchy hierarc
   Trainer sharded(c, log, w);
   ASSERT_TRUE(sharded.reducer() && sharded.reducer()->updates_parameters());
   EXPECT_GT(sharded.reducer()->buckets().size(), 1u);
-  sharded.train();
+  train(sharded);
   Trainer reference(full, log, w);
   ASSERT_FALSE(reference.reducer()->updates_parameters());
-  reference.train();
+  train(reference);
   expect_same_parameters_and_momentum(sharded, reference);
   const int64_t n = sharded.graph().arena_floats();
   // Some weight straddles two ranks' parts: the norms did cross ranks.
@@ -187,8 +188,7 @@ TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
   Config c = rank_config("resume", 8);
   c.train.epochs = 2;
   Trainer first(c, log, w);
-  first.set_limits({.epochs = 1});
-  first.train();  // rank 0 writes the checkpoint; train() returns on all ranks after it
+  train(first, {.epochs = 1});  // rank 0 writes the checkpoint; train() returns on all ranks after it
   w.barrier();
   // Every rank continues alone: world size 1 instead of w.size().
   World one = World::single();
@@ -199,7 +199,7 @@ TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
   EXPECT_EQ(resumed.position().epochs_done, 1);
   EXPECT_EQ(resumed.position().images_seen, 640 / (8 * w.size()) * 8 * w.size());
   EXPECT_EQ(resumed.position().step, resumed.steps_per_epoch());
-  const TrainResult r = resumed.train();
+  const TrainResult r = train(resumed);
   EXPECT_EQ(static_cast<int64_t>(r.step_losses.size()), resumed.steps_per_epoch());
   EXPECT_EQ(resumed.position().epochs_done, 2);
   w.barrier();
