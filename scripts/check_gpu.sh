@@ -168,7 +168,7 @@ part_begin() {  # part_begin NAME: starts a part's clock; says which GPU process
 }
 left() { calc "$part_deadline - $(now)"; }
 # What a command may take: until 1.5 s before the part's deadline (it is then stopped, killed 1 s
-# later if it must be, and whatever it left is killed).
+# later if it must be, and whatever it left is killed 0.4 s on).
 allowed() { calc "$part_deadline - $(now) - 1.5"; }
 note() {
   local words
@@ -185,14 +185,23 @@ part_end() {
   echo "== part $part_no, $part: $part_result ($took s)"
 }
 
-# reap TOKEN LABEL: kills every process whose environment holds RINGTRAIN_CHECK_RUN=TOKEN, what a
-# command stopped at its deadline left behind (mpirun's ranks, a PyTorch worker), and says so.
-reap() {
-  local token=$1 label=$2 files pids=()
-  files=$(grep -lzx "RINGTRAIN_CHECK_RUN=$token" /proc/[0-9]*/environ 2>/dev/null)
-  for f in $files; do
+# The processes whose environment holds RINGTRAIN_CHECK_RUN=TOKEN, one pid a line.
+token_pids() {
+  local f
+  for f in $(grep -lzx "RINGTRAIN_CHECK_RUN=$1" /proc/[0-9]*/environ 2>/dev/null); do
     f=${f#/proc/}
-    pids+=("${f%/environ}")
+    echo "${f%/environ}"
+  done
+}
+# reap TOKEN LABEL: kills every process of TOKEN that a command stopped at its deadline left behind
+# (mpirun's ranks, a PyTorch worker), and says so. One that timeout's signal reached may still be
+# on its way out: only what is there 0.4 s later was left behind.
+reap() {
+  local token=$1 label=$2 pids=() tries
+  for tries in 1 2 3 4 5; do
+    mapfile -t pids < <(token_pids "$token")
+    [[ ${#pids[@]} -gt 0 && $tries -lt 5 ]] || break
+    sleep 0.1
   done
   [[ ${#pids[@]} -gt 0 ]] || return 0
   kill -KILL "${pids[@]}" 2>/dev/null
