@@ -1,18 +1,31 @@
 // One training step of the Trainer: forward, loss and backward of each micro-batch, the gradients
 // summed and averaged across ranks, and the optimizer's update.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <string>
-
-#include "app/trainer.h"
-
-#include <chrono>
 #include <thread>
+
+#include "app/gradient_accumulation.h"
+#include "app/replica_check.h"
+#include "app/trainer.h"
 #include "base/check.h"
 #include "base/test_fault.h"
-#include "nn/ops/add.h"
 
 namespace rt {
+namespace {
+
+// The smallest silent corruption, for the tests of Note [Replica check]: the lowest mantissa bit
+// of the parameter in the middle of the arena.
+void flip_parameter_bit(Graph& graph) {
+  float* p = graph.param_arena() + graph.arena_floats() / 2;
+  uint32_t bits = 0;
+  copy_bytes(&bits, Device::kCpu, p, graph.device(), sizeof bits);
+  bits ^= 1u;
+  copy_bytes(p, graph.device(), &bits, Device::kCpu, sizeof bits);
+}
+
+}  // namespace
 
 void Trainer::profile_steps(StepTimes* times) {
   profile_ = times;
@@ -27,7 +40,7 @@ StepOutcome Trainer::train_step(const float* images, const int32_t* labels, Devi
 // train.accumulate_steps = K makes one optimizer step of K micro-batches, as PyTorch's recipe of K
 // backward passes (DDP's no_sync on all but the last) and one optimizer.step(). Each micro-batch's
 // loss gradient is scaled by 1/K, so the summed gradients are the mean over the K x B images. The
-// backward passes before the last tell the reducer nothing; their sum goes to grad_sum_. In the
+// backward passes before the last tell the reducer nothing; their sum goes to the GradientAccumulation. In the
 // last, each parameter's sum is added into its gradient the moment backward finishes it, just
 // before the reducer takes it, so the allreduce still overlaps backward, once per step. Dropout
 // draws from micro-step step x K + k. Batch-norm layers see each micro-batch alone: their batch
@@ -45,7 +58,8 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     const MicroBatch batch = next(k);
     data_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     const RunContext ctx{step.training, step.seed, step.step * static_cast<uint64_t>(K) + static_cast<uint64_t>(k)};
-    last_micro_batch_ = k + 1 == K;
+    const bool last = k + 1 == K;
+    if (accumulation_) accumulation_->set_last(last);
     const bool replay = replay_.replays(profile_ != nullptr);  // never with K > 1 (checked at set-up)
     const LossResult micro =
         forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
@@ -53,7 +67,7 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
       ComputeSpan span(timeline_.get(), "backward");
       graph_->backward(dy_->views(), ctx);
     }
-    if (!last_micro_batch_) add_to_grad_sum(k == 0);
+    if (!last) accumulation_->add(k == 0, timeline_.get());
     loss.loss += micro.loss / static_cast<double>(K);
     loss.correct1 += micro.correct1;
     loss.correct5 += micro.correct5;
@@ -76,19 +90,14 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     }
     update(grad_scale, clock);
   }
-  if (fault_requested("flip_parameter_bit", world_.rank(), position_.step)) flip_parameter_bit();
-  end_step(clock);
+  if (fault_requested("flip_parameter_bit", world_.rank(), position_.step)) flip_parameter_bit(*graph_);
+  clock.step_done();
+  replay_.step_done();
+  ++position_.step;
+  const int64_t global_batch = config_.train.batch_per_rank * K * world_.size();
+  position_.images_seen += global_batch;
+  position_.epoch_positions += global_batch;  // the sampler's, in the epoch
   return loss;
-}
-
-// The smallest silent corruption, for the tests of Note [Replica check]: the lowest mantissa bit
-// of the parameter in the middle of the arena.
-void Trainer::flip_parameter_bit() {
-  float* p = graph_->param_arena() + graph_->arena_floats() / 2;
-  uint32_t bits = 0;
-  copy_bytes(&bits, Device::kCpu, p, graph_->device(), sizeof bits);
-  bits ^= 1u;
-  copy_bytes(p, graph_->device(), &bits, Device::kCpu, sizeof bits);
 }
 
 void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
@@ -104,22 +113,10 @@ void Trainer::check_replicas_after_step() {
   check_replicas_now(str_cat("after step ", position_.step), !(reducer_ && reducer_->updates_parameters()));
 }
 
-void Trainer::add_to_grad_sum(bool first) {
-  ComputeSpan span(timeline_.get(), "sum micro-batch gradients");
-  const int64_t n = graph_->arena_floats();
-  if (first) {
-    copy_bytes(grad_sum_.data(), graph_->device(), graph_->grad_arena(), graph_->device(),
-               static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
-  Tensor sum(plain_spec({n}, graph_->device()), grad_sum_.data(), nullptr);
-  accumulate(sum, Tensor(plain_spec({n}, graph_->device()), graph_->grad_arena(), nullptr));
-}
-
 RunContext Trainer::begin_step() {
   set_current_training_step(position_.step);
   inject_fault("step", world_.rank(), position_.step);
-  lr_ = schedule_.at(position_.step);  // before the reducer's begin_step: a sharded update reads it
+  schedule_.lr = schedule_.rates.at(position_.step);  // before the reducer's begin_step: a sharded update reads it
   if (reducer_) reducer_->begin_step(position_.step);
   return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.step)};
 }
@@ -151,7 +148,7 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
     clock.done(&StepTimes::forward_s);
   }
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
-           lr_, "): lower ", config_.train.lr > 0 ? "train.lr" : "train.lr_per_256",
+           schedule_.lr, "): lower ", config_.train.lr > 0 ? "train.lr" : "train.lr_per_256",
            " or add schedule.warmup_epochs; the last checkpoint is untouched");
   return loss;
 }
@@ -159,18 +156,9 @@ LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels,
 void Trainer::update(double grad_scale, StepClock& clock) {
   ComputeSpan span(timeline_.get(), "optimizer");
   clock.start();
-  optimizer_->step(lr_, grad_scale);
+  optimizer_->step(schedule_.lr, grad_scale);
   clock.issued(&StepTimes::optimizer_host_s);
   clock.done(&StepTimes::optimizer_s);
-}
-
-void Trainer::end_step(StepClock& clock) {
-  clock.step_done();
-  replay_.step_done();
-  ++position_.step;
-  const int64_t global_batch = config_.train.batch_per_rank * config_.train.accumulate_steps * world_.size();
-  position_.images_seen += global_batch;
-  position_.epoch_positions += global_batch;  // the sampler's, in the epoch
 }
 
 }  // namespace rt

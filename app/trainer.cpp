@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/checkpoint_files.h"
+#include "app/gradient_accumulation.h"
 #include "base/check.h"
 #include "data/sampler.h"
 
@@ -40,8 +41,11 @@ void Trainer::resume(const std::string& dir) {
   // The step is counted at this world size: the epochs done, then as many of this epoch's steps
   // as leave the remaining positions (Note [Resuming inside an epoch]); at the world size that
   // saved, that is the saved step.
-  const int64_t left = synthetic_ ? 0 : train_sampler().steps_from(position_.epoch_positions);
-  position_.step = position_.epochs_done * steps_per_epoch_ + (steps_per_epoch_ - left);
+  const int64_t per_epoch = schedule_.steps_per_epoch;
+  const int64_t left =
+      data_.synthetic ? 0
+                      : training_sampler(config_, world_, data_.train->count()).steps_from(position_.epoch_positions);
+  position_.step = position_.epochs_done * per_epoch + (per_epoch - left);
   resumed_ = saved;
   if (world_.rank() == 0) {
     out_ << "ringtrain: resumed from " << newest_checkpoint(dir) << ", ";
@@ -52,12 +56,6 @@ void Trainer::resume(const std::string& dir) {
            << " of its samples done)";
     out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
   }
-}
-
-EpochSums Trainer::take_carried_sums() {
-  const EpochSums carried = world_.rank() == 0 ? position_.epoch_sums : EpochSums{};
-  position_.epoch_sums = EpochSums{};
-  return carried;
 }
 
 void Trainer::end_epoch() {
@@ -72,7 +70,7 @@ std::string Trainer::save(const EpochSums& sums, double run_seconds) {
   check_replicas_now(str_cat("before the save after step ", position_.step), /*with_momentum=*/true);
   position_.epoch_sums = sums;
   world_.allreduce_sum(position_.epoch_sums.data(), EpochSums::kCount,
-                       watched(str_cat("the save after step ", position_.step, ": the epoch's figures")));
+                       {&between_steps_, str_cat("the save after step ", position_.step, ": the epoch's figures")});
   loss_scaling_->save(position_);
   // The file holds batch-norm statistics averaged over ranks, as evaluation uses them; each rank
   // goes on from its own, as a run that does not save does.
@@ -84,8 +82,8 @@ std::string Trainer::save(const EpochSums& sums, double run_seconds) {
   average_buffers();
   std::string path;
   if (world_.rank() == 0)
-    path = save_checkpoint(config_.checkpoint.dir, *graph_, *optimizer_, position_, config_.model.name, resolved_,
-                           config_.checkpoint.keep);
+    path = save_checkpoint(config_.checkpoint.dir, *graph_, *optimizer_, position_, config_.model.name,
+                           to_toml(config_), config_.checkpoint.keep);
   // Every rank waits for rank 0's file: a rank that stopped on a signal and exited first could
   // make the launcher end rank 0 mid-write.
   // A busy file system is no fault: a slow write only warns, past dist.stall_warn_s.

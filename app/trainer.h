@@ -8,29 +8,21 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "app/checkpoint.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
-#include "app/replica_check.h"
+#include "app/rank_bn_group.h"
 #include "app/step_clock.h"
-#include "config/config.h"
-#include "app/thread_split.h"
-#include "data/batch_source.h"
-#include "data/image_folder.h"
-#include "data/sampler.h"
-#include "dist/gpu_choice.h"
+#include "app/trainer_data.h"
+#include "app/training_schedule.h"
 #include "dist/grad_reducer.h"
-#include "dist/statistics_group.h"
-#include "dist/timeline.h"
-#include "dist/world.h"
 #include "nn/graph_loss.h"
-#include "nn/layers/group_batch_norm.h"
 #include "nn/optim/clip_grad_norm.h"
-#include "nn/optim/lr_schedule.h"
 
 namespace rt {
+
+class GradientAccumulation;
 
 struct EvalResult {
   double loss = 0;
@@ -80,104 +72,68 @@ class Trainer {
   StepOutcome train_step(const std::function<MicroBatch(int64_t k)>& next);
   // The same, with this one batch as every micro-batch (bench's fixed batch; tests).
   StepOutcome train_step(const float* images, const int32_t* labels, Device images_on = Device::kCpu);
-
-  const TrainingPosition& position() const { return position_; }
-  const Config& config() const { return config_; }
-  const World& world() const { return world_; }
-  Timeline* timeline() { return timeline_.get(); }
-  GradReducer* reducer() { return reducer_.get(); }
-  Shape input_shape() const { return input_shape_; }  // one sample: (C, H, W)
-  Graph& graph() { return *graph_; }
-  Optimizer& optimizer() { return *optimizer_; }
   // Makes the optimizer state whole on every rank after sharded updates (Note [Sharded update]):
   // save() does, and a run when it ends. Every rank calls it.
   void gather_optimizer_state();
-  int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  // train.clip_grad_norm: the last step's gradient norm (after averaging) and the factor it was
-  // scaled by (1 where it was under the limit).
-  const GradNorm& last_grad_norm() const { return grad_norm_; }
   // Note [Replica check] after a step, where dist.check_replicas_every_steps divides the steps
   // done (several ranks only). Every rank calls it after each train_step: the run does, and bench.
   void check_replicas_after_step();
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
-  // train.cuda_graph (Note [CUDA graph steps] in nn/device.h): what a replay covers ("forward, loss
-  // and backward" on one rank, "forward and loss" on several; empty without it), how many
-  // train_step calls replayed it, and how many recordings they took (fp16 records again when its
-  // loss scale changes).
-  std::string replayed_work() const { return replay_.covers(); }
-  int64_t replayed_steps() const { return replay_.replayed_steps(); }
-  int64_t recordings() const { return replay_.recordings(); }
+  // The epoch is done: the position counts it, its samples and figures cleared (the run).
+  void end_epoch();
+
+  const Config& config() const { return config_; }
+  const World& world() const { return world_; }
+  std::ostream& out() const { return out_; }
+  const TrainingPosition& position() const { return position_; }
+  const std::optional<TrainingPosition>& resumed_from() const { return resumed_; }  // as resume() loaded it
+  TrainerData& data() { return data_; }
+  Shape input_shape() const { return data_.input_shape; }  // one sample: (C, H, W)
+  const TrainingSchedule& schedule() const { return schedule_; }
+  int64_t steps_per_epoch() const { return schedule_.steps_per_epoch; }
+  Graph& graph() { return *graph_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  GradReducer* reducer() { return reducer_.get(); }
+  Timeline* timeline() { return timeline_.get(); }
+  // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
+  // dist.stall_warn_s and dist.stall_abort_s, as in the ring; its hosts are each rank's.
+  const StallPolicy& between_steps() const { return between_steps_; }
+  // train.clip_grad_norm: the last step's gradient norm (after averaging) and the factor it was
+  // scaled by (1 where it was under the limit).
+  const GradNorm& last_grad_norm() const { return grad_norm_; }
+  // train.cuda_graph (Note [CUDA graph steps] in nn/device.h): what a replay covers, how many
+  // train_step calls replayed it and how many recordings they took.
+  const CudaGraphReplay& replay() const { return replay_; }
   // How the step scales its loss: fp16's dynamic scaler, else one that scales nothing. Mutable
   // for a run that starts from another scale than GradScaler's (tests of the back-off, through
   // resume()).
-  const LossScaling& loss_scaling() const { return *loss_scaling_; }
-  LossScaling& loss_scaling() { return *loss_scaling_; }
-
-  // What the run reads and moves (app/training_run.cpp).
-  std::ostream& out() const { return out_; }
-  BatchSource* train_data() { return train_.get(); }  // null for synthetic data
-  int64_t test_count() const { return test_ ? test_->count() : 0; }
-  EpochSampler train_sampler() const;  // this rank's share of each training epoch
-  const LrSchedule& schedule() const { return schedule_; }
-  double lr() const { return lr_; }                                 // the last step's learning rate
-  const std::vector<std::string>& hosts() const { return hosts_; }  // each rank's
-  // How a rank waits in the collectives between the ring's steps (Note [Watched collectives]):
-  // dist.stall_warn_s and dist.stall_abort_s, as in the ring.
-  const StallPolicy& between_steps() const { return between_steps_; }
-  CollectiveWatch watched(std::string what) const { return {&between_steps_, std::move(what)}; }
-  const std::optional<TrainingPosition>& resumed_from() const { return resumed_; }  // as resume() loaded it
-  // What a save inside this epoch had summed over ranks (rank 0 carries it, the others start from
-  // zero), taken off the position.
-  EpochSums take_carried_sums();
-  // The epoch is done: the position counts it, its samples and figures cleared.
-  void end_epoch();
+  LossScaling& loss_scaling() const { return *loss_scaling_; }
 
  private:
-  // Set-up, in the constructor's order (trainer_setup.cpp). open_data fills train_, test_ and
-  // input_shape_, its image decoders using this rank's `spare_cpus`; make_rank_collective is for several
-  // ranks and runs before planning, as the CPU's gradient arena is the collective's memory.
-  // workers: decoding threads (ThreadSplit).
-  void take_gpu();                      // gpu_, and the GPU selected on this thread
-  PlanContext training_plan_context();  // train.* as planning reads it, the batch-norm group made
-  void open_data(int workers);
+  // Set-up, in the constructor's order (trainer_setup.cpp): the model and the gradient collective
+  // (on several ranks, made before planning: the CPU's gradient arena is the collective's memory),
+  // then the reducer that overlaps it with backward.
   std::unique_ptr<Collective> build_model(const PlanContext& plan_context);
-  ImageIndex shared_index(const std::string& root);
-  std::unique_ptr<Collective> make_rank_collective(Device device);
-  const BatchNormGroup& make_bn_group();  // train.bn_group > 1 (Note [Group batch norm])
-  void plan_schedule();                   // steps_per_epoch_ and schedule_
   void attach_reducer(std::unique_ptr<Collective> collective);
-  void accumulate_gradients();                       // train.accumulate_steps > 1: grad_sum_ and the grad-ready hook
-  void print_start(const ThreadSplit& split) const;  // rank 0's summary of the run
-
-  void average_buffers();
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
                               double loss_scale, bool replay, StepClock& clock);
   // SGD with each gradient times grad_scale, where the reducer did not apply it.
   void update(double grad_scale, StepClock& clock);
-  void add_to_grad_sum(bool first);  // grad_sum_ (+)= the gradient arena
-  void flip_parameter_bit();         // RINGTRAIN_TEST_FAULT's flip_parameter_bit
   // Note [Replica check] at `when` ("after the save after step 12"): every rank calls it.
   void check_replicas_now(const std::string& when, bool with_momentum);
-  void end_step(StepClock& clock);
+  void average_buffers();  // running batch-norm statistics, over ranks
 
   Config config_;
-  std::string resolved_;  // to_toml(config_)
   std::ostream& out_;
   const World& world_;
-  std::vector<std::string> hosts_;  // each rank's host, for its reports and stall messages
   StallPolicy between_steps_;
-  GpuChoice gpu_;  // device = "cuda": which GPU this rank uses, and why
   StepTimes* profile_ = nullptr;
-  bool synthetic_ = false;                     // data.source = "synthetic": no data sets, only train_step (bench)
-  std::unique_ptr<BatchSource> train_, test_;  // null for synthetic data
-  Shape input_shape_;
-  // train.bn_group > 1: this rank's group, which the training graph's batch-norm layers use.
-  std::unique_ptr<StatisticsGroup> bn_statistics_;
-  BatchNormGroup bn_group_;
+  TrainerData data_;
+  RankBnGroup bn_group_;  // train.bn_group > 1: the training graph's batch-norm layers average through it
   std::unique_ptr<Graph> graph_, eval_graph_;
   std::unique_ptr<OutputGradients> dy_;
   std::unique_ptr<StepLoss> step_loss_;
@@ -186,14 +142,9 @@ class Trainer {
   std::unique_ptr<LossScaling> loss_scaling_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradReducer> reducer_;
-  LrSchedule schedule_;
-  double lr_ = 0;  // this step's learning rate
+  std::unique_ptr<GradientAccumulation> accumulation_;  // train.accumulate_steps > 1
+  TrainingSchedule schedule_;
   GradNorm grad_norm_;
-  // Note [Gradient accumulation]: the micro-batches' gradients before the last one's, summed
-  // (allocated where train.accumulate_steps > 1), and whether the backward running is the last's.
-  Tensor grad_sum_;
-  bool last_micro_batch_ = true;
-  int64_t steps_per_epoch_ = 0;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
 };

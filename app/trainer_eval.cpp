@@ -30,20 +30,20 @@ void Trainer::average_buffers() {
   const float inv = 1.0f / static_cast<float>(world_.size());
   for (const BufferRef& b : graph_->buffers())
     on_host(const_cast<float*>(b.value.data()), b.value.numel(), graph_->device(), [&](float* v) {
-      world_.allreduce_sum(v, b.value.numel(), watched("the batch-norm statistics' average"));
+      world_.allreduce_sum(v, b.value.numel(), {&between_steps_, "the batch-norm statistics' average"});
       for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
     });
 }
 
 EvalResult Trainer::evaluate() {
-  RT_CHECK(!synthetic_, "data.source = \"synthetic\" has no test set to evaluate");
+  RT_CHECK(!data_.synthetic, "data.source = \"synthetic\" has no test set to evaluate");
   average_buffers();
   copy_state(*graph_, *eval_graph_);
-  const EpochSampler sampler(test_->count(), config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad,
+  const EpochSampler sampler(data_.test->count(), config_.eval.batch, 0, world_.rank(), world_.size(), TailPolicy::kPad,
                              false);
   const std::vector<int64_t> indices = sampler.eval_indices();
   const int64_t B = config_.eval.batch;
-  const int64_t sample = input_shape_[0] * input_shape_[1] * input_shape_[2];
+  const int64_t sample = numel(data_.input_shape);
   const std::shared_ptr<void> image_memory =
       allocate_host_staging(eval_graph_->device(), static_cast<size_t>(B * sample) * sizeof(float));
   float* images = static_cast<float*>(image_memory.get());
@@ -53,21 +53,21 @@ EvalResult Trainer::evaluate() {
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B))
     for (size_t i = 0; i < static_cast<size_t>(B); ++i)
       padded.push_back(indices[start + (start + i < indices.size() ? i : 0)]);
-  test_->start(0, padded, B);
+  data_.test->start(0, padded, B);
   double totals[4] = {0, 0, 0, 0};  // loss sum, top-1, top-5, samples
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(B)) {
     const int64_t valid = std::min<int64_t>(B, static_cast<int64_t>(indices.size() - start));
-    const LentBatch batch = test_->borrow(images, labels.data());
+    const LentBatch batch = data_.test->borrow(images, labels.data());
     const Tensor& logits = eval_graph_->forward(batch.images, RunContext{false, 0, 0});
     const LossResult l = softmax_cross_entropy(leading_rows(logits, valid), batch.labels, 0.0, nullptr);
-    test_->release();
+    data_.test->release();
     totals[0] += l.loss * static_cast<double>(valid);
     totals[1] += static_cast<double>(l.correct1);
     totals[2] += static_cast<double>(l.correct5);
     totals[3] += static_cast<double>(valid);
   }
   // Exact: counts, summed over every rank's shard.
-  world_.allreduce_sum(totals, 4, watched("the evaluation's totals"));
+  world_.allreduce_sum(totals, 4, {&between_steps_, "the evaluation's totals"});
   EvalResult r;
   r.samples = static_cast<int64_t>(totals[3]);
   r.loss = totals[0] / totals[3];

@@ -43,6 +43,7 @@ class Loop {
   void evaluate(int64_t epoch, EpochReport& report);
   void report_stragglers_now();  // on SIGUSR2, at the step every rank agreed
   void end_run();                // the target's outcome
+  CollectiveWatch watched(std::string what) const { return {&t_.between_steps(), std::move(what)}; }
   double run_seconds() const {
     return seconds_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
@@ -80,7 +81,7 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
                 config_.log.every_steps, t.out()),
       tally_(global_batch(config_, world_), config_.train.batch_per_rank * config_.train.accumulate_steps),
       agreement_(config_.checkpoint, config_.train.epochs, world_, &t.between_steps()),
-      sampler_(t.train_sampler()),
+      sampler_(training_sampler(config_, world_, t.data().train->count())),
       image_memory_(allocate_host_staging(
           t.graph().device(),
           static_cast<size_t>(config_.train.batch_per_rank * numel(t.input_shape())) * sizeof(float))),
@@ -103,7 +104,7 @@ TrainResult Loop::run() {
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
       const bool epoch_saves = s + 1 == t_.steps_per_epoch() && agreement_.saves_after_epoch(epoch + 1);
       if (agreed.save && (agreed.stop || !epoch_saves)) {
-        result_.last_checkpoint = t_.save(tally_.sums(t_.train_data()->skipped()), run_seconds());
+        result_.last_checkpoint = t_.save(tally_.sums(t_.data().train->skipped()), run_seconds());
         agreement_.reset_clock();
       }
       if (agreed.stop) return stop_on_signal(agreed);
@@ -125,8 +126,10 @@ TrainResult Loop::done(bool finished) {
 int64_t Loop::begin_epoch(int64_t epoch) {
   // Inside the epoch where a resumed checkpoint stopped: its remaining positions and figures.
   const int64_t first_step = t_.steps_per_epoch() - sampler_.steps_from(t_.position().epoch_positions);
-  const EpochSums carried = t_.take_carried_sums();
-  t_.train_data()->start(epoch, sampler_.epoch_indices(epoch, t_.position().epoch_positions),
+  // What a save inside this epoch had summed over ranks: rank 0 carries it, the others start from
+  // zero.
+  const EpochSums carried = world_.rank() == 0 ? t_.position().epoch_sums : EpochSums{};
+  t_.data().train->start(epoch, sampler_.epoch_indices(epoch, t_.position().epoch_positions),
                          config_.train.batch_per_rank);
   progress_.begin_epoch(epoch, config_.train.epochs, t_.steps_per_epoch());
   mlperf_.epoch_start(epoch + 1);
@@ -141,7 +144,7 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   if (tl) tl->set_step(run_step);
   const auto start = std::chrono::steady_clock::now();
   float* images = static_cast<float*>(image_memory_.get());
-  BatchSource& data = *t_.train_data();
+  BatchSource& data = *t_.data().train;
   // A micro-batch is lent until the next one is borrowed (its backward is done) or the step ends.
   const StepOutcome step = t_.train_step([&](int64_t) {
     ComputeSpan span(tl, "data");
@@ -156,7 +159,7 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   stragglers_.add_step(step.compute_s, step.averages_wait_s, step.link_waits);
   result_.step_losses.push_back(step.loss);
   const int64_t steps_left = (last_epoch_ - epoch) * t_.steps_per_epoch() - (s + 1);
-  progress_.step(s, step.loss, t_.lr(), tally_.images_per_s(s), tally_.eta_s(steps_left));
+  progress_.step(s, step.loss, t_.schedule().lr, tally_.images_per_s(s), tally_.eta_s(steps_left));
   write_step_record(epoch, step.loss);
   t_.check_replicas_after_step();
 }
@@ -168,7 +171,7 @@ void Loop::write_step_record(int64_t epoch, double loss) {
               {"step", p.step},
               {"images_seen", p.images_seen},
               {"loss", loss},
-              {"lr", t_.lr()},
+              {"lr", t_.schedule().lr},
               {"images_per_s", static_cast<double>(global_batch(config_, world_)) / tally_.last_step_seconds()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = t_.last_grad_norm().total;
   folder_.write_metric(record);
@@ -193,8 +196,9 @@ void Loop::end_epoch(int64_t epoch) {
   progress_.end_epoch();
   mlperf_.epoch_stop(epoch + 1);
   t_.end_epoch();
-  const EpochTotals totals = sum_epoch(tally_.sums(t_.train_data()->skipped()), stragglers_, world_, t_.hosts(),
-                                       t_.watched(str_cat("epoch ", epoch + 1, "'s training figures")));
+  const EpochTotals totals =
+      sum_epoch(tally_.sums(t_.data().train->skipped()), stragglers_, world_, t_.between_steps().hosts,
+                watched(str_cat("epoch ", epoch + 1, "'s training figures")));
   EpochReport report = epoch_report(epoch, totals.sums);
   if (evaluates_after(config_.eval, epoch + 1, config_.train.epochs)) evaluate(epoch, report);
   report.seconds = tally_.epoch_seconds();
@@ -246,10 +250,10 @@ void Loop::report_stragglers_now() {
   std::vector<double> all(static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
   stragglers_.write(all.data(), world_.rank());
   world_.allreduce_sum(all.data(), static_cast<int>(all.size()),
-                       t_.watched(str_cat("step ", t_.position().step, ": the straggler report")));
+                       watched(str_cat("step ", t_.position().step, ": the straggler report")));
   if (world_.rank() == 0)
     t_.out() << "ringtrain: on SIGUSR2, at step " << t_.position().step << ": "
-             << judge_stragglers(all.data(), t_.hosts()).on_demand() << "\n"
+             << judge_stragglers(all.data(), t_.between_steps().hosts).on_demand() << "\n"
              << std::flush;
 }
 
@@ -264,11 +268,11 @@ void Loop::end_run() {
 }  // namespace
 
 TrainResult TrainingRun::train(Trainer& trainer) {
-  RT_CHECK(trainer.train_data() != nullptr,
+  RT_CHECK(!trainer.data().synthetic,
            "data.source = \"synthetic\" is one random batch for `ringtrain bench`; training needs a "
            "real data set (data.source = \"idx\")");
-  mlperf_.hyperparameters(trainer.schedule(), trainer.world().size(), trainer.train_data()->count(),
-                          trainer.test_count());
+  const TrainerData& data = trainer.data();
+  mlperf_.hyperparameters(trainer.schedule().rates, trainer.world().size(), data.train->count(), data.test->count());
   return Loop(trainer, mlperf_, limits_).run();
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 
+#include "app/replica_check.h"
 #include "app/step_agreement.h"
 #include "base/check.h"
 #include "base/rng.h"

@@ -37,7 +37,7 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
       device == Device::kCuda
           ? str_cat("; cuDNN's graph API on ", run.cudnn_graph_directions, " direction(s)",
                     c.train.cuda_graph
-                        ? str_cat("; steps after the first replay a CUDA graph of ", trainer.replayed_work())
+                        ? str_cat("; steps after the first replay a CUDA graph of ", trainer.replay().covers())
                         : std::string())
           : "";
   char line[640];
@@ -121,7 +121,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"cudnn_graph", name_of(c.train.cudnn_graph)},
             {"cudnn_graph_directions", run.cudnn_graph_directions},
             {"cuda_graph", c.train.cuda_graph},
-            {"cuda_graph_recordings", trainer.recordings()},
+            {"cuda_graph_recordings", trainer.replay().recordings()},
             {"plan_s", run.plan_s},
             {"warmup_steps", c.bench.warmup_steps},
             {"steps_per_window", c.bench.steps_per_window},

@@ -122,8 +122,8 @@ RunState train_and_read(const Config& c, std::ostream& log) {
     s.buffers.insert(s.buffers.end(), host.begin(), host.end());
   }
   for (const CounterRef& counter : g.counters()) s.counters.push_back(*counter.value);
-  s.replayed_steps = t.replayed_steps();
-  s.recordings = t.recordings();
+  s.replayed_steps = t.replay().replayed_steps();
+  s.recordings = t.replay().recordings();
   if (const auto fp16 = t.loss_scaling().state()) s.skipped_steps = fp16->skipped_steps;
   return s;
 }
