@@ -18,7 +18,7 @@
 #include "base/check.h"
 #include "data/indexed_image_batches.h"
 #include "data/sampler.h"
-#include "data/shard_index.h"
+#include "data/record_index.h"
 
 namespace {
 
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     o.training = true;
     o.workers = workers;
     o.prefetch = 2 * workers;
-    rt::IndexedImageBatches source(shards ? rt::load_shard_index(root) : rt::load_image_index(root), o);
+    rt::IndexedImageBatches source(
+        shards ? rt::load_record_index(root, rt::DataSource::kShards) : rt::load_image_index(root), o);
     const rt::EpochSampler sampler(source.count(), batch, 1);
     std::vector<float> images(static_cast<size_t>(batch * o.sample.floats()));
     std::vector<int32_t> labels(static_cast<size_t>(batch));

@@ -7,7 +7,7 @@
 #include "base/check.h"
 #include "cli/commands.h"
 #include "data/image_folder.h"
-#include "data/shard_index.h"
+#include "data/record_index.h"
 #include "data/shard_writer.h"
 
 namespace fs = std::filesystem;
@@ -29,7 +29,7 @@ int pack_command(const CliArgs& args) {
           if (done % 10000 == 0 && done < total) std::cout << "  " << done << " / " << total << std::endl;
         });
     // Indexing the shards now checks them and leaves the cache the first run would build.
-    const ImageIndex check = load_shard_index(to.string());
+    const ImageIndex check = load_record_index(to.string(), DataSource::kShards);
     RT_CHECK(static_cast<int64_t>(check.files.size()) == packed.samples && check.left_out.empty(),
              "the shards written to '", to.string(), "' index ", check.files.size(), " samples of ", packed.samples,
              check.left_out.empty() ? "" : str_cat(": ", check.left_out[0]));

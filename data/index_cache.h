@@ -1,5 +1,5 @@
 // What the cached indexes of data sets share (folders: data/image_folder.h; tar shards:
-// data/shard_index.h): a file's modification time, which says whether a cache is still current,
+// data/record_index.h): a file's modification time, which says whether a cache is still current,
 // and writing a cache so that concurrent writers never see each other's half.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Batches of decoded images from an index (an image folder, image_folder.h, or records: tar shards
-// or TFRecord files, shard_index.h), made by a pool of worker threads ahead of the training loop: each worker claims the next batch number, decodes and transforms its samples
+// or TFRecord files, record_index.h), made by a pool of worker threads ahead of the training loop: each worker claims the next batch number, decodes and transforms its samples
 // (image_sample.h) into a free slot of a bounded ring, and the loop takes the slots in order.
 // A batch's contents depend only on (seed, epoch, sample indices), never on which worker made it
 // or how many there are.

@@ -1,5 +1,5 @@
 // Note [Record formats]: a source of records (data.source = "shards" or "tfrecord") is a folder of
-// container files, each holding samples at offsets that an index records (data/shard_index.h).
+// container files, each holding samples at offsets that an index records (data/record_index.h).
 // What differs between formats is one RecordFormat each, in a file of its own (tar_records.cpp,
 // tfrecord_records.cpp): which files of the folder are containers, the index cache's name and
 // first line, how to index one container, and how to find the image (and the label, where the

@@ -1,6 +1,6 @@
 // The index of a source of decoded images, whichever it is (data.source = "imagefolder", "shards"
 // or "tfrecord"): one call for the trainer and `ringtrain predict`, over the folder's file list
-// (data/image_folder.h) or the records' index (data/shard_index.h), each cached in the folder.
+// (data/image_folder.h) or the records' index (data/record_index.h), each cached in the folder.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Writes an image folder's samples as tar shards in WebDataset's layout (data/shard_index.h), in
+// Writes an image folder's samples as tar shards in WebDataset's layout (data/record_index.h), in
 // the index's order: for each sample <key>.<ext> (its bytes as they are, named by their format)
 // and <key>.cls (its label), where the key is the file's path without its extension. A shard is
 // closed before it would pass the size asked for (a sample larger than that gets one of its

@@ -122,8 +122,13 @@ RecordImage whole_member(std::span<const uint8_t> record, const std::string&) { 
 
 }  // namespace
 
-extern const RecordFormat kTarRecords = {
-    DataSource::kShards, ".tar shards", ".ringtrain_shards.tsv", "# ringtrain shard index v1", true, is_shard,
-    index_shard,         whole_member};
+extern const RecordFormat kTarRecords = {.source = DataSource::kShards,
+                                         .containers = ".tar shards",
+                                         .cache_file = ".ringtrain_shards.tsv",
+                                         .cache_header = "# ringtrain shard index v1",
+                                         .labels_in_index = true,
+                                         .holds = is_shard,
+                                         .index = index_shard,
+                                         .read = whole_member};
 
 }  // namespace rt

@@ -33,13 +33,13 @@ RecordImage example_image(std::span<const uint8_t> record, const std::string& na
 
 }  // namespace
 
-extern const RecordFormat kTfRecordRecords = {DataSource::kTfRecord,
-                                              "TFRecord files",
-                                              ".ringtrain_tfrecords.tsv",
-                                              "# ringtrain tfrecord index v1",
-                                              false,
-                                              is_tfrecord_file,
-                                              index_tfrecord_file,
-                                              example_image};
+extern const RecordFormat kTfRecordRecords = {.source = DataSource::kTfRecord,
+                                              .containers = "TFRecord files",
+                                              .cache_file = ".ringtrain_tfrecords.tsv",
+                                              .cache_header = "# ringtrain tfrecord index v1",
+                                              .labels_in_index = false,
+                                              .holds = is_tfrecord_file,
+                                              .index = index_tfrecord_file,
+                                              .read = example_image};
 
 }  // namespace rt

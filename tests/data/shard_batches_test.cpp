@@ -1,4 +1,4 @@
-// Tar shards and TFRecord files (data/shard_index.h) against the image folder they were made from: shards written by
+// Tar shards and TFRecord files (data/record_index.h) against the image folder they were made from: shards written by
 // Python's tarfile (GNU and PAX headers, long names) and by `ringtrain pack`'s writer give batches
 // byte-identical to the folder's with the same seed, and a pass opens each shard once; damaged
 // shards, members without labels or with labels out of range, and an index that no longer matches
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "data/shard_index.h"
+#include "data/record_index.h"
 #include "data/shard_writer.h"
 #include "data/tar_members.h"
 #include "data/tf_example.h"
@@ -74,7 +74,7 @@ TEST(ShardBatches, PythonAndPackedShardsGiveTheFolderBatchesOpeningEachShardOnce
   IndexedImageBatches want_eval(folder, eval);
   for (const char* kind : {"gnu", "pax", "gnu_long", "packed"}) {
     SCOPED_TRACE(kind);
-    const ImageIndex shards = load_shard_index((dir / kind).string());
+    const ImageIndex shards = load_record_index((dir / kind).string(), DataSource::kShards);
     ASSERT_EQ(shards.files.size(), folder.files.size());
     EXPECT_TRUE(shards.left_out.empty()) << shards.left_out[0];
     EXPECT_EQ(shards.labels, folder.labels);
@@ -104,11 +104,11 @@ TEST(ShardBatches, TheIndexIsCachedAndRebuiltWhenAShardChanges) {
   const fs::path dir = fresh_dir("shards_cache");
   write_tree(dir / "tree", 4);
   ASSERT_TRUE(python_shards(dir / "tree", dir / "s", "--format gnu --per-shard 5"));
-  const ImageIndex first = load_shard_index((dir / "s").string());
+  const ImageIndex first = load_record_index((dir / "s").string(), DataSource::kShards);
   ASSERT_TRUE(fs::exists(dir / "s" / ".ringtrain_shards.tsv"));
   // The text round trip is what rank 0 sends; the cache is what the next run reads.
-  const ImageIndex sent = shard_index_from_text((dir / "s").string(), shard_index_text(first));
-  const ImageIndex cached = load_shard_index((dir / "s").string());
+  const ImageIndex sent = record_index_from_text((dir / "s").string(), record_index_text(first));
+  const ImageIndex cached = load_record_index((dir / "s").string(), DataSource::kShards);
   for (const ImageIndex* x : {&sent, &cached}) {
     ASSERT_EQ(x->spans.size(), first.spans.size());
     EXPECT_EQ(x->files, first.files);
@@ -126,15 +126,15 @@ TEST(ShardBatches, TheIndexIsCachedAndRebuiltWhenAShardChanges) {
   const size_t offset_at = good.find('\t', good.find('\t', sample_line) + 1) + 1;
   std::ofstream(cache, std::ios::trunc) << good.substr(0, offset_at) << "999999999"
                                         << good.substr(good.find('\t', offset_at));
-  EXPECT_EQ(load_shard_index((dir / "s").string()).spans[0].offset, first.spans[0].offset);
+  EXPECT_EQ(load_record_index((dir / "s").string(), DataSource::kShards).spans[0].offset, first.spans[0].offset);
   EXPECT_EQ(file_text(cache), good) << "rewritten by the scan";
   std::ofstream(cache, std::ios::trunc) << good.substr(0, good.rfind("end\t"));
-  EXPECT_EQ(load_shard_index((dir / "s").string()).files.size(), first.files.size());
+  EXPECT_EQ(load_record_index((dir / "s").string(), DataSource::kShards).files.size(), first.files.size());
   EXPECT_EQ(file_text(cache), good) << "rewritten by the scan";
   // A shard changed since: the first one rewritten with its first two samples only.
   ASSERT_TRUE(python_shards(dir / "tree", dir / "two", "--format gnu --per-shard 2"));
   fs::copy_file(dir / "two" / "part-0000.tar", dir / "s" / "part-0000.tar", fs::copy_options::overwrite_existing);
-  const ImageIndex rebuilt = load_shard_index((dir / "s").string());
+  const ImageIndex rebuilt = load_record_index((dir / "s").string(), DataSource::kShards);
   EXPECT_EQ(rebuilt.files.size(), first.files.size() - 3);
   EXPECT_EQ(rebuilt.spans[0].container, 0u);
 
@@ -186,7 +186,7 @@ TEST(ShardBatches, DamagedShardsAndBadMembersAreNamedAndLeftOut) {
     f << std::string(third.members[0].size, '\0');
   }
 
-  const ImageIndex index = load_shard_index(s.string());
+  const ImageIndex index = load_record_index(s.string(), DataSource::kShards);
   const std::vector<std::string>& left = index.left_out;
   ASSERT_EQ(left.size(), 3u) << (left.empty() ? "" : left[0]);
   EXPECT_TRUE(mentions(left, "part-0000.tar' member '000001.jpg'", "no label")) << left[0];
@@ -219,7 +219,7 @@ TEST(ShardBatches, DamagedShardsAndBadMembersAreNamedAndLeftOut) {
 
   // Without classes.txt a label is judged against the model's classes.
   fs::remove(s / "classes.txt");
-  ImageIndex unlisted = load_shard_index(s.string());
+  ImageIndex unlisted = load_record_index(s.string(), DataSource::kShards);
   EXPECT_EQ(unlisted.classes.size(), 8u);  // "0" to "7"
   leave_out_labels_from(unlisted, 3);
   EXPECT_EQ(unlisted.classes.size(), 3u);
@@ -231,14 +231,14 @@ TEST(ShardBatches, DamagedShardsAndBadMembersAreNamedAndLeftOut) {
 TEST(ShardBatches, AFolderWithoutShardsOrSamplesIsRefusedNamingIt) {
   const fs::path dir = fresh_dir("shards_none");
   try {
-    load_shard_index(dir.string());
+    load_record_index(dir.string(), DataSource::kShards);
     ADD_FAILURE() << "an empty folder was indexed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has no .tar shards"), std::string::npos) << e.what();
   }
   std::ofstream(dir / "junk.tar") << std::string(1024, 'x');
   try {
-    load_shard_index(dir.string());
+    load_record_index(dir.string(), DataSource::kShards);
     ADD_FAILURE() << "a shard of junk was indexed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
@@ -261,14 +261,14 @@ TEST(TfRecordBatches, PythonWrittenExamplesGiveTheFolderBatchesOpeningEachFileOn
   ASSERT_TRUE(python_tfrecords(dir / "tree", dir / "tfr", "--per-file 5"));
   std::ofstream(dir / "tfr" / "train-00000-of-00005.idx") << "0 1\n";  // DALI's index beside: not a record file
   const ImageIndex folder = load_image_index((dir / "tree").string());
-  ImageIndex records = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
+  ImageIndex records = load_record_index((dir / "tfr").string(), DataSource::kTfRecord);
   ASSERT_EQ(records.files.size(), folder.files.size());
   EXPECT_EQ(records.containers.size(), 5u);
   EXPECT_TRUE(records.left_out.empty());
   EXPECT_EQ(records.files[1], "offset " + std::to_string(records.spans[1].offset));
   leave_out_labels_from(records, 3);  // numbered classes, as many as the model's
   EXPECT_EQ(records.classes.size(), 3u);
-  const ImageIndex cached = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
+  const ImageIndex cached = load_record_index((dir / "tfr").string(), DataSource::kTfRecord);
   EXPECT_EQ(cached.spans.size(), records.spans.size());
   EXPECT_EQ(cached.source, DataSource::kTfRecord);
 
@@ -307,7 +307,7 @@ TEST(TfRecordBatches, BadCrcsLabelsAndTruncationAreNamedByFileAndOffset) {
   }
   // The last file cut inside its last record.
   fs::resize_file(last, three.offsets[3] + 20);
-  ImageIndex index = load_shard_index((dir / "tfr").string(), "", false, DataSource::kTfRecord);
+  ImageIndex index = load_record_index((dir / "tfr").string(), DataSource::kTfRecord);
   ASSERT_EQ(index.left_out.size(), 1u);
   EXPECT_TRUE(mentions(index.left_out, str_cat("offset ", three.offsets[3], " of '", last.string()), "truncated"))
       << index.left_out[0];

@@ -28,16 +28,17 @@
 
 namespace rt {
 
-// Scans root (no cache). rt::Error naming root where it holds no shards.
-ImageIndex scan_shard_folder(const std::string& root, DataSource source = DataSource::kShards);
+// `source`: which record format ROOT holds (data.source: shards or tfrecord).
+// Scans root (no cache). rt::Error naming root where it holds no record files.
+ImageIndex scan_record_files(const std::string& root, DataSource source);
 // The index from cache_path ("" = ROOT/.ringtrain_shards.tsv or .ringtrain_tfrecords.tsv) when
 // that still matches the files, else scanned and written there atomically (Note [One index at a
 // time] in data/index_cache.cpp).
-ImageIndex load_shard_index(const std::string& root, std::string cache_path = "", bool rebuild = false,
-                            DataSource source = DataSource::kShards);
+ImageIndex load_record_index(const std::string& root, DataSource source, std::string cache_path = "",
+                             bool rebuild = false);
 // The index as text, as the cache holds it, and back (what rank 0 hands the other ranks).
-std::string shard_index_text(const ImageIndex& index);
-ImageIndex shard_index_from_text(const std::string& root, const std::string& text);
+std::string record_index_text(const ImageIndex& index);
+ImageIndex record_index_from_text(const std::string& root, const std::string& text);
 // Moves the samples whose label is num_classes or more to left_out, naming each (without a
 // classes.txt, labels are checked against the model's classes); TFRecords without a classes.txt
 // get num_classes numbered classes (their labels are checked as they are read).

@@ -1,4 +1,4 @@
-#include "data/shard_index.h"
+#include "data/record_index.h"
 
 #include <algorithm>
 #include <cctype>
@@ -144,7 +144,7 @@ bool parse(std::istream& in, const std::vector<Listed>* listed, ImageIndex& inde
 
 }  // namespace
 
-ImageIndex scan_shard_folder(const std::string& root, DataSource source) {
+ImageIndex scan_record_files(const std::string& root, DataSource source) {
   const RecordFormat& format = record_format(source);
   const std::vector<Listed> listed = list_shard_folder(root, format);
   ImageIndex index = scan(root, listed, format);
@@ -152,7 +152,7 @@ ImageIndex scan_shard_folder(const std::string& root, DataSource source) {
   return index;
 }
 
-std::string shard_index_text(const ImageIndex& index) {
+std::string record_index_text(const ImageIndex& index) {
   const RecordFormat& format = record_format(index.source);
   std::string text =
       str_cat(format.cache_header, "\n",
@@ -170,7 +170,7 @@ std::string shard_index_text(const ImageIndex& index) {
   return text + str_cat("end\t", index.files.size(), "\n");
 }
 
-ImageIndex shard_index_from_text(const std::string& root, const std::string& text) {
+ImageIndex record_index_from_text(const std::string& root, const std::string& text) {
   ImageIndex index;
   index.root = root;
   std::istringstream in(text);
@@ -178,7 +178,7 @@ ImageIndex shard_index_from_text(const std::string& root, const std::string& tex
   return index;
 }
 
-ImageIndex load_shard_index(const std::string& root, std::string cache_path, bool rebuild, DataSource source) {
+ImageIndex load_record_index(const std::string& root, DataSource source, std::string cache_path, bool rebuild) {
   const RecordFormat& format = record_format(source);
   const std::vector<Listed> listed = list_shard_folder(root, format);
   if (cache_path.empty()) cache_path = root + "/" + format.cache_file;
@@ -192,7 +192,7 @@ ImageIndex load_shard_index(const std::string& root, std::string cache_path, boo
   index.indexed_files = listed_text(listed);
   // A file that changed while it was indexed (a copy still running) leaves no cache to trust.
   if (list_shard_folder(root, format) == listed)
-    write_index_cache(cache_path, shard_index_text(index));
+    write_index_cache(cache_path, record_index_text(index));
   else
     stderr_line(str_cat("ringtrain: warning: the files of '", root, "' changed while they were indexed; ",
                         "the index is used but not cached"));
