@@ -65,7 +65,8 @@ class Loop {
   std::vector<int32_t> labels_;
   int64_t last_epoch_;  // where this run ends: train.epochs, or sooner under TrainLimits
   TrainResult result_;
-  // Note [Stopping at a target]: this part's start, and the run's seconds before it.
+  // This part's start, and the run's seconds before it (Note [Stopping at a target] in
+  // run_target.h).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   double seconds_before_;
 };

@@ -22,8 +22,9 @@ int train_command(const CliArgs& args) {
     std::cout << "# resolved config (also saved as "
               << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string() << ")\n"
               << to_toml(config) << std::endl;
-  // Note [Stopping on a signal]: from here, before the data loads, a signal waits for the first
-  // step's end. Giving up ends every rank with the status a requeue script tests.
+  // Note [Stopping on a signal] in app/stop_signals.h: from here, before the data loads, a signal
+  // waits for the first step's end. Giving up ends every rank with the status a requeue script
+  // tests.
   StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,
                       [&world](const std::string& m) { world.abort(m, kExitAbandoned); });
   TrainingRun run(config, world.rank());  // before the Trainer: MLPerf's init phase is its building

@@ -48,7 +48,7 @@ struct ImageIndex {
 };
 
 // The index as text, as the cache holds it (its class folders' times included), and back: what
-// rank 0 hands the other ranks (Note [One index per job] in app/trainer_setup.cpp). rt::Error
+// rank 0 hands the other ranks (Note [One index per job] in app/trainer_data.cpp). rt::Error
 // naming root where the text is malformed.
 std::string image_index_text(const ImageIndex& index);
 ImageIndex image_index_from_text(const std::string& root, const std::string& text);

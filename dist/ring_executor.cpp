@@ -10,9 +10,9 @@ RingExecutor::RingExecutor(std::unique_ptr<RingPrimitives> primitives, Wire wire
       wire_(wire),
       scale_(result_scale != 0 ? result_scale : 1.0f / static_cast<float>(p_->world())) {}
 
-// Note [Wire scaling]: a 16-bit wire carries each rank's share of the average (scaled before the
-// first send, run_ops); float32 carries the sum, scaled by the receiver of the last
-// reduce-scatter step.
+// Note [Wire scaling] in dist/wire_format.h: a 16-bit wire carries each rank's share of the average
+// (scaled before the first send, run_ops); float32 carries the sum, scaled by the receiver of the
+// last reduce-scatter step.
 RingRun RingExecutor::whole(float* reduced, float* gathered, int64_t count, const WaitContext& context,
                             bool narrow_gather) const {
   const bool narrow = wire_ != Wire::kFp32;
@@ -58,7 +58,7 @@ void RingExecutor::run(float* data, int64_t count, const WaitContext& context, c
   phase_switch_ = switched;
 }
 
-// Note [Ring primitives]: the one interpreter of the schedule.
+// The one interpreter of the schedule (Note [Ring primitives] in ring_schedule.h).
 void RingExecutor::run_ops(RingRun run, int first, int end, const ShardUpdate* update) {
   if (run.narrow_reduce && first == 0) p_->scale(run.reduced, run.count, scale_);
   p_->begin(run);

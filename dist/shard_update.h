@@ -13,10 +13,11 @@ struct ShardUpdate {
   std::function<void(int64_t begin, int64_t count)> apply;
   // The all-gather then shares this buffer's parts (their owners' values) instead of data's.
   float* gather = nullptr;
-  // Note [Norms across shards]: an update that needs more than its own slices (LARS's per-tensor
-  // norms) gives finish: apply then only reads data, and finish(begin, count), called once per
-  // buffer [begin, begin + count) (apply's offsets) on every rank after its last apply, before
-  // the all-gather sends anything, writes gather. Empty: apply writes as the slices land.
+  // Note [Norms across shards] in nn/optim/shard_norms.h: an update that needs more than its own
+  // slices (LARS's per-tensor norms) gives finish: apply then only reads data, and finish(begin,
+  // count), called once per buffer [begin, begin + count) (apply's offsets) on every rank after its
+  // last apply, before the all-gather sends anything, writes gather. Empty: apply writes as the
+  // slices land.
   std::function<void(int64_t begin, int64_t count)> finish;
   // Where data[0] sits in apply's and finish's offsets, and in gather: a bucket's place in the
   // arena, so that one update serves every bucket (at()).

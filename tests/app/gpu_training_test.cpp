@@ -128,13 +128,13 @@ RunState train_and_read(const Config& c, std::ostream& log) {
   return s;
 }
 
-// Note [CUDA graph steps]: steps replayed from the recording (train.cuda_graph) train as steps
-// issued call by call do: the same loss at every step and the same weights, running statistics
-// and counters at the end, within how far two issued runs differ from each other (cuDNN's
-// fastest algorithms may add in any order). simple_cnn has batch norm, whose counter the host
-// keeps, and dropout, whose mask must move on at every replayed step: a frozen one would train
-// another network. fp16, from a loss scale that overflows, records again at each back-off and
-// must skip the same steps.
+// Note [CUDA graph steps] in nn/device.h: steps replayed from the recording (train.cuda_graph)
+// train as steps issued call by call do: the same loss at every step and the same weights, running
+// statistics and counters at the end, within how far two issued runs differ from each other
+// (cuDNN's fastest algorithms may add in any order). simple_cnn has batch norm, whose counter the
+// host keeps, and dropout, whose mask must move on at every replayed step: a frozen one would train
+// another network. fp16, from a loss scale that overflows, records again at each back-off and must
+// skip the same steps.
 TEST_P(GpuTraining, StepsReplayedFromACudaGraphTrainAsIssuedStepsDo) {
   Config issued = synthetic_config(root_);
   issued.train.device = Device::kCuda;

@@ -95,9 +95,9 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   EXPECT_FALSE(fs::exists(numbered_checkpoint_path(split.checkpoint.dir, 30 * 32) + ".tmp"));
 }
 
-// Note [Stopping at a target]: the run stops at the first evaluation that reaches eval.target_top1
-// and says so in metrics.jsonl; a run resumed from a checkpoint counts its seconds from the first
-// part's start. (A missed target: tests/app/mlperf_log_test.sh.)
+// Note [Stopping at a target] in app/run_target.h: the run stops at the first evaluation that
+// reaches eval.target_top1 and says so in metrics.jsonl; a run resumed from a checkpoint counts its
+// seconds from the first part's start. (A missed target: tests/app/mlperf_log_test.sh.)
 TEST_F(TrainerTest, ATargetStopsTheRunAndAResumedRunKeepsCountingItsTime) {
   Config reach = config_;
   reach.checkpoint.dir = (root_ / "reach").string();

@@ -1,8 +1,8 @@
-// Note [Crop-region decoding]: decoding a JPEG's box gives exactly the pixels of decoding the whole
-// image and cropping the box, for every chroma subsampling, grayscale, CMYK, progressive and
-// restart-marker files of odd sizes, 1,000 random boxes each (files written here with
-// libjpeg-turbo's encoder); and a training sample made that way equals the one made from the whole
-// decode.
+// Note [Crop-region decoding] in data/jpeg_decode.cpp: decoding a JPEG's box gives exactly the
+// pixels of decoding the whole image and cropping the box, for every chroma subsampling, grayscale,
+// CMYK, progressive and restart-marker files of odd sizes, 1,000 random boxes each (files written
+// here with libjpeg-turbo's encoder); and a training sample made that way equals the one made from
+// the whole decode.
 #include <gtest/gtest.h>
 #include <jpeglib.h>
 

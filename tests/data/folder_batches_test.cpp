@@ -49,9 +49,10 @@ TEST(FolderBatches, TheSameSeedAndEpochGiveTheSameBatchesWithOneAndThreeWorkers)
   fs::remove_all(root);
 }
 
-// Note [Lent batches]: borrow() lends the slot the workers wrote, in memory from the allocator the
-// options name, and gives the same batches as next(), which copies; a slot comes back at release()
-// or the next borrow(), so micro-batches can be borrowed one after another with a single slot.
+// Note [Lent batches] in app/trainer_data.cpp: borrow() lends the slot the workers wrote, in memory
+// from the allocator the options name, and gives the same batches as next(), which copies; a slot
+// comes back at release() or the next borrow(), so micro-batches can be borrowed one after another
+// with a single slot.
 TEST(FolderBatches, BorrowedBatchesAreTheSlotsTheWorkersWroteAndEqualCopiedOnes) {
   const fs::path root = fresh_dir("borrow");
   write_tree(root, 8);

@@ -173,9 +173,9 @@ TEST(ImageDecode, AJpegBehindFillBytesIsRefusedAsNoKnownImage) {
   }
 }
 
-// Note [Pixel budget]: a 96-byte GIF of 23000 x 23000 (529 M pixels) made stb_image allocate
-// 2.3 GB before it said "Corrupt GIF". Every format's declared size is now checked first, and the
-// process's peak memory does not move.
+// Note [Pixel budget] in data/image_decode.h: a 96-byte GIF of 23000 x 23000 (529 M pixels) made
+// stb_image allocate 2.3 GB before it said "Corrupt GIF". Every format's declared size is now
+// checked first, and the process's peak memory does not move.
 TEST(ImageDecode, FilesDeclaringMorePixelsThanTheBudgetAreRefusedUndecoded) {
   struct Bomb {
     const char* name;
@@ -328,9 +328,9 @@ TEST(ImageFolder, ClassesAreSortedFoldersAndTheIndexIsCachedUntilAFolderChanges)
   fs::remove_all(root);
 }
 
-// Note [One index at a time]: loads that all find no cache and all write one, at once, each succeed
-// with the same index, and leave one cache and no temporary file; a cache that cannot be written
-// leaves the scan to be used.
+// Note [One index at a time] in data/index_cache.cpp: loads that all find no cache and all write
+// one, at once, each succeed with the same index, and leave one cache and no temporary file; a
+// cache that cannot be written leaves the scan to be used.
 TEST(ImageFolder, LoadsThatWriteTheCacheAtOnceAllSucceed) {
   const fs::path root = fresh_dir("racing");
   for (int i = 0; i < 40; ++i) {

@@ -1,11 +1,11 @@
-// Note [Pillow's verdict]: a file is trained on exactly when Pillow loads it, whatever
-// data.decode, the crop or the scale, and then with Pillow's pixels. A corpus written here (JPEGs
-// truncated at several points, without their end marker, with extraneous bytes before it, with a
-// damaged scan, progressive with its refinement scans left out, grayscale and CMYK; BMPs and PNGs
-// whose headers declare more than the file holds or that Pillow does not support) is judged by
-// Pillow (tests/data/pillow_verdict.py) and by ringtrain's whole, region and scaled decodes at
-// several boxes, and by two epochs of training batches in each decode mode. The files whose
-// headers declare gigabytes are refused by name within a small address-space limit.
+// Note [Pillow's verdict] in data/jpeg_decode.cpp: a file is trained on exactly when Pillow loads
+// it, whatever data.decode, the crop or the scale, and then with Pillow's pixels. A corpus written
+// here (JPEGs truncated at several points, without their end marker, with extraneous bytes before
+// it, with a damaged scan, progressive with its refinement scans left out, grayscale and CMYK; BMPs
+// and PNGs whose headers declare more than the file holds or that Pillow does not support) is
+// judged by Pillow (tests/data/pillow_verdict.py) and by ringtrain's whole, region and scaled
+// decodes at several boxes, and by two epochs of training batches in each decode mode. The files
+// whose headers declare gigabytes are refused by name within a small address-space limit.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>

@@ -139,7 +139,8 @@ TEST(EpochSampler, PadWithoutShuffleCoversEachSampleOnceBeforeWrapping) {
 }
 
 TEST(EpochSampler, RanksAtEachStepTogetherFormTheSingleRankGlobalBatch) {
-  // Note [Sampler layout]: world ranks x batch B at step s == 1 rank x batch world*B at step s.
+  // Note [Sampler layout] in data/sampler.h: world ranks x batch B at step s == 1 rank x batch
+  // world*B at step s.
   for (TailPolicy tail : {TailPolicy::kDrop, TailPolicy::kPad}) {
     const int world = 4;
     const int64_t batch = 3, n = 101;

@@ -89,9 +89,9 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
                                  << ") after " << parallel.steps_per_epoch() << " steps on " << w.size() << " ranks";
 }
 
-// Note [Sharded update]: each rank updating only its share (the default) ends where every rank
-// updating everything ends: the same parameters and, once gathered, the same momentum, bit for bit
-// (the owner of each element computes exactly what every rank would have).
+// Note [Sharded update] in dist/ring_schedule.h: each rank updating only its share (the default)
+// ends where every rank updating everything ends: the same parameters and, once gathered, the same
+// momentum, bit for bit (the owner of each element computes exactly what every rank would have).
 TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate) {
   const World& w = World::get();
   std::ostringstream log;
@@ -109,9 +109,10 @@ TEST(DataParallel, ShardedUpdateEndsWithTheParametersAndMomentumOfTheFullUpdate)
   EXPECT_TRUE(std::any_of(m.begin(), m.end(), [](float x) { return x != 0; }));
 }
 
-// Note [Norms across shards]: LARS with each rank updating its own part, its weights' norms summed
-// in pieces across ranks, ends where LARS with every rank updating everything ends, bit for bit:
-// over the flat ring, and over the two-level ring where the world splits into fake hosts.
+// Note [Norms across shards] in nn/optim/shard_norms.h: LARS with each rank updating its own part,
+// its weights' norms summed in pieces across ranks, ends where LARS with every rank updating
+// everything ends, bit for bit: over the flat ring, and over the two-level ring where the world
+// splits into fake hosts.
 void expect_sharded_lars_equals_whole(const std::string& test, Hierarchy hierarchy) {
   const World& w = World::get();
   std::ostringstream log;

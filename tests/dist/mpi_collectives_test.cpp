@@ -96,10 +96,11 @@ TEST(Collectives, RingAveragesBuffersInTheCollectivesOwnMemory) {
   }
 }
 
-// Note [Sharded update]: the update sees each element's finished average exactly once across the
-// ranks (every rank, for MPI_Allreduce), every rank ends with every element's update, and
-// gather_updated then hands each rank's writes to the state of the others. Parameters and state
-// live in the collective's own memory, as the trainer's arenas do (zero-copy over shared memory).
+// Note [Sharded update] in dist/ring_schedule.h: the update sees each element's finished average
+// exactly once across the ranks (every rank, for MPI_Allreduce), every rank ends with every
+// element's update, and gather_updated then hands each rank's writes to the state of the others.
+// Parameters and state live in the collective's own memory, as the trainer's arenas do (zero-copy
+// over shared memory).
 TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult) {
   const World& w = World::get();
   for (const Variant& variant : collectives()) {
@@ -153,9 +154,9 @@ TEST(Collectives, ShardedUpdateAppliesEachFinishedAverageOnceAndSharesTheResult)
   }
 }
 
-// Note [Norms across shards]: with a finish, every rank's applies come first, then finish once,
-// before any all-gather lands; what each rank finishes is bounded by the collective's shard_cuts,
-// the same on every rank, and the parts tile the buffer.
+// Note [Norms across shards] in nn/optim/shard_norms.h: with a finish, every rank's applies come
+// first, then finish once, before any all-gather lands; what each rank finishes is bounded by the
+// collective's shard_cuts, the same on every rank, and the parts tile the buffer.
 TEST(Collectives, ShardedUpdateWithFinishSeesItsWholePartBeforeTheAllGather) {
   const World& w = World::get();
   for (const Variant& variant : collectives()) {

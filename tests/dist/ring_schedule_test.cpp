@@ -97,8 +97,9 @@ TEST(RingSchedule, EachRankSendsTwoWorldMinusOneOverWorldOfTheBuffer) {
   }
 }
 
-// Note [Ring primitives]: a send, then one receive per step in NCCL's runRing shape, each receive's
-// chunk the one the schedule gives and, where it forwards, the one the next step sends.
+// Note [Ring primitives] in dist/ring_schedule.h: a send, then one receive per step in NCCL's
+// runRing shape, each receive's chunk the one the schedule gives and, where it forwards, the one
+// the next step sends.
 TEST(RingSchedule, OperationsAreASendThenOneReceivePerStepInNcclsShape) {
   using K = RingOpKind;
   for (int world = 2; world <= 8; ++world)

@@ -210,8 +210,9 @@ TEST_F(GpuParity, ReluAddAccumulateConcatFlattenAreExact) {
   EXPECT_EQ(rel_error(fc, fg), 0);
 }
 
-// Note [CUDA graph steps]: recorded work runs only when replayed, and at every replay; work that
-// cannot be recorded (a wait) is an error naming train.cuda_graph, the stream usable afterwards.
+// Note [CUDA graph steps] in nn/device.h: recorded work runs only when replayed, and at every
+// replay; work that cannot be recorded (a wait) is an error naming train.cuda_graph, the stream
+// usable afterwards.
 TEST_F(GpuParity, CudaGraphRunsAtEachReplayAndRefusesAWait) {
   const Both x = random_both({1000}, 70);
   Tensor acc(x.gpu.spec());

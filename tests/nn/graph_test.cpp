@@ -278,10 +278,10 @@ std::unique_ptr<Graph> stepped_graph(std::vector<float>& images) {
 
 std::vector<float> values(const Tensor& t) { return {t.data(), t.data() + t.numel()}; }
 
-// Note [CUDA graph steps]: what moves from step to step (batch norm's counter, dropout's step)
-// moves in begin_forward, and forward_work does the same at every call. So the split calls give
-// forward's results, and forward_work again without begin_forward repeats the last step, as a
-// replayed recording does, whatever step its own context names.
+// Note [CUDA graph steps] in nn/device.h: what moves from step to step (batch norm's counter,
+// dropout's step) moves in begin_forward, and forward_work does the same at every call. So the
+// split calls give forward's results, and forward_work again without begin_forward repeats the last
+// step, as a replayed recording does, whatever step its own context names.
 TEST(Graph, ForwardWorkRepeatsTheStepThatBeginForwardSet) {
   std::vector<float> images;
   auto whole = stepped_graph(images), split = stepped_graph(images);

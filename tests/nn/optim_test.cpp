@@ -129,9 +129,10 @@ TEST(Lars, TwentyStepsMatchTheFormulaOnAWeightABiasAndBatchNormParameters) {
   }
 }
 
-// Note [Norms across shards]: three "ranks" (threads, each with its own replica) update their own
-// parts of the arena, parts that cut through the weight, summing the norms' pieces across them;
-// put together, the parts equal the whole update with the same cuts, bit for bit, step after step.
+// Note [Norms across shards] in nn/optim/shard_norms.h: three "ranks" (threads, each with its own
+// replica) update their own parts of the arena, parts that cut through the weight, summing the
+// norms' pieces across them; put together, the parts equal the whole update with the same cuts, bit
+// for bit, step after step.
 TEST(Lars, ThreeRanksUpdatingTheirPartsEndWhereTheWholeUpdateEnds) {
   constexpr int kRanks = 3;
   const SgdOptions options{0.94, false, 5e-5, false};
@@ -211,8 +212,9 @@ TEST(Lars, RefusesACutThroughAParameterAndABadTrustCoefficient) {
 }
 TEST(Sgd, NesterovMatchesTorchsRule) { check_sgd(true); }
 
-// Note [Sharded update]: ranks apply SGD to arbitrary arena ranges, cutting through parameters
-// and the alignment padding between them; together the pieces must give the whole step, bit for bit.
+// Note [Sharded update] in dist/ring_schedule.h: ranks apply SGD to arbitrary arena ranges, cutting
+// through parameters and the alignment padding between them; together the pieces must give the
+// whole step, bit for bit.
 TEST(Sgd, UpdatingTheArenaInPiecesEqualsOneWholeStep) {
   Graph g(Shape{2, 3, 3});
   build_conv_bn(g, 5);
