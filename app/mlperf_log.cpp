@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "app/run_target.h"
+#include "app/training_schedule.h"
 #include "base/check.h"
 
 namespace rt {
@@ -27,7 +28,7 @@ void MlperfLog::hyperparameters(const LrSchedule& schedule, int64_t ranks, int64
   const TrainConfig& t = config_.train;
   const ScheduleConfig& s = config_.schedule;
   point("seed", t.seed);
-  point("global_batch_size", t.batch_per_rank * t.accumulate_steps * ranks);
+  point("global_batch_size", global_batch(t, ranks));
   point("train_samples", train_samples);
   point("eval_samples", eval_samples);
   point("gradient_accumulation_steps", t.accumulate_steps);

@@ -35,8 +35,8 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
       << (decodes_images(config.data.source)
               ? str_cat(", ", split.decoding, " decoding threads (", split.decoding_how, ")")
               : std::string())
-      << ", global batch " << config.train.batch_per_rank * config.train.accumulate_steps * world.size() << " ("
-      << config.train.batch_per_rank << " per rank"
+      << ", global batch " << global_batch(config.train, world.size()) << " (" << config.train.batch_per_rank
+      << " per rank"
       << (config.train.accumulate_steps > 1
               ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")
               : std::string())

@@ -94,9 +94,9 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
   clock.step_done();
   replay_.step_done();
   ++position_.step;
-  const int64_t global_batch = config_.train.batch_per_rank * K * world_.size();
-  position_.images_seen += global_batch;
-  position_.epoch_positions += global_batch;  // the sampler's, in the epoch
+  const int64_t images = global_batch(config_.train, world_.size());
+  position_.images_seen += images;
+  position_.epoch_positions += images;  // the sampler's, in the epoch
   return loss;
 }
 

@@ -9,13 +9,14 @@
 #include "app/config_model.h"
 #include "app/image_options.h"
 #include "app/rank_warning.h"
+#include "app/training_schedule.h"
 #include "base/check.h"
 #include "data/batch_source.h"
 #include "data/image_folder.h"
 #include "data/indexed_image_batches.h"
 #include "data/labeled_images.h"
 #include "data/sample_index.h"
-#include "data/shard_index.h"
+#include "data/record_index.h"
 
 namespace rt {
 namespace {
@@ -109,8 +110,8 @@ TrainerData open_data(const Config& config, const World& world, const StallPolic
 
 EpochSampler training_sampler(const Config& config, const World& world, int64_t count) {
   const TrainConfig& t = config.train;
-  return EpochSampler(count, t.batch_per_rank * t.accumulate_steps, static_cast<uint64_t>(t.seed), world.rank(),
-                      world.size(), config.data.tail);
+  return EpochSampler(count, rank_batch(t), static_cast<uint64_t>(t.seed), world.rank(), world.size(),
+                      config.data.tail);
 }
 
 }  // namespace rt

@@ -23,10 +23,6 @@
 namespace rt {
 namespace {
 
-int64_t global_batch(const Config& c, const World& w) {
-  return c.train.batch_per_rank * c.train.accumulate_steps * w.size();
-}
-
 // One call of TrainingRun::train: what it carries from step to step, and its pieces in order.
 class Loop {
  public:
@@ -80,7 +76,7 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
       folder_(config_, to_toml(config_), world_.rank(), t.position(), t.resumed_from()),
       progress_(world_.rank() == 0 ? Progress::resolve(config_.log.progress) : Progress::Mode::kNone,
                 config_.log.every_steps, t.out()),
-      tally_(global_batch(config_, world_), config_.train.batch_per_rank * config_.train.accumulate_steps),
+      tally_(global_batch(config_.train, world_.size()), rank_batch(config_.train)),
       agreement_(config_.checkpoint, config_.train.epochs, world_, &t.between_steps()),
       sampler_(training_sampler(config_, world_, t.data().train->count())),
       image_memory_(allocate_host_staging(
@@ -167,13 +163,14 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
 
 void Loop::write_step_record(int64_t epoch, double loss) {
   const TrainingPosition& p = t_.position();
-  Json record{{"kind", "step"},
-              {"epoch", epoch + 1},
-              {"step", p.step},
-              {"images_seen", p.images_seen},
-              {"loss", loss},
-              {"lr", t_.schedule().lr},
-              {"images_per_s", static_cast<double>(global_batch(config_, world_)) / tally_.last_step_seconds()}};
+  Json record{
+      {"kind", "step"},
+      {"epoch", epoch + 1},
+      {"step", p.step},
+      {"images_seen", p.images_seen},
+      {"loss", loss},
+      {"lr", t_.schedule().lr},
+      {"images_per_s", static_cast<double>(global_batch(config_.train, world_.size())) / tally_.last_step_seconds()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = t_.last_grad_norm().total;
   folder_.write_metric(record);
 }

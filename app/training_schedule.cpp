@@ -20,7 +20,7 @@ TrainingSchedule plan_schedule(const Config& config, const World& world, const T
   };
   LrSchedule& r = plan.rates;
   r.kind = s.kind;
-  r.base = base_lr(t.lr, t.lr_per_256, t.batch_per_rank * t.accumulate_steps * world.size());
+  r.base = base_lr(t.lr, t.lr_per_256, global_batch(t, world.size()));
   r.warmup_steps = in_steps(s.warmup_epochs);
   for (double m : s.milestones) r.milestones.push_back(in_steps(m));
   r.factor = s.factor;

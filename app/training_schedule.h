@@ -11,6 +11,11 @@
 
 namespace rt {
 
+// The run's shape: images a step takes on one rank (its K = train.accumulate_steps micro-batches,
+// Note [Gradient accumulation]) and on all `ranks`, the global batch every rate is scaled by.
+inline int64_t rank_batch(const TrainConfig& t) { return t.batch_per_rank * t.accumulate_steps; }
+inline int64_t global_batch(const TrainConfig& t, int64_t ranks) { return rank_batch(t) * ranks; }
+
 struct TrainingSchedule {
   LrSchedule rates;
   int64_t steps_per_epoch = 0;  // synthetic data (bench): its steps, as one epoch

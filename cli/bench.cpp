@@ -122,7 +122,7 @@ double time_windows(Trainer& trainer, Step& step, std::ostream* out, std::vector
   const World& world = trainer.world();
   const BenchConfig& b = trainer.config().bench;
   const TrainConfig& t = trainer.config().train;
-  const double window_images = static_cast<double>(t.batch_per_rank * t.accumulate_steps * b.steps_per_window);
+  const double window_images = static_cast<double>(rank_batch(t) * b.steps_per_window);
   double own_seconds = 0;
   for (int64_t w = 0; w < b.windows; ++w) {
     const auto t0 = Clock::now();
@@ -175,10 +175,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
 
   BenchResult r;
   const double own_seconds = time_windows(trainer, step, talk ? &out : nullptr, &r.window_images_per_s);
-  r.rank_images_per_s =
-      world.allgather(static_cast<double>(trainer.config().train.batch_per_rank *
-                                          trainer.config().train.accumulate_steps * b.steps_per_window * b.windows) /
-                      own_seconds);
+  r.rank_images_per_s = world.allgather(
+      static_cast<double>(rank_batch(trainer.config().train) * b.steps_per_window * b.windows) / own_seconds);
   if (talk) report_replica_check(trainer, own_seconds / static_cast<double>(b.windows * b.steps_per_window), out);
   std::optional<double> host_s_per_step;
   if (!profile_path.empty())

@@ -47,8 +47,8 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
                 "bench: convolutions: %s asked, Winograd on %d of %d%s\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps, on one batch held in %s memory\n",
                 c.model.name.c_str(), world, run.hosts, run.threads, per_rank.c_str(),
-                static_cast<long long>(B * K * world), shape_str(trainer.input_shape()).c_str(), run.collective.c_str(),
-                c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
+                static_cast<long long>(global_batch(c.train, world)), shape_str(trainer.input_shape()).c_str(),
+                run.collective.c_str(), c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
                 std::string(name_of(c.train.device)).c_str(), std::string(name_of(c.train.precision)).c_str(),
                 std::string(name_of(c.train.conv_algorithm)).c_str(), run.winograd, run.convolutions,
                 graph_note.c_str(), static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
