@@ -22,4 +22,9 @@ std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shap
   return graph;
 }
 
+OptimizerOptions optimizer_options(const TrainConfig& t) {
+  return OptimizerOptions{t.momentum,          t.nesterov,          t.weight_decay,
+                          t.decay_bias_and_bn, t.trust_coefficient, t.lars_epsilon};
+}
+
 }  // namespace rt

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "nn/graph.h"
+#include "nn/optim/optimizer.h"
 
 namespace rt {
 
@@ -20,5 +21,8 @@ std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sam
 // cuDNN's graph API are the GPU's, which these commands do not use).
 std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch,
                                                 bool training);
+
+// train.* as make_optimizer reads them.
+OptimizerOptions optimizer_options(const TrainConfig& train);
 
 }  // namespace rt

@@ -33,9 +33,10 @@ void MlperfLog::hyperparameters(const LrSchedule& schedule, int64_t ranks, int64
   point("eval_samples", eval_samples);
   point("gradient_accumulation_steps", t.accumulate_steps);
   point("model_bn_span", t.batch_per_rank * t.bn_group);
-  const bool lars = t.optimizer == OptimizerKind::kLars;
-  point("opt_name", lars ? "lars" : "sgd");
-  const std::string o = lars ? "lars_opt_" : "sgd_opt_";
+  // MLPerf's names are train.optimizer's: "sgd", "lars", and its keys "sgd_opt_..", "lars_opt_..".
+  const std::string name(name_of(t.optimizer));
+  point("opt_name", name);
+  const std::string o = name + "_opt_";
   point((o + "base_learning_rate").c_str(), schedule.base);
   // The config's own end rate where it gives one: MLPerf's rules ask exactly 0.0001.
   point((o + "end_learning_rate").c_str(), s.end_lr > 0 ? s.end_lr : schedule.base * schedule.final_fraction);
@@ -43,7 +44,7 @@ void MlperfLog::hyperparameters(const LrSchedule& schedule, int64_t ranks, int64
   point((o + "learning_rate_decay_steps").c_str(), schedule.total_steps - schedule.warmup_steps);
   point((o + "momentum").c_str(), t.momentum);
   point((o + "weight_decay").c_str(), t.weight_decay);
-  if (lars) {
+  if (t.optimizer == OptimizerKind::kLars) {  // keys MLPerf's rules ask of LARS alone
     point("lars_epsilon", t.lars_epsilon);
     point("lars_opt_learning_rate_warmup_epochs", s.warmup_epochs);
   } else {

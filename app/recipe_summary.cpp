@@ -1,19 +1,12 @@
 #include "app/recipe_summary.h"
 
+#include "app/config_model.h"
 #include "base/check.h"
 
 namespace rt {
 
 std::string optimizer_summary(const TrainConfig& t) {
-  std::string s(name_of(t.optimizer));
-  const bool lars = t.optimizer == OptimizerKind::kLars;
-  if (lars) s += str_cat(" (trust coefficient ", t.trust_coefficient, ", epsilon ", t.lars_epsilon, ")");
-  s += str_cat(", momentum ", t.momentum, t.nesterov ? " (Nesterov)" : "", ", weight decay ", t.weight_decay);
-  if (lars)
-    s += t.decay_bias_and_bn ? " (biases and batch norm: no trust ratio)"
-                             : " (biases and batch norm: neither trust ratio nor decay)";
-  else if (!t.decay_bias_and_bn)
-    s += " (not on biases and batch norm)";
+  std::string s = describe_optimizer(t.optimizer, optimizer_options(t));
   s += t.lr > 0 ? str_cat(", base rate ", t.lr, " for the global batch")
                 : str_cat(", ", t.lr_per_256, " per 256 images");
   if (t.label_smoothing > 0) s += str_cat(", label smoothing ", t.label_smoothing);

@@ -146,10 +146,7 @@ std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context
     eval_graph_ = build_config_model(config, data_.input_shape);
     eval_graph_->plan(config.eval.batch, device, /*training=*/false, eval_context);
   }
-  optimizer_ = make_optimizer(
-      config.train.optimizer, *graph_,
-      OptimizerOptions{config.train.momentum, config.train.nesterov, config.train.weight_decay,
-                       config.train.decay_bias_and_bn, config.train.trust_coefficient, config.train.lars_epsilon});
+  optimizer_ = make_optimizer(config.train.optimizer, *graph_, optimizer_options(config.train));
   loss_scaling_ = make_loss_scaling(plan_context.precision);
   return collective;
 }

@@ -1,6 +1,7 @@
 #include "nn/optim/optimizer.h"
 
 #include <algorithm>
+#include <string>
 
 #include "base/check.h"
 
@@ -31,6 +32,19 @@ std::unique_ptr<Optimizer> make_optimizer(OptimizerKind kind, Graph& graph, cons
   }
   RT_ASSERT(false);
   return nullptr;
+}
+
+std::string describe_optimizer(OptimizerKind kind, const OptimizerOptions& o) {
+  const bool lars = kind == OptimizerKind::kLars;
+  std::string s(name_of(kind));
+  if (lars) s += str_cat(" (trust coefficient ", o.trust, ", epsilon ", o.lars_epsilon, ")");
+  s += str_cat(", momentum ", o.momentum, o.nesterov ? " (Nesterov)" : "", ", weight decay ", o.weight_decay);
+  if (lars)
+    s += o.decay_bias_and_bn ? " (biases and batch norm: no trust ratio)"
+                             : " (biases and batch norm: neither trust ratio nor decay)";
+  else if (!o.decay_bias_and_bn)
+    s += " (not on biases and batch norm)";
+  return s;
 }
 
 }  // namespace rt

@@ -77,5 +77,9 @@ struct OptimizerOptions {
 };
 
 std::unique_ptr<Optimizer> make_optimizer(OptimizerKind kind, Graph& graph, const OptimizerOptions& options);
+// What make_optimizer's optimizer does with `options`, in words, after train.optimizer's own name:
+// "lars (trust coefficient 0.001, epsilon 0), momentum 0.9, weight decay 5e-05 (biases and batch
+// norm: neither trust ratio nor decay)".
+std::string describe_optimizer(OptimizerKind kind, const OptimizerOptions& options);
 
 }  // namespace rt
