@@ -5,7 +5,6 @@
 #include <memory>
 #include <utility>
 
-#include "app/trainer.h"
 #include "base/check.h"
 
 namespace rt {
@@ -23,8 +22,8 @@ void on_one_thread() {
 // the compute threads (asleep when idle).
 class PartUpdate {
  public:
-  PartUpdate(Optimizer& optimizer, const World& world, const StallPolicy& stall, const double* lr)
-      : optimizer_(optimizer), world_(world), stall_(stall), lr_(lr) {}
+  PartUpdate(Optimizer& optimizer, const World& world, const StallPolicy& stall, const double* lr, const int64_t* step)
+      : optimizer_(optimizer), world_(world), stall_(stall), lr_(lr), step_(step) {}
   void note(int64_t offset, int64_t count) {
     if (own_end_ == own_begin_) own_begin_ = own_end_ = offset;
     RT_ASSERT(own_end_ == offset);  // one contiguous part per bucket
@@ -34,7 +33,7 @@ class PartUpdate {
     on_one_thread();
     const auto sum_over_ranks = [&](std::vector<double>& sums) {
       world_.allreduce_sum(sums.data(), static_cast<int>(sums.size()),
-                           {&stall_, str_cat("step ", current_training_step(), ": ", optimizer_.name(),
+                           {&stall_, str_cat("step ", *step_, ": ", optimizer_.name(),
                                              "'s norms of the bucket at arena float ", begin, ", across ranks")});
     };
     optimizer_.update_part(*lr_, begin, begin + count, own_begin_, own_end_, sum_over_ranks);
@@ -46,6 +45,7 @@ class PartUpdate {
   const World& world_;
   StallPolicy stall_;
   const double* lr_;
+  const int64_t* step_;
   int64_t own_begin_ = 0, own_end_ = 0;
 };
 
@@ -60,18 +60,21 @@ void cut_at_collective_parts(Optimizer& optimizer, const std::vector<Bucket>& bu
 
 std::optional<ShardUpdate> make_sharded_update(Optimizer& optimizer, Graph& graph, const Collective& collective,
                                                bool whole_step_first, const World& world, const StallPolicy& stall,
-                                               const double* lr) {
+                                               const double* lr, const int64_t* step) {
   if (whole_step_first || !collective.shards_update()) return std::nullopt;
+  const std::string name = "sharded " + optimizer.name();
   if (!optimizer.needs_whole_tensors())
     return ShardUpdate{[&optimizer, lr](int64_t offset, int64_t count) {
                          on_one_thread();
                          optimizer.update(*lr, offset, offset + count);
                        },
                        graph.param_arena(),
-                       {}};
-  auto part = std::make_shared<PartUpdate>(optimizer, world, stall, lr);
+                       {},
+                       0,
+                       name};
+  auto part = std::make_shared<PartUpdate>(optimizer, world, stall, lr, step);
   return ShardUpdate{[part](int64_t offset, int64_t count) { part->note(offset, count); }, graph.param_arena(),
-                     [part](int64_t begin, int64_t count) { part->finish(begin, count); }};
+                     [part](int64_t begin, int64_t count) { part->finish(begin, count); }, 0, name};
 }
 
 }  // namespace rt

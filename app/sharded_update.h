@@ -20,11 +20,12 @@ void cut_at_collective_parts(Optimizer& optimizer, const std::vector<Bucket>& bu
 // The update for GradReducer, or nothing where it cannot be sharded: where every gradient must be
 // seen before any parameter moves (`whole_step_first`: clipping's global norm, fp16's overflow
 // check) and over a collective that does not shard. On the GPU its kernels run on the
-// collective's communication stream. `lr` is read at each update. An optimizer that needs whole
+// collective's communication stream. `lr` is read at each update, `step` (the step under way, for
+// messages) as it is used. An optimizer that needs whole
 // tensors (LARS) notes its part of each bucket as it lands and updates it once the bucket is
 // reduced, its norms summed across ranks through `world`, waiting as `stall` says.
 std::optional<ShardUpdate> make_sharded_update(Optimizer& optimizer, Graph& graph, const Collective& collective,
                                                bool whole_step_first, const World& world, const StallPolicy& stall,
-                                               const double* lr);
+                                               const double* lr, const int64_t* step);
 
 }  // namespace rt

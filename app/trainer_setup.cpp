@@ -158,10 +158,10 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
   std::optional<ShardUpdate> update;
   if (dc.sharded_update)
-    update =
-        make_sharded_update(*optimizer_, *graph_, *collective,
-                            config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16, world_,
-                            stall_policy(dc, world_, StallPolicy::Idle::kSleep, between_steps_.hosts), &schedule_.lr);
+    update = make_sharded_update(*optimizer_, *graph_, *collective,
+                                 config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
+                                 world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep, between_steps_.hosts),
+                                 &schedule_.lr, &position_.step);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });

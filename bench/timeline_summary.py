@@ -40,7 +40,7 @@ def main():
     by_bucket = collections.defaultdict(dict)
     sgd_us = collections.Counter()  # per bucket: the sharded SGD's slices, summed
     for e in mine:
-        if e["name"] == "sharded sgd":
+        if e["name"] == "sharded SGD":
             sgd_us[e["args"]["bucket"]] += e["dur"]
         elif "bucket" in e["args"]:
             by_bucket[e["args"]["bucket"]][e["name"]] = e

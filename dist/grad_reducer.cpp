@@ -88,16 +88,16 @@ void GradReducer::gather_updated(float* state_arena) {
 ShardUpdate GradReducer::timed(ShardUpdate update) {
   ShardUpdate u = update;
   const bool finishes = static_cast<bool>(update.finish);
-  u.apply = [this, apply = update.apply, finishes](int64_t begin, int64_t count) {
+  u.apply = [this, apply = update.apply, finishes, name = update.name](int64_t begin, int64_t count) {
     const double t0 = timeline_->now_us();
     apply(begin, count);
-    if (!finishes) timeline_->span("sharded sgd", "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
+    if (!finishes) timeline_->span(name.c_str(), "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
   };
   if (finishes)
-    u.finish = [this, finish = update.finish](int64_t begin, int64_t count) {
+    u.finish = [this, finish = update.finish, name = update.name](int64_t begin, int64_t count) {
       const double t0 = timeline_->now_us();
       finish(begin, count);
-      timeline_->span("sharded update", "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
+      timeline_->span(name.c_str(), "optimizer", t0, timeline_->now_us(), 1, timeline_bucket_);
     };
   return u;
 }

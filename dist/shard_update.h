@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace rt {
 
@@ -22,6 +23,8 @@ struct ShardUpdate {
   // Where data[0] sits in apply's and finish's offsets, and in gather: a bucket's place in the
   // arena, so that one update serves every bucket (at()).
   int64_t offset = 0;
+  // The timeline's name for its spans: "sharded " and the optimizer's own name.
+  std::string name = "sharded update";
 
   // The same update for a buffer that starts `by` floats further on.
   ShardUpdate at(int64_t by) const {

@@ -350,6 +350,7 @@ struct ShardedSide {
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<GradReducer> reducer;
   double lr = 0;
+  int64_t step_under_way = 0;  // the sharded update names it in its messages
 
   ShardedSide(Device device, const std::vector<float>* weights, OptimizerKind kind, double rate,
               std::unique_ptr<Collective> collective) {
@@ -368,7 +369,8 @@ struct ShardedSide {
     cut_at_collective_parts(*optimizer, plan.buckets, *collective);
     lr = rate;
     std::optional<ShardUpdate> update =
-        make_sharded_update(*optimizer, *graph, *collective, /*whole_step_first=*/false, w, test_stall(), &lr);
+        make_sharded_update(*optimizer, *graph, *collective,
+                            /*whole_step_first=*/false, w, test_stall(), &lr, &step_under_way);
     RT_CHECK(update.has_value(), "the ring shards the update");
     reducer = std::make_unique<GradReducer>(graph->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                             std::move(collective), /*overlap=*/true, nullptr, std::move(update));
@@ -376,6 +378,7 @@ struct ShardedSide {
   // One step on these gradients: every parameter reported ready in arena order, then finish().
   void step(int64_t step, const std::vector<float>& grads) {
     copy_bytes(graph->grad_arena(), graph->device(), grads.data(), Device::kCpu, sizeof(float) * grads.size());
+    step_under_way = step;
     reducer->begin_step(step);
     for (size_t i = 0; i < graph->params().size(); ++i) reducer->on_grad_ready(i);
     reducer->finish();

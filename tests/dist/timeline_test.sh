@@ -52,7 +52,7 @@ for rank in (0, 1):
         rs, ag = (next(e for e in spans if e["name"] == n and key(e) == key(ar)) for n in ("reduce-scatter", "all-gather"))
         assert ar["ts"] - slack <= rs["ts"] and abs(rs["ts"] + rs["dur"] - ag["ts"]) <= slack, (ar, rs, ag)
         assert ag["ts"] + ag["dur"] <= ar["ts"] + ar["dur"] + slack, (ar, ag)
-        sgd = [e for e in spans if e["name"] == "sharded sgd" and key(e) == key(ar)]
+        sgd = [e for e in spans if e["name"] == "sharded SGD" and key(e) == key(ar)]
         assert len(sgd) >= 1 if sharded else not sgd, (ar, len(sgd))
         for e in sgd:
             assert rs["ts"] - slack <= e["ts"] and e["ts"] + e["dur"] <= rs["ts"] + rs["dur"] + slack, (rs, e)
