@@ -21,12 +21,28 @@ require_netns() {
 # train.epochs and checkpoint.dir) into $work/NAME.log, takes rt-a's end of the link down once
 # $work/NAME/metrics.jsonl logs step 20, for DOWN_S seconds (0: for good), and waits for the job;
 # sets rc (its exit status) and after_cut (seconds from the cut to its end).
+# A job that ends before step 20 never met the cut: it is started again, at most twice, saying so.
+# Open MPI 4.1 under srun --mpi=pmix does that now and then on a loaded machine: a rank that is
+# slow through MPI_Init is sent a message before it can take one, and dies there of SIGSEGV.
 link_cut_run() {
-  local name=$1 epochs=$2 down_s=$3 job cut
+  local name=$1 epochs=$2 down_s=$3 job cut attempt reached
   shift 3
-  timeout 300 "$@" --set train.epochs="$epochs" --set checkpoint.dir="$work/$name" > "$work/$name.log" 2>&1 &
-  job=$!
-  for _ in $(seq 3000); do grep -qs '"step":20,' "$work/$name/metrics.jsonl" && break; sleep 0.02; done
+  for attempt in 1 2 3; do
+    rm -rf "${work:?}/$name"
+    timeout 300 "$@" --set train.epochs="$epochs" --set checkpoint.dir="$work/$name" > "$work/$name.log" 2>&1 &
+    job=$!
+    reached=0
+    for _ in $(seq 3000); do
+      grep -qs '"step":20,' "$work/$name/metrics.jsonl" && { reached=1; break; }
+      kill -0 "$job" 2> /dev/null || break
+      sleep 0.02
+    done
+    [[ $reached -eq 1 ]] || ! kill -0 "$job" 2> /dev/null || reached=1  # still running: cut anyway
+    [[ $reached -eq 1 || $attempt -eq 3 ]] && break
+    wait "$job"
+    echo "NOTE: $name: the job ended before step 20 (exit $?), so before the cut; starting it again:"
+    job_said "$work/$name.log" | tail -5 | sed 's/^/    /'
+  done
   cut=$(date +%s.%N)
   ip -n rt-a link set rt-veth-a down
   if [[ $down_s -gt 0 ]]; then sleep "$down_s"; ip -n rt-a link set rt-veth-a up; fi
