@@ -29,52 +29,41 @@ void ExchangePrimitives::exchange(void* recv, size_t recv_bytes) {
   held_bytes_ = 0;
 }
 
-void ExchangePrimitives::post_receives(const RingOp&, ChunkRange) { received_ = false; }
+void ExchangePrimitives::post_receives(const RingMove&, ChunkRange) { received_ = false; }
 
-// Reduce-scatter receives are added in (and, on a float32 wire, scaled on the last of them);
-// all-gather receives land in place. With the wire type they land in a stage first: reduce-scatter
-// receives in the receive stage, all-gather ones in the send stage, from which they go on as they
-// came.
-void ExchangePrimitives::receive(const RingOp& op, ChunkRange slice) {
+// With the wire type, receives land in a stage first: reduce-scatter ones in the receive stage,
+// all-gather ones in the send stage, from which they go on as they came.
+void ExchangePrimitives::receive(const RingMove& move, ChunkRange slice) {
   received_ = true;
   const int64_t at = slice.begin, n = slice.count;
-  const size_t floats_bytes = sizeof(float) * static_cast<size_t>(n);
-  const size_t wire_n_bytes = wire_bytes(run_.wire) * static_cast<size_t>(n);
-  if (op.reduce() && !run_.narrow_reduce) {
+  if (!move.narrow_in && !move.add) return exchange(move.into + at, sizeof(float) * static_cast<size_t>(n));
+  if (!move.narrow_in) {
     float* incoming = static_cast<float*>(buffer(kIncoming, 0));
-    exchange(incoming, floats_bytes);
-    add(run_.reduced + at, incoming, n, op.final_reduce() ? run_.final_scale : 1.0f);
-  } else if (op.reduce()) {
-    exchange(stage(kRecvStage) + at, wire_n_bytes);
-    add_wire(run_.reduced + at, stage(kRecvStage) + at, n, run_.wire);
-  } else if (run_.narrow_gather) {
-    exchange(stage(kSendStage) + at, wire_n_bytes);
-    widen(stage(kSendStage) + at, run_.gathered + at, n, run_.wire);
-  } else {
-    exchange(run_.gathered + at, floats_bytes);
+    exchange(incoming, sizeof(float) * static_cast<size_t>(n));
+    return add(move.into + at, incoming, n, move.scale);
   }
+  uint16_t* const staged = stage(move.add ? kRecvStage : kSendStage) + at;
+  exchange(staged, wire_bytes(run_.wire) * static_cast<size_t>(n));
+  if (move.add)
+    add_wire(move.into + at, staged, n, run_.wire);
+  else
+    widen(staged, move.into + at, n, run_.wire);
 }
 
-// The owner of a finished chunk rounds its own copy to what it sends, so that every rank ends
-// with the same values.
-void ExchangePrimitives::send(const RingOp& op, ChunkRange slice) {
+void ExchangePrimitives::send(const RingMove& move, ChunkRange slice) {
   const int64_t at = slice.begin, n = slice.count;
-  const bool narrowed = op.partial ? run_.narrow_reduce : run_.narrow_gather;
-  float* const from = op.partial ? run_.reduced : run_.gathered;
-  if (!narrowed) {
-    held_ = from + at, held_bytes_ = sizeof(float) * static_cast<size_t>(n);
+  if (!move.narrow_out) {
+    held_ = move.from + at, held_bytes_ = sizeof(float) * static_cast<size_t>(n);
     return;
   }
-  uint16_t* const out = stage(kSendStage) + at;
-  if (op.kind != RingOpKind::kRecvCopySend) {  // an all-gather forward is in the send stage already
-    narrow(from + at, out, n, run_.wire);
-    if (!op.partial) widen(out, from + at, n, run_.wire);
-  }
+  uint16_t* const out = stage(kSendStage) + at;  // an all-gather forward is there already
+  if (!move.as_received) narrow(move.from + at, out, n, run_.wire);
+  if (move.round_own) widen(out, move.from + at, n, run_.wire);
   held_ = out, held_bytes_ = wire_bytes(run_.wire) * static_cast<size_t>(n);
 }
 
 // A step whose chunk is empty still makes its one exchange, sending what it holds.
-void ExchangePrimitives::end_step(const RingOp&) {
+void ExchangePrimitives::end_step(const RingMove&) {
   if (!received_) exchange(nullptr, 0);
 }
 

@@ -24,10 +24,10 @@ class ExchangePrimitives : public RingPrimitives {
   int world() const override { return x_.world(); }
   int64_t slice_floats() const override { return INT64_MAX / 2; }
   void begin(const RingRun& run) override;
-  void post_receives(const RingOp& op, ChunkRange chunk) override;
-  void receive(const RingOp& op, ChunkRange slice) override;
-  void send(const RingOp& op, ChunkRange slice) override;
-  void end_step(const RingOp& op) override;
+  void post_receives(const RingMove& move, ChunkRange chunk) override;
+  void receive(const RingMove& move, ChunkRange slice) override;
+  void send(const RingMove& move, ChunkRange slice) override;
+  void end_step(const RingMove& move) override;
   void end() override;
   // Buffers for runs over up to `floats` in `wire`, allocated before the step loop.
   void reserve(int64_t floats, Wire wire);

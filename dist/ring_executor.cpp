@@ -58,6 +58,26 @@ void RingExecutor::run(float* data, int64_t count, const WaitContext& context, c
   phase_switch_ = switched;
 }
 
+// Note [One rule per slice]
+// Every rank must end a run with the same bits. Float32 sums are formed on one rank each and
+// copied, so they agree; but a finished chunk sent in a 16-bit wire type arrives rounded, so its
+// owner rounds its own copy to what it sends (round_own). What is forwarded in the all-gather goes
+// on as it arrived (as_received), never rounded twice. Partial sums are sent narrowed but kept in
+// float32 by their sender, as they are not final.
+RingMove RingExecutor::move(const RingOp& op, const RingRun& run) {
+  RingMove m;
+  m.receives = op.kind != RingOpKind::kSend;
+  m.add = op.reduce();
+  m.into = m.add ? run.reduced : run.gathered;
+  m.narrow_in = m.add ? run.narrow_reduce : run.narrow_gather;
+  m.scale = op.final_reduce() ? run.final_scale : 1.0f;
+  m.from = op.partial ? run.reduced : run.gathered;
+  m.narrow_out = op.partial ? run.narrow_reduce : run.narrow_gather;
+  m.as_received = m.narrow_out && op.kind == RingOpKind::kRecvCopySend;
+  m.round_own = m.narrow_out && !op.partial && !m.as_received;
+  return m;
+}
+
 // The one interpreter of the schedule (Note [Ring primitives] in ring_schedule.h).
 void RingExecutor::run_ops(RingRun run, int first, int end, const ShardUpdate* update) {
   if (run.narrow_reduce && first == 0) p_->scale(run.reduced, run.count, scale_);
@@ -65,16 +85,16 @@ void RingExecutor::run_ops(RingRun run, int first, int end, const ShardUpdate* u
   const int64_t slice = p_->slice_floats();
   for (const RingOp& op : ring_ops(p_->rank(), p_->world(), first, end)) {
     const ChunkRange chunk = chunk_range(run.count, p_->world(), op.chunk);
-    const bool receives = op.kind != RingOpKind::kSend;
-    if (receives) p_->post_receives(op, chunk);
+    const RingMove m = move(op, run);
+    if (m.receives) p_->post_receives(m, chunk);
     for (int64_t at = chunk.begin; at < chunk.begin + chunk.count; at += slice) {
       const ChunkRange piece{at, std::min(slice, chunk.begin + chunk.count - at)};
-      if (receives) p_->receive(op, piece);
+      if (m.receives) p_->receive(m, piece);
       // The slice is final here: the hook's one call site (Note [Sharded update]).
       if (op.final_reduce() && update) update->apply_to(piece.begin, piece.count);
-      if (op.forward) p_->send(op, piece);
+      if (op.forward) p_->send(m, piece);
     }
-    if (receives) p_->end_step(op);
+    if (m.receives) p_->end_step(m);
     if (op.final_reduce()) phase_switch_ = std::chrono::steady_clock::now();
   }
   p_->end();

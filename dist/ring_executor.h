@@ -44,6 +44,8 @@ class RingExecutor {
   // The schedule's operations for steps [first, end) over run's buffers; `update` (may be null)
   // applied to each slice as it becomes final.
   void run_ops(RingRun run, int first, int end, const ShardUpdate* update);
+  // What op does with its slices in `run` (Note [One rule per slice] in ring_executor.cpp).
+  static RingMove move(const RingOp& op, const RingRun& run);
   RingRun whole(float* reduced, float* gathered, int64_t count, const WaitContext& context, bool narrow_gather) const;
 
   std::unique_ptr<RingPrimitives> p_;

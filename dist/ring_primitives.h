@@ -12,6 +12,21 @@
 
 namespace rt {
 
+// What one operation does with each of its slices, resolved by the executor from the op and the
+// run (RingExecutor::move), so that the primitives only move bytes and add: which buffer, whether
+// a slice travels in the wire type and who rounds are decided in one place.
+struct RingMove {
+  bool receives = false;     // a receive op (every kind but kSend)
+  bool add = false;          // its slices are added into `into` (reduce-scatter), else kept there
+  float* into = nullptr;     // run.reduced where they are added, run.gathered where kept
+  bool narrow_in = false;    // they arrive in the wire type
+  float scale = 1;           // the sum is multiplied by it (the last reduce-scatter receive's)
+  float* from = nullptr;     // what is sent: partial sums from run.reduced, else run.gathered
+  bool narrow_out = false;   // it leaves in the wire type
+  bool as_received = false;  // ... as it arrived, not narrowed again (an all-gather forward)
+  bool round_own = false;    // the sender's own copy becomes what it sends (widened back)
+};
+
 // One run of the executor, as its primitives see it.
 struct RingRun {
   float* reduced = nullptr;   // reduce-scatter receives add into it, partial sums are sent from it
@@ -39,16 +54,14 @@ class RingPrimitives {
   // data[0, count) *= s.
   virtual void scale(float* data, int64_t count, float s) = 0;
   virtual void begin(const RingRun& run) = 0;
-  // Before op's first receive: all of chunk's slices may be posted now.
-  virtual void post_receives(const RingOp& op, ChunkRange chunk) = 0;
-  // One slice of op's chunk has landed: added into run.reduced (op.reduce(); the final one scaled
-  // by run.final_scale) or kept in run.gathered.
-  virtual void receive(const RingOp& op, ChunkRange slice) = 0;
-  // Sends a slice on to the next rank: a partial sum from run.reduced (op.partial), else a
-  // finished one from run.gathered.
-  virtual void send(const RingOp& op, ChunkRange slice) = 0;
-  // After op's slices: the sends of the operation before it have left.
-  virtual void end_step(const RingOp& op) = 0;
+  // Before a receive op's first slice: all of chunk's slices may be posted now.
+  virtual void post_receives(const RingMove& move, ChunkRange chunk) = 0;
+  // One slice of the chunk has landed: added into move.into times move.scale, or kept there.
+  virtual void receive(const RingMove& move, ChunkRange slice) = 0;
+  // Sends a slice of move.from on to the next rank.
+  virtual void send(const RingMove& move, ChunkRange slice) = 0;
+  // After a receive op's slices: the sends of the operation before it have left.
+  virtual void end_step(const RingMove& move) = 0;
   // After the run's last operation.
   virtual void end() = 0;
 };

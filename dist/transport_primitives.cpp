@@ -21,6 +21,7 @@ void TransportPrimitives::begin(const RingRun& run) {
   }
   sends_.clear();
   next_sends_.clear();
+  receiving_ = false;
 }
 
 Transport::Handle TransportPrimitives::send_floats(const float* buffer, int64_t at, int64_t n, bool narrow) {
@@ -30,56 +31,54 @@ Transport::Handle TransportPrimitives::send_floats(const float* buffer, int64_t 
   return t_.post_send(w, wire_bytes(run_.wire) * static_cast<size_t>(n), next_);
 }
 
-// Reduce-scatter receives are added in (and, on a float32 wire, scaled on the last of them);
-// all-gather receives land in place. With the wire type both land in the receive stage first.
-void TransportPrimitives::post_receives(const RingOp& op, ChunkRange chunk) {
-  const bool narrow = op.reduce() ? run_.narrow_reduce : run_.narrow_gather;
+// With the wire type, receives land in the receive stage first.
+void TransportPrimitives::post_receives(const RingMove& move, ChunkRange chunk) {
   recvs_.clear();
   received_ = 0;
+  receiving_ = true;
   for (int64_t at = chunk.begin; at < chunk.begin + chunk.count; at += slice_) {
     const auto n = static_cast<size_t>(std::min(slice_, chunk.begin + chunk.count - at));
-    if (narrow)
+    if (move.narrow_in)
       recvs_.push_back(t_.post_recv(recv_stage_.data() + at, wire_bytes(run_.wire) * n, prev_));
-    else if (op.reduce())
-      recvs_.push_back(t_.post_recv_reduce(run_.reduced + at, n, prev_, op.final_reduce() ? run_.final_scale : 1.0f));
+    else if (move.add)
+      recvs_.push_back(t_.post_recv_reduce(move.into + at, n, prev_, move.scale));
     else
-      recvs_.push_back(t_.post_recv(run_.gathered + at, sizeof(float) * n, prev_));
+      recvs_.push_back(t_.post_recv(move.into + at, sizeof(float) * n, prev_));
   }
 }
 
-void TransportPrimitives::receive(const RingOp& op, ChunkRange slice) {
+void TransportPrimitives::receive(const RingMove& move, ChunkRange slice) {
   WaitContext ctx = run_.context;
-  ctx.what = op.reduce() ? "reduce-scatter receive" : "all-gather receive";
+  ctx.what = move.add ? "reduce-scatter receive" : "all-gather receive";
   t_.wait(recvs_.at(received_++), ctx);
+  if (!move.narrow_in) return;
   const auto n = static_cast<size_t>(slice.count);
-  if (op.reduce() && run_.narrow_reduce)
-    add_from_wire(run_.reduced + slice.begin, recv_stage_.data() + slice.begin, n, 1.0f, run_.wire);
-  else if (!op.reduce() && run_.narrow_gather)
-    widen_from_wire(recv_stage_.data() + slice.begin, run_.gathered + slice.begin, n, run_.wire);
+  if (move.add)
+    add_from_wire(move.into + slice.begin, recv_stage_.data() + slice.begin, n, move.scale, run_.wire);
+  else
+    widen_from_wire(recv_stage_.data() + slice.begin, move.into + slice.begin, n, run_.wire);
 }
 
-// The owner of a finished chunk rounds its own copy to what it sends, so that every rank ends
-// with the same values.
-void TransportPrimitives::send(const RingOp& op, ChunkRange slice) {
-  std::vector<Transport::Handle>& into = op.kind == RingOpKind::kSend ? sends_ : next_sends_;
+// A receive op's sends are awaited after the next op's receives; the opening send's after the
+// first receive op's.
+void TransportPrimitives::send(const RingMove& move, ChunkRange slice) {
+  std::vector<Transport::Handle>& into = receiving_ ? next_sends_ : sends_;
   const int64_t at = slice.begin, n = slice.count;
-  if (op.partial) {
-    into.push_back(send_floats(run_.reduced, at, n, run_.narrow_reduce));
-  } else if (op.kind == RingOpKind::kRecvCopySend && run_.narrow_gather) {  // forwarded as it came
+  if (move.as_received) {
     into.push_back(t_.post_send(recv_stage_.data() + at, wire_bytes(run_.wire) * static_cast<size_t>(n), next_));
-  } else {
-    into.push_back(send_floats(run_.gathered, at, n, run_.narrow_gather));
-    if (run_.narrow_gather)
-      widen_from_wire(send_stage_.data() + at, run_.gathered + at, static_cast<size_t>(n), run_.wire);
+    return;
   }
+  into.push_back(send_floats(move.from, at, n, move.narrow_out));
+  if (move.round_own) widen_from_wire(send_stage_.data() + at, move.from + at, static_cast<size_t>(n), run_.wire);
 }
 
-void TransportPrimitives::end_step(const RingOp& op) {
+void TransportPrimitives::end_step(const RingMove& move) {
   WaitContext ctx = run_.context;
-  ctx.what = op.reduce() ? "reduce-scatter send" : "all-gather send";
+  ctx.what = move.add ? "reduce-scatter send" : "all-gather send";
   for (Transport::Handle h : sends_) t_.wait(h, ctx);
   sends_.swap(next_sends_);
   next_sends_.clear();
+  receiving_ = false;
 }
 
 }  // namespace rt

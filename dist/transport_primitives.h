@@ -23,10 +23,10 @@ class TransportPrimitives final : public RingPrimitives {
   int64_t slice_floats() const override { return slice_; }
   void scale(float* data, int64_t count, float s) override;
   void begin(const RingRun& run) override;
-  void post_receives(const RingOp& op, ChunkRange chunk) override;
-  void receive(const RingOp& op, ChunkRange slice) override;
-  void send(const RingOp& op, ChunkRange slice) override;
-  void end_step(const RingOp& op) override;
+  void post_receives(const RingMove& move, ChunkRange chunk) override;
+  void receive(const RingMove& move, ChunkRange slice) override;
+  void send(const RingMove& move, ChunkRange slice) override;
+  void end_step(const RingMove& move) override;
   void end() override { t_.reset(); }
   ReceiveTimes receive_times() const override { return t_.receive_times(); }
 
@@ -40,6 +40,7 @@ class TransportPrimitives final : public RingPrimitives {
   int next_ = 0, prev_ = 0;
   std::vector<Transport::Handle> recvs_;               // this step's, in slice order
   size_t received_ = 0;                                // of recvs_
+  bool receiving_ = false;                             // inside a receive op
   std::vector<Transport::Handle> sends_, next_sends_;  // the step's before this one, and this one's
   // With a 16-bit wire: what this rank sends and receives, at the buffer's offsets.
   std::vector<uint16_t> send_stage_, recv_stage_;
