@@ -24,7 +24,7 @@ void StragglerTally::begin_epoch() {
   steps_ = last_steps_ = 0;
 }
 
-void StragglerTally::add_step(double compute_s, double averages_wait_s, const LinkWaits& now) {
+void StragglerTally::add_step(double compute_s, double averages_wait_s, const Links& now) {
   from_prev_.seconds += now.from_prev.seconds - last_.from_prev.seconds;
   from_prev_.bytes += now.from_prev.bytes - last_.from_prev.bytes;
   last_ = now;

@@ -2,7 +2,7 @@
 // pace. Each rank keeps, per epoch, its compute time per step (batch in to last gradient ready,
 // the time spent waiting for data left out), its wait for each step's averages, and how long the
 // bytes of its receives from the previous ring rank took to arrive, first byte to last
-// (Collective::link_waits). At the epoch's end these ride in the sum the epoch's figures already
+// (Collective::links). At the epoch's end these ride in the sum the epoch's figures already
 // take (each rank fills its own slots, the others add zeros), and rank 0 judges:
 // - a rank whose compute stands out from the median (kComputeMargin, kFloorS) and for which the
 //   others waited (its own wait for the step's averages under half the others') held them back:
@@ -34,8 +34,8 @@ class StragglerTally {
  public:
   static constexpr int kFields = 8;  // per rank, in the epoch's sum
   // A step's compute seconds, how long it then waited for the step's averages, and the
-  // collective's waits so far (link_waits, cumulative).
-  void add_step(double compute_s, double averages_wait_s, const LinkWaits& waits_so_far);
+  // collective's links so far (their receive times cumulative).
+  void add_step(double compute_s, double averages_wait_s, const Links& so_far);
   void begin_epoch();
   // This rank's figures into its slots of `all` (kFields per rank, zero elsewhere).
   void write(double* all, int rank) const;
@@ -44,7 +44,7 @@ class StragglerTally {
   double compute_s_ = 0, averages_wait_s_ = 0;
   ReceiveTimes from_prev_;
   int64_t steps_ = 0, last_steps_ = 0;  // steps it came last to the averages, the others waiting
-  LinkWaits last_;
+  Links last_;
 };
 
 struct StragglerVerdict {

@@ -36,7 +36,7 @@ struct EvalResult {
 struct StepOutcome : LossResult {
   double compute_s = 0;        // batch in to last gradient ready, the waits for data left out
   double averages_wait_s = 0;  // then, the wait for the step's averages
-  LinkWaits link_waits;        // the collective's so far (cumulative); none on one rank
+  Links links;                 // the collective's (receive times so far); none on one rank
 };
 
 class Trainer {

@@ -115,7 +115,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (!config.log.timeline.empty()) timeline_ = make_timeline(config.log, world);
   if (collective) {
     attach_reducer(std::move(collective));
-    between_steps_.broken_links = [this] { return reducer_->collective().broken_links(); };
+    between_steps_.broken_links = [this] { return reducer_->collective().links().broken; };
   }
   if (config.train.accumulate_steps > 1)
     accumulation_ = std::make_unique<GradientAccumulation>(*graph_, reducer_.get());

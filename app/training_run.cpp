@@ -153,7 +153,7 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   set_current_training_step(-1);  // between steps: a failure now names its own step, as metrics.jsonl counts it
   if (tl) tl->flush(run_step);
   tally_.add_step(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  stragglers_.add_step(step.compute_s, step.averages_wait_s, step.link_waits);
+  stragglers_.add_step(step.compute_s, step.averages_wait_s, step.links);
   result_.step_losses.push_back(step.loss);
   const int64_t steps_left = (last_epoch_ - epoch) * t_.steps_per_epoch() - (s + 1);
   progress_.step(s, step.loss, t_.schedule().lr, tally_.images_per_s(s), tally_.eta_s(steps_left));

@@ -30,10 +30,11 @@ class RingCollective final : public Collective {
     return cuts;
   }
   std::shared_ptr<float> allocate(size_t floats) override { return transport_->allocate(floats); }
-  std::string broken_links() const override { return transport_->broken_links(); }
-  LinkWaits link_waits() const override {
+  Links links() const override {
+    Links links = transport_->links();
     const int r = transport_->rank(), p = transport_->world();
-    return {ring_prev(r, p), ring_next(r, p), ring_.receive_times()};
+    links.prev = ring_prev(r, p), links.next = ring_next(r, p);
+    return links;
   }
 
  protected:

@@ -23,13 +23,6 @@ namespace rt {
 
 using PhaseSwitch = std::optional<std::chrono::steady_clock::time_point>;
 
-// A ring neighbour pair as world ranks, and how long the bytes of this rank's receives from prev
-// took to arrive so far.
-struct LinkWaits {
-  int prev = -1, next = -1;  // -1: no ring (one rank, a library's allreduce)
-  ReceiveTimes from_prev;
-};
-
 // Note [Device collectives]: a collective on GPU memory (dist/cuda/device_collective.h) only
 // enqueues its work: average() returns at once, its transfers and kernels run on a communication
 // stream of their own. Its StreamOrder orders that stream against the compute stream without
@@ -83,12 +76,10 @@ class Collective {
   }
   // A collective on GPU memory's ordering against the compute stream; null on the host.
   virtual StreamOrder* stream_order() { return nullptr; }
-  // This rank's waits so far on its ring neighbours (Note [Naming the straggler] in
-  // app/straggler_report.h): under the two-level ring, those of the ring across hosts. The
-  // communication thread writes them; read them after the step's averages are done.
-  virtual LinkWaits link_waits() const { return {}; }
-  // What its transport knows of a broken connection (Transport::broken_links), "" if nothing.
-  virtual std::string broken_links() const { return ""; }
+  // This rank's ring links (Note [Naming the straggler] in app/straggler_report.h): under the
+  // two-level ring, those of the ring across hosts, the network's. The communication thread
+  // writes their receive times: read them after the step's averages are done.
+  virtual Links links() const { return {}; }
 
  protected:
   // average()'s work; `update` is given only where shard_cuts says the collective shards.

@@ -22,7 +22,6 @@ class RingExecutor {
   explicit RingExecutor(std::unique_ptr<RingPrimitives> primitives, Wire wire = Wire::kFp32, float result_scale = 0);
   int rank() const { return p_->rank(); }
   int world() const { return p_->world(); }
-  ReceiveTimes receive_times() const { return p_->receive_times(); }
   // data[0, count) becomes the average over all ranks, on every rank: bit-identical on every rank
   // whatever the wire type (the owner of each chunk rounds its own copy as it sends it).
   void run(float* data, int64_t count, const WaitContext& context);

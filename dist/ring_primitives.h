@@ -42,10 +42,6 @@ struct RingRun {
 class RingPrimitives {
  public:
   virtual ~RingPrimitives() = default;
-  // How long the bytes of the receives from the previous rank took to arrive so far (Note
-  // [Naming the straggler] in app/straggler_report.h); zero where the host does not see them
-  // arrive (the GPU's exchanges are enqueued, not awaited).
-  virtual ReceiveTimes receive_times() const { return {}; }
   virtual int rank() const = 0;
   virtual int world() const = 0;
   // The largest slice a receive handles: chunks are cut into slices of it, each reduced and sent

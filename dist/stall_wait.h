@@ -30,7 +30,7 @@ struct StallPolicy {
   // Each world rank's host, so that a message about a rank says where it is. Empty: unknown.
   std::vector<std::string> hosts = {};
   // For waits that cannot name a rank (MPI collectives): what the ring's own connections know of
-  // a broken link (Collective::broken_links). Empty: nothing to ask.
+  // a broken link (Links::broken of the collective's links()). Empty: nothing to ask.
   std::function<std::string()> broken_links = {};
   int world_rank(int r) const { return world_ranks.empty() ? r : world_ranks[static_cast<size_t>(r)]; }
   // "rank 3 (node04)": a world rank, with its host where known.

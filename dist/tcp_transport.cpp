@@ -37,7 +37,7 @@ TcpTransport::TcpTransport(MPI_Comm comm, StallPolicy policy, const std::string&
   // Keepalive probes find a neighbour cut off while the ring is idle (between steps, where the
   // ranks wait in MPI collectives that cannot say who is missing): after a sixth of the abort
   // time without traffic, 3 probes as far apart, so the connection has failed before the stall
-  // abort and its message can say so (broken_links). An outage shorter than two probe intervals
+  // abort and its message can say so (Links::broken). An outage shorter than two probe intervals
   // (a third of the abort time: 5 s at 15 s) is ridden out.
   const int idle_s = std::max(1, static_cast<int>(policy_.abort_s / 6)), probes = 3, on = 1;
   for (int fd : {links_.to_next, links_.from_prev}) {

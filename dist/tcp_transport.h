@@ -34,8 +34,7 @@ class TcpTransport final : public Transport {
   Handle post_recv_reduce(float* dst, size_t count, int peer, float scale) override;
   void wait(Handle handle, const WaitContext& context) override;
   void reset() override;
-  ReceiveTimes receive_times() const override { return received_; }
-  std::string broken_links() const override;
+  Links links() const override { return {-1, -1, received_, broken_links()}; }
 
  private:
   struct Transfer {
@@ -57,6 +56,7 @@ class TcpTransport final : public Transport {
   bool receive_payload(Transfer& t);
   void complete_front(std::deque<Transfer>& queue);
   [[noreturn]] void fail(bool sending, const std::string& why) const;
+  std::string broken_links() const;  // Links::broken
 
   int rank_ = 0, world_ = 1, next_ = 0, prev_ = 0;
   StallPolicy policy_;

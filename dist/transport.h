@@ -34,6 +34,16 @@ struct ReceiveTimes {
   double seconds = 0, bytes = 0;
 };
 
+// What is known of a ring's links into and out of this rank: its neighbours as world ranks (the
+// collective's to say; -1 where there is no ring), how its receives from prev have gone so far,
+// and what has broken: "; the ring's TCP connection from rank 2 (node03) failed: Connection timed
+// out (...)", or "" while nothing has, for stall messages that cannot name a rank.
+struct Links {
+  int prev = -1, next = -1;
+  ReceiveTimes from_prev;
+  std::string broken;
+};
+
 class Transport {
  public:
   using Handle = int;
@@ -58,10 +68,8 @@ class Transport {
   virtual void wait(Handle handle, const WaitContext& context) = 0;
   // Forgets completed handles (call when none is pending).
   virtual void reset() = 0;
-  virtual ReceiveTimes receive_times() const { return {}; }
-  // "; the ring's TCP connection from rank 2 (node03) failed: Connection timed out (...)" where a
-  // connection of this transport broke; "" otherwise. For stall messages that cannot name a rank.
-  virtual std::string broken_links() const { return ""; }
+  // Its receive times and broken connections (prev and next unset).
+  virtual Links links() const { return {}; }
 };
 
 }  // namespace rt

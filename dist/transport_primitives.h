@@ -28,7 +28,6 @@ class TransportPrimitives final : public RingPrimitives {
   void send(const RingMove& move, ChunkRange slice) override;
   void end_step(const RingMove& move) override;
   void end() override { t_.reset(); }
-  ReceiveTimes receive_times() const override { return t_.receive_times(); }
 
  private:
   // Posts elements [at, at + n) of a float buffer: as they are, or narrowed into the send stage.

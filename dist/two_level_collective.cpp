@@ -42,8 +42,7 @@ class AnnouncedWaits final : public Transport {
     inside_.waiting_elsewhere(-1);
   }
   void reset() override { across_->reset(); }
-  ReceiveTimes receive_times() const override { return across_->receive_times(); }
-  std::string broken_links() const override { return across_->broken_links(); }
+  Links links() const override { return across_->links(); }
 
  private:
   std::unique_ptr<Transport> across_;
@@ -107,12 +106,12 @@ class TwoLevelCollective final : public Collective {
     for (const RingPhase& phase : two_->gather_updated(data, count, context)) phase.run();
   }
   std::optional<std::vector<int64_t>> shard_cuts(int64_t count) const override { return two_->shard_cuts(count); }
-  std::string broken_links() const override { return cross_t_->broken_links(); }
-  LinkWaits link_waits() const override {  // the ring across hosts: the network's links
+  Links links() const override {  // the ring across hosts: the network's links
+    Links links = cross_t_->links();
     const std::vector<int>& ring = two_->place().cross_ring;
     const int at = two_->place().cross, n = static_cast<int>(ring.size());
-    return {ring[static_cast<size_t>(ring_prev(at, n))], ring[static_cast<size_t>(ring_next(at, n))],
-            cross_->receive_times()};
+    links.prev = ring[static_cast<size_t>(ring_prev(at, n))], links.next = ring[static_cast<size_t>(ring_next(at, n))];
+    return links;
   }
 
  protected:

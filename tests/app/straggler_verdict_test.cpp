@@ -26,7 +26,7 @@ StragglerVerdict judge(const std::vector<RankEpoch>& ranks, int steps = 50) {
     const RankEpoch& e = ranks[static_cast<size_t>(r)];
     StragglerTally tally;
     tally.begin_epoch();
-    LinkWaits waits;
+    Links waits;
     waits.prev = (r + world - 1) % world, waits.next = (r + 1) % world;
     for (int s = 0; s < steps; ++s) {
       waits.from_prev.seconds += e.link_ms * 1e-3;
