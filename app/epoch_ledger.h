@@ -20,5 +20,9 @@ struct EpochTotals {
 // Every rank calls it at the same point.
 EpochTotals sum_epoch(const EpochSums& own, const StragglerTally& stragglers, const World& world,
                       const std::vector<std::string>& hosts, const CollectiveWatch& watch);
+// The straggler figures alone (a report on demand, inside an epoch). Every rank calls it at the
+// same point.
+StragglerVerdict sum_stragglers(const StragglerTally& stragglers, const World& world,
+                                const std::vector<std::string>& hosts, const CollectiveWatch& watch);
 
 }  // namespace rt

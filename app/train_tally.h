@@ -36,7 +36,7 @@ class TrainTally {
   // Seconds since the epoch began (evaluation included, where it has run).
   double epoch_seconds() const;
 
-  double last_step_seconds() const { return last_step_seconds_; }
+  double last_step_images_per_s() const { return static_cast<double>(global_batch_) / last_step_seconds_; }
   double run_seconds() const { return run_seconds_; }  // this run's training steps only
   int64_t run_steps() const { return run_steps_; }
   int64_t run_images() const { return run_steps_ * global_batch_; }

@@ -163,14 +163,13 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
 
 void Loop::write_step_record(int64_t epoch, double loss) {
   const TrainingPosition& p = t_.position();
-  Json record{
-      {"kind", "step"},
-      {"epoch", epoch + 1},
-      {"step", p.step},
-      {"images_seen", p.images_seen},
-      {"loss", loss},
-      {"lr", t_.schedule().lr},
-      {"images_per_s", static_cast<double>(global_batch(config_.train, world_.size())) / tally_.last_step_seconds()}};
+  Json record{{"kind", "step"},
+              {"epoch", epoch + 1},
+              {"step", p.step},
+              {"images_seen", p.images_seen},
+              {"loss", loss},
+              {"lr", t_.schedule().lr},
+              {"images_per_s", tally_.last_step_images_per_s()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = t_.last_grad_norm().total;
   folder_.write_metric(record);
 }
@@ -245,13 +244,11 @@ void Loop::evaluate(int64_t epoch, EpochReport& report) {
 
 // SIGUSR2 (Note [Naming the straggler]): the epoch so far, every rank in one sum at this step.
 void Loop::report_stragglers_now() {
-  std::vector<double> all(static_cast<size_t>(world_.size() * StragglerTally::kFields), 0.0);
-  stragglers_.write(all.data(), world_.rank());
-  world_.allreduce_sum(all.data(), static_cast<int>(all.size()),
-                       watched(str_cat("step ", t_.position().step, ": the straggler report")));
+  const StragglerVerdict verdict =
+      sum_stragglers(stragglers_, world_, t_.between_steps().hosts,
+                     watched(str_cat("step ", t_.position().step, ": the straggler report")));
   if (world_.rank() == 0)
-    t_.out() << "ringtrain: on SIGUSR2, at step " << t_.position().step << ": "
-             << judge_stragglers(all.data(), t_.between_steps().hosts).on_demand() << "\n"
+    t_.out() << "ringtrain: on SIGUSR2, at step " << t_.position().step << ": " << verdict.on_demand() << "\n"
              << std::flush;
 }
 
