@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ringtrain builds, tests and trains with. Idempotent: packages
 # already present are skipped, so a second run does nothing and needs no network.
+# RINGTRAIN_SETUP=build installs only what configuring and building ringtrain needs (the
+# container's build stage, container/Dockerfile); RINGTRAIN_NO_ORACLE=1 leaves out PyTorch.
 set -euo pipefail
 
+# python3: tests/CMakeLists.txt asks for it at configure time, even when only ringtrain is built.
 build_pkgs=(cmake g++ make pkg-config zlib1g-dev openmpi-bin libopenmpi-dev libdnnl-dev
             libtomlplusplus-dev libxxhash-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev libgtest-dev
-            libgmock-dev libprotobuf-dev libboost-dev)
+            libgmock-dev libprotobuf-dev libboost-dev python3)
 # MPICH beside Open MPI (the default): cmake -DRINGTRAIN_MPI=mpich builds and tests against it.
 mpich_pkgs=(mpich libmpich-dev)
 data_pkgs=(dataset-fashion-mnist)
@@ -24,9 +27,14 @@ oracle_pkgs=(python3-torch python3-torchvision)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
-want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${tensorboard_test_pkgs[@]}"
-      "${tfrecord_test_pkgs[@]}" "${style_pkgs[@]}" "${fuzz_pkgs[@]}" "${slurm_pkgs[@]}")
-if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi
+case "${RINGTRAIN_SETUP:-all}" in
+  all)
+    want=("${build_pkgs[@]}" "${mpich_pkgs[@]}" "${data_pkgs[@]}" "${bench_pkgs[@]}" "${tensorboard_test_pkgs[@]}"
+          "${tfrecord_test_pkgs[@]}" "${style_pkgs[@]}" "${fuzz_pkgs[@]}" "${slurm_pkgs[@]}")
+    if [[ "${RINGTRAIN_NO_ORACLE:-0}" != 1 ]]; then want+=("${oracle_pkgs[@]}"); fi ;;
+  build) want=("${build_pkgs[@]}") ;;
+  *) echo "setup: RINGTRAIN_SETUP=${RINGTRAIN_SETUP}: expected all or build" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
