@@ -17,6 +17,7 @@
 # usage: same_behaviour.sh BEFORE AFTER [WORK]      (prints one line per run; exit 1 on a difference)
 set -u
 before=$1 after=$2
+for bin in "$before" "$after"; do [[ -x $bin ]] || { echo "same_behaviour: $bin: not an executable" >&2; exit 2; }; done
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=${3:-$(mktemp -d /tmp/ringtrain_same_XXXXXX)}
 source "$src/tests/support/fashion_mnist.sh"
