@@ -57,15 +57,16 @@ silent "$work/flat_clean.log" "$work/flat_clean/metrics.jsonl" "flat ring at 4 r
 run two_level_clean 4 RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
 silent "$work/two_level_clean.log" "$work/two_level_clean/metrics.jsonl" "two-level ring at 4 ranks, no fault"
 
-# SIGUSR2 to rank 3 once the job has trained 10 of its epoch's 16 steps: the report at a step, then
-# the job goes on. Not sooner: the waits of a run's first few steps are few and uneven, and over
-# 4 steps they once hid which rank the others waited for (under MPICH: "no rank or link stands
-# out: compute 19.3 ms a step at the median, 52.1 ms on rank 2").
+# SIGUSR2 to rank 3 once the job has trained 10 steps of its second epoch (16 steps each): the
+# report of that epoch so far, then the job goes on. Not in the first epoch: its start-up steps'
+# waits are few and uneven, and on a loaded machine they hid which rank the others waited for
+# (over 4 steps under MPICH: "no rank or link stands out: compute 19.3 ms a step at the median,
+# 52.1 ms on rank 2"; over 13 steps in CI's -j2 suite: "... 11.8 ms ..., 47.7 ms on rank 2").
 RINGTRAIN_TEST_FAULT=2:slow_step timeout 180 "$launch" --testing -np 4 "$ringtrain" "${common[@]}" \
   --set train.epochs=4 --set checkpoint.dir="$work/on_demand" > "$work/on_demand.log" 2>&1 &
 job=$!
 for _ in $(seq 1500); do
-  [[ $(grep -cs '"kind":"step"' "$work/on_demand/metrics.jsonl") -ge 10 ]] && break  # a record a step
+  [[ $(grep -cs '"kind":"step"' "$work/on_demand/metrics.jsonl") -ge 26 ]] && break  # a record a step
   sleep 0.02
 done
 pids=($(pgrep -f "checkpoint.dir=$work/on_demand" | sort -n))
