@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -49,13 +50,26 @@ TcpTransport::TcpTransport(MPI_Comm comm, StallPolicy policy, const std::string&
   }
 }
 
+// Reading SO_ERROR clears it, and a connection that timed out then reads as merely closed: the
+// first error read is kept, for every later reader (the step's links(), a stall message, the
+// transfer that then fails).
+int TcpTransport::socket_error(bool sending) const {
+  std::atomic<int>& kept = socket_errors_[sending ? 1 : 0];
+  if (kept.load() != 0) return kept.load();
+  const int fd = sending ? links_.to_next : links_.from_prev;
+  int error = 0;
+  socklen_t len = sizeof error;
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error == 0) return kept.load();
+  int none = 0;
+  kept.compare_exchange_strong(none, error);
+  return kept.load();
+}
+
 std::string TcpTransport::broken_links() const {
   std::string said;
   for (const bool sending : {false, true}) {
-    const int fd = sending ? links_.to_next : links_.from_prev;
-    int error = 0;
-    socklen_t len = sizeof error;
-    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error == 0) continue;
+    const int error = socket_error(sending);
+    if (error == 0) continue;
     said += str_cat("; the ring's TCP connection ", sending ? "to " : "from ",
                     policy_.who(policy_.world_rank(sending ? next_ : prev_)), " failed: ", broken(error));
   }
@@ -122,7 +136,8 @@ bool TcpTransport::send_some() {
     if (k < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      fail(true, broken(errno));
+      const int error = errno;
+      fail(true, broken(socket_error(true) != 0 ? socket_error(true) : error));
     }
     size_t n = static_cast<size_t>(k);
     const size_t h = std::min(n, sizeof t.header - t.header_done);
@@ -151,7 +166,10 @@ bool TcpTransport::receive_payload(Transfer& t) {
     want = std::min<uint64_t>(staging_.size() * sizeof(float) - staged, t.bytes - t.got);
   }
   const ssize_t k = ::recv(fd, into, want, MSG_DONTWAIT);
-  if (k == 0) fail(false, "the connection was closed (the rank died or aborted)");
+  if (k == 0) {
+    if (socket_error(false) != 0) fail(false, broken(socket_error(false)));
+    fail(false, "the connection was closed (the rank died or aborted)");
+  }
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
     fail(false, broken(errno));

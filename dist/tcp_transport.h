@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -56,7 +57,8 @@ class TcpTransport final : public Transport {
   bool receive_payload(Transfer& t);
   void complete_front(std::deque<Transfer>& queue);
   [[noreturn]] void fail(bool sending, const std::string& why) const;
-  std::string broken_links() const;  // Links::broken
+  std::string broken_links() const;      // Links::broken
+  int socket_error(bool sending) const;  // the connection's first error, 0 while none
 
   int rank_ = 0, world_ = 1, next_ = 0, prev_ = 0;
   StallPolicy policy_;
@@ -65,6 +67,7 @@ class TcpTransport final : public Transport {
   std::vector<bool> done_, is_send_;
   std::vector<float> staging_;  // reducing receives: bytes read but not yet added
   ReceiveTimes received_;
+  mutable std::atomic<int> socket_errors_[2] = {0, 0};  // from prev, to next: the first read
 };
 
 }  // namespace rt
