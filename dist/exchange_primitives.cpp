@@ -44,10 +44,12 @@ void ExchangePrimitives::receive(const RingMove& move, ChunkRange slice) {
   }
   uint16_t* const staged = stage(move.add ? kRecvStage : kSendStage) + at;
   exchange(staged, wire_bytes(run_.wire) * static_cast<size_t>(n));
-  if (move.add)
+  if (move.add) {
+    RT_ASSERT(move.scale == 1.0f);  // a 16-bit wire is scaled before the first send (Note [Wire scaling])
     add_wire(move.into + at, staged, n, run_.wire);
-  else
+  } else {
     widen(staged, move.into + at, n, run_.wire);
+  }
 }
 
 void ExchangePrimitives::send(const RingMove& move, ChunkRange slice) {
