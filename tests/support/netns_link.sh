@@ -21,7 +21,8 @@ require_netns() {
 # train.epochs and checkpoint.dir) into $work/NAME.log, takes rt-a's end of the link down once
 # $work/NAME/metrics.jsonl logs step 20, for DOWN_S seconds (0: for good), and waits for the job;
 # sets rc (its exit status) and after_cut (seconds from the cut to its end).
-# A job that ends before step 20 never met the cut: it is started again, at most twice, saying so.
+# A job that ends before step 20 never met the cut: it is started again, at most twice, saying so
+# (a third such end sets fail=1).
 # Open MPI 4.1 under srun --mpi=pmix does that now and then on a loaded machine: a rank that is
 # slow through MPI_Init is sent a message before it can take one, and dies there of SIGSEGV.
 link_cut_run() {
@@ -43,6 +44,7 @@ link_cut_run() {
     echo "NOTE: $name: the job ended before step 20 (exit $?), so before the cut; starting it again:"
     job_said "$work/$name.log" | tail -5 | sed 's/^/    /'
   done
+  [[ $reached -eq 1 ]] || { echo "FAIL: $name: the job ended before step 20 in 3 attempts"; fail=1; }
   cut=$(date +%s.%N)
   ip -n rt-a link set rt-veth-a down
   if [[ $down_s -gt 0 ]]; then sleep "$down_s"; ip -n rt-a link set rt-veth-a up; fi
