@@ -19,8 +19,8 @@
 namespace rt {
 
 // The rank a tensor of `shape` is compressed at, 0 where it is not: PyTorch's rule, with
-// k = min(n, m, rank), compressed where k (n + m) min_ratio < n m (strictly). A tensor of one
-// dimension never is.
+// k = min(n, m, rank), compressed where k (n + m) min_ratio < n m (strictly), except that a tensor
+// of one dimension never is (PyTorch compresses one, as n x 1, where min_ratio < 1).
 int64_t powersgd_rank(const std::vector<int64_t>& shape, int64_t rank, double min_ratio);
 
 // The columns of a (rows x k) row-major matrix made orthonormal in place, by modified
