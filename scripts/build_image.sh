@@ -21,4 +21,4 @@ while (($#)); do
 done
 
 engine=$(command -v podman || command -v docker) || { echo "build_image: neither podman nor docker found" >&2; exit 1; }
-exec "$engine" build -f container/Dockerfile -t "$tag" "${args[@]}" .
+exec "$engine" build -f container/Dockerfile -t "$tag" ${args[@]+"${args[@]}"} .  # bash < 4.4: empty under set -u
