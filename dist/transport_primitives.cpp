@@ -21,7 +21,6 @@ void TransportPrimitives::begin(const RingRun& run) {
   }
   sends_.clear();
   next_sends_.clear();
-  receiving_ = false;
 }
 
 Transport::Handle TransportPrimitives::send_floats(const float* buffer, int64_t at, int64_t n, bool narrow) {
@@ -35,7 +34,6 @@ Transport::Handle TransportPrimitives::send_floats(const float* buffer, int64_t 
 void TransportPrimitives::post_receives(const RingMove& move, ChunkRange chunk) {
   recvs_.clear();
   received_ = 0;
-  receiving_ = true;
   for (int64_t at = chunk.begin; at < chunk.begin + chunk.count; at += slice_) {
     const auto n = static_cast<size_t>(std::min(slice_, chunk.begin + chunk.count - at));
     if (move.narrow_in)
@@ -62,7 +60,7 @@ void TransportPrimitives::receive(const RingMove& move, ChunkRange slice) {
 // A receive op's sends are awaited after the next op's receives; the opening send's after the
 // first receive op's.
 void TransportPrimitives::send(const RingMove& move, ChunkRange slice) {
-  std::vector<Transport::Handle>& into = receiving_ ? next_sends_ : sends_;
+  std::vector<Transport::Handle>& into = move.receives ? next_sends_ : sends_;
   const int64_t at = slice.begin, n = slice.count;
   if (move.as_received) {
     into.push_back(t_.post_send(recv_stage_.data() + at, wire_bytes(run_.wire) * static_cast<size_t>(n), next_));
@@ -78,7 +76,6 @@ void TransportPrimitives::end_step(const RingMove& move) {
   for (Transport::Handle h : sends_) t_.wait(h, ctx);
   sends_.swap(next_sends_);
   next_sends_.clear();
-  receiving_ = false;
 }
 
 }  // namespace rt

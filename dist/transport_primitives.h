@@ -39,7 +39,6 @@ class TransportPrimitives final : public RingPrimitives {
   int next_ = 0, prev_ = 0;
   std::vector<Transport::Handle> recvs_;               // this step's, in slice order
   size_t received_ = 0;                                // of recvs_
-  bool receiving_ = false;                             // inside a receive op
   std::vector<Transport::Handle> sends_, next_sends_;  // the step's before this one, and this one's
   // With a 16-bit wire: what this rank sends and receives, at the buffer's offsets.
   std::vector<uint16_t> send_stage_, recv_stage_;
