@@ -137,7 +137,8 @@ bool TcpTransport::send_some() {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       const int error = errno;
-      fail(true, broken(socket_error(true) != 0 ? socket_error(true) : error));
+      const int kept = socket_error(true);
+      fail(true, broken(kept != 0 ? kept : error));
     }
     size_t n = static_cast<size_t>(k);
     const size_t h = std::min(n, sizeof t.header - t.header_done);
@@ -167,7 +168,7 @@ bool TcpTransport::receive_payload(Transfer& t) {
   }
   const ssize_t k = ::recv(fd, into, want, MSG_DONTWAIT);
   if (k == 0) {
-    if (socket_error(false) != 0) fail(false, broken(socket_error(false)));
+    if (const int kept = socket_error(false); kept != 0) fail(false, broken(kept));
     fail(false, "the connection was closed (the rank died or aborted)");
   }
   if (k < 0) {
