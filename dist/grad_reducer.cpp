@@ -10,14 +10,16 @@ namespace rt {
 
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
                          std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-                         std::optional<ShardUpdate> update)
+                         std::optional<ShardUpdate> update, std::unique_ptr<PowerSgdBuckets> compression)
     : arena_(grad_arena),
       params_(std::move(params)),
       buckets_(std::move(buckets)),
       collective_(std::move(collective)),
       overlap_(overlap),
       timeline_(timeline),
-      update_(std::move(update)) {
+      update_(std::move(update)),
+      compression_(std::move(compression)) {
+  RT_CHECK(!(update_ && compression_), "a compressed average cannot carry a sharded update");
   bucket_of_param_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
@@ -116,9 +118,13 @@ void GradReducer::comm_loop() {
       const WaitContext context{step, static_cast<int>(b), ""};
       inject_fault("allreduce", World::get().rank(), step);
       timeline_bucket_ = static_cast<int64_t>(b);
-      const PhaseSwitch at =
-          update_ ? collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset))
-                  : collective_->average(arena_ + bucket.offset, bucket.count, context);
+      PhaseSwitch at;
+      if (compression_ && compression_->compresses(b, step))
+        compression_->average(arena_, b, *collective_, context);
+      else if (update_)
+        at = collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset));
+      else
+        at = collective_->average(arena_ + bucket.offset, bucket.count, context);
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
         const double end = timeline_->now_us();

@@ -80,16 +80,21 @@ void PowerSgdMatrix::project(const float* error, float* p, float* q_local) const
   }
 }
 
-void PowerSgdMatrix::decompress(const float* p, const float* q, float* grad, float* error) const {
+std::pair<double, double> PowerSgdMatrix::decompress(const float* p, const float* q, float* grad, float* error) const {
+  double error_squares = 0, m_squares = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float* pi = p + i * k;
     for (int64_t j = 0; j < m; ++j) {
       float sum = 0;
       for (int64_t c = 0; c < k; ++c) sum += pi[c] * q[j * k + c];
       grad[i * m + j] = sum;
+      const double whole = error[i * m + j];
       error[i * m + j] -= sum;
+      m_squares += whole * whole;
+      error_squares += static_cast<double>(error[i * m + j]) * error[i * m + j];
     }
   }
+  return {error_squares, m_squares};
 }
 
 }  // namespace rt

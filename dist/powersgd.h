@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace rt {
@@ -36,8 +37,9 @@ struct PowerSgdMatrix {
   void compress(const float* grad, float* error, float* q, float* p) const;
   // Phase 2, p averaged over ranks: p orthonormalized, q_local = M^T p (m x k).
   void project(const float* error, float* p, float* q_local) const;
-  // Phase 3, q averaged over ranks: grad = p q^T, error = M - p q^T.
-  void decompress(const float* p, const float* q, float* grad, float* error) const;
+  // Phase 3, q averaged over ranks: grad = p q^T, error = M - p q^T. Returns the squared norms
+  // of the error and of M (this rank's, in double), for the error's relative norm.
+  std::pair<double, double> decompress(const float* p, const float* q, float* grad, float* error) const;
 };
 
 }  // namespace rt

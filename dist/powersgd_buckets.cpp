@@ -1,0 +1,128 @@
+// Note [PowerSGD buckets] in powersgd_buckets.h.
+#include "dist/powersgd_buckets.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "base/rng.h"
+
+namespace rt {
+namespace {
+
+// The first Q's stream: apart from the parameters' (name hashes), the shuffles' and the transforms'.
+constexpr uint64_t kFirstQStream = 0x7053'6764'0000'0000ull;
+
+}  // namespace
+
+PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
+                               const std::vector<Bucket>& buckets, const PowerSgdOptions& options) {
+  PowerSgdFloats floats;
+  for (const Bucket& b : buckets) {
+    int64_t sent = 0;
+    bool compressed = false;
+    for (size_t i = b.first_param; i < b.end_param; ++i) {
+      const int64_t k = powersgd_rank(shapes.at(i), options.rank, options.min_ratio);
+      compressed |= k > 0;
+      sent += k > 0 ? k * (shapes[i][0] + params[i].count / shapes[i][0]) : params[i].count;
+    }
+    floats.plain += b.count;
+    floats.compressed += compressed ? sent : b.count;
+  }
+  return floats;
+}
+
+PowerSgdBuckets::PowerSgdBuckets(const std::vector<ParamExtent>& params,
+                                 const std::vector<std::vector<int64_t>>& shapes, const std::vector<Bucket>& buckets,
+                                 const PowerSgdOptions& options)
+    : start_step_(options.start_step), floats_(powersgd_floats(params, shapes, buckets, options)) {
+  RT_CHECK(shapes.size() == params.size(), "PowerSGD: ", shapes.size(), " shapes for ", params.size(), " parameters");
+  plans_.resize(buckets.size());
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    Plan& plan = plans_[b];
+    for (size_t i = buckets[b].first_param; i < buckets[b].end_param; ++i) {
+      const int64_t k = powersgd_rank(shapes[i], options.rank, options.min_ratio);
+      if (k == 0) {
+        plan.plain.push_back(params[i]);
+        plan.plain_count += params[i].count;
+        continue;
+      }
+      Tensor t;
+      t.param = i;
+      t.offset = params[i].offset;
+      t.matrix = {shapes[i][0], params[i].count / shapes[i][0], k};
+      RT_CHECK(t.matrix.n * t.matrix.m == params[i].count, "PowerSGD: parameter ", i, " has ", params[i].count,
+               " floats, not its shape's ", t.matrix.n * t.matrix.m);
+      t.error.assign(static_cast<size_t>(params[i].count), 0.0f);
+      Rng rng(options.seed, kFirstQStream + tensors_.size());
+      t.q.resize(static_cast<size_t>(t.matrix.m * k));
+      for (float& x : t.q) x = rng.uniform() - 0.5f;
+      plan.p_count += t.matrix.n * k;
+      plan.q_count += t.matrix.m * k;
+      plan.tensors.push_back(tensors_.size());
+      tensors_.push_back(std::move(t));
+    }
+    first_round_.resize(std::max(first_round_.size(), static_cast<size_t>(plan.plain_count + plan.p_count)));
+    second_round_.resize(std::max(second_round_.size(), static_cast<size_t>(plan.q_count)));
+  }
+}
+
+bool PowerSgdBuckets::compresses(size_t bucket, int64_t step) const {
+  return step >= start_step_ && !plans_.at(bucket).tensors.empty();
+}
+
+void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collective, const WaitContext& context) {
+  Plan& plan = plans_.at(bucket);
+  float* const first = first_round_.data();
+  float* const ps = first + plan.plain_count;
+  float* const qs = second_round_.data();
+  // Round 1: the uncompressed tensors as they are, and P = M Q of each compressed one.
+  int64_t at = 0;
+  for (const ParamExtent& e : plan.plain)
+    at = std::copy(arena + e.offset, arena + e.offset + e.count, first + at) - first;
+  int64_t p_at = 0;
+  for (size_t i : plan.tensors) {
+    Tensor& t = tensors_[i];
+    t.matrix.compress(arena + t.offset, t.error.data(), t.q.data(), ps + p_at);
+    p_at += t.matrix.n * t.matrix.k;
+  }
+  collective.average(first, plan.plain_count + plan.p_count, context);
+  at = 0;
+  for (const ParamExtent& e : plan.plain) {
+    std::copy(first + at, first + at + e.count, arena + e.offset);
+    at += e.count;
+  }
+  // Round 2: each averaged P orthonormalized, this rank's Q = M^T P.
+  p_at = 0;
+  int64_t q_at = 0;
+  for (size_t i : plan.tensors) {
+    Tensor& t = tensors_[i];
+    t.matrix.project(t.error.data(), ps + p_at, qs + q_at);
+    p_at += t.matrix.n * t.matrix.k;
+    q_at += t.matrix.m * t.matrix.k;
+  }
+  collective.average(qs, plan.q_count, context);
+  // The gradient every rank applies, P Q^T; this rank's error; Q carried to the next step.
+  p_at = q_at = 0;
+  plan.error_squares = plan.m_squares = 0;
+  for (size_t i : plan.tensors) {
+    Tensor& t = tensors_[i];
+    const auto [error_squares, m_squares] = t.matrix.decompress(ps + p_at, qs + q_at, arena + t.offset, t.error.data());
+    plan.error_squares += error_squares;
+    plan.m_squares += m_squares;
+    std::copy(qs + q_at, qs + q_at + t.matrix.m * t.matrix.k, t.q.begin());
+    p_at += t.matrix.n * t.matrix.k;
+    q_at += t.matrix.m * t.matrix.k;
+  }
+}
+
+double PowerSgdBuckets::error_relative_norm() const {
+  double error_squares = 0, m_squares = 0;
+  for (const Plan& plan : plans_) {
+    error_squares += plan.error_squares;
+    m_squares += plan.m_squares;
+  }
+  return m_squares > 0 ? std::sqrt(error_squares / m_squares) : 0;
+}
+
+}  // namespace rt

@@ -1,0 +1,84 @@
+// Note [PowerSGD buckets]: PowerSGD (Note [PowerSGD] in dist/powersgd.h) on the GradReducer's
+// buckets, as PyTorch's powerSGD_hook works on DDP's. A bucket that holds a compressed tensor is
+// averaged in two rounds of the same collective instead of one: first its uncompressed tensors
+// together with every compressed tensor's P, then every compressed tensor's Q. The bucket plan,
+// the launch order and the overlap with backward stay the plain ones, and the rounds go through
+// the ring as any bucket does (its wire, its two levels, its stall watch). Steps before
+// `start_step` average every bucket plainly (PyTorch's start_powerSGD_iter).
+// Errors are kept for compressed tensors only. PyTorch keeps one for every element of a bucket;
+// an uncompressed tensor's is M minus the average of M, which sums to zero over ranks, so it moves
+// the next average by rounding alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/bucket_plan.h"
+#include "dist/collective.h"
+#include "dist/powersgd.h"
+
+namespace rt {
+
+struct PowerSgdOptions {
+  int64_t rank = 4;        // dist.powersgd_rank
+  double min_ratio = 2;    // dist.powersgd_min_ratio
+  int64_t start_step = 0;  // dist.powersgd_start_step: steps 0 .. start_step - 1 are plain
+  uint64_t seed = 0;       // the first Q's, the same on every rank
+};
+
+// The floats a rank hands the collective in a step over `buckets`: every bucket plainly, and
+// with the buckets that hold compressed tensors sent as their other tensors, P's and Q's.
+struct PowerSgdFloats {
+  int64_t plain = 0, compressed = 0;
+};
+PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
+                               const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
+
+class PowerSgdBuckets {
+ public:
+  // One compressed tensor: where its gradient lies in the arena, its matrix, this rank's error
+  // (n x m) and the Q carried from step to step (m x k), both row-major.
+  struct Tensor {
+    size_t param = 0;
+    int64_t offset = 0;
+    PowerSgdMatrix matrix;
+    std::vector<float> error, q;
+  };
+
+  // params and shapes in arena order (shapes[i]: parameter i's tensor shape), buckets as the
+  // GradReducer's. The first Q's are uniform in [-0.5, 0.5) from options.seed: the same on every
+  // rank without a message.
+  PowerSgdBuckets(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
+                  const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
+
+  // Whether bucket `bucket` of step `step` (from 0) is averaged by average() rather than plainly.
+  bool compresses(size_t bucket, int64_t step) const;
+  // Averages bucket `bucket` of `arena` in its two rounds of `collective`, updating this rank's
+  // errors and the carried Q's. Every rank ends with the same bits (Note [PowerSGD]).
+  void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context);
+
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  std::vector<Tensor>& tensors() { return tensors_; }
+  // Floats a rank hands the collective in a step: every bucket plainly, and with compression.
+  int64_t plain_floats() const { return floats_.plain; }
+  int64_t compressed_floats() const { return floats_.compressed; }
+  int64_t floats_at(int64_t step) const { return step >= start_step_ ? floats_.compressed : floats_.plain; }
+  // ||M - P Q^T|| / ||M|| over this rank's compressed tensors, each bucket's as its last
+  // compressed step left it; 0 before any. Read between steps.
+  double error_relative_norm() const;
+
+ private:
+  struct Plan {
+    std::vector<ParamExtent> plain;  // the bucket's uncompressed tensors
+    std::vector<size_t> tensors;     // indices into tensors_
+    int64_t plain_count = 0, p_count = 0, q_count = 0;
+    double error_squares = 0, m_squares = 0;  // at its last compressed step
+  };
+  int64_t start_step_;
+  std::vector<Tensor> tensors_;
+  std::vector<Plan> plans_;  // per bucket; no tensors where the bucket is averaged plainly
+  std::vector<float> first_round_, second_round_;
+  PowerSgdFloats floats_;
+};
+
+}  // namespace rt
