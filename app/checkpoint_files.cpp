@@ -66,7 +66,22 @@ void publish_checkpoint(const std::string& dir, const std::string& saved, int64_
       "cannot point '", link.string(), "' at '", saved, "': ", std::strerror(errno));
   const std::vector<std::string> numbered = numbered_checkpoints(dir);
   const size_t kept = keep == 0 ? numbered.size() : std::min(numbered.size(), static_cast<size_t>(keep));
+  // With each removed file go its ranks' own files, checkpoint-<N>.rank<R>-of-<P>.safetensors (Note
+  // [Rank state] in app/rank_state.h), and those of saves a crash cut short before their checkpoint.
+  std::vector<int64_t> kept_images;
+  for (size_t i = numbered.size() - kept; i < numbered.size(); ++i)
+    kept_images.push_back(images_in_name(fs::path(numbered[i]).filename().string()));
   for (size_t i = 0; i + kept < numbered.size(); ++i) fs::remove(numbered[i]);
+  std::error_code listing;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, listing)) {
+    const std::string name = e.path().filename().string();
+    const size_t rank_at = name.find(".rank");
+    if (rank_at == std::string::npos) continue;
+    const int64_t n = images_in_name(name.substr(0, rank_at) + std::string(kSuffix));
+    std::error_code removing;
+    if (n >= 0 && std::find(kept_images.begin(), kept_images.end(), n) == kept_images.end())
+      fs::remove(e.path(), removing);
+  }
   // Temporary files of saves that a crash cut short (never of the save just made: it is renamed).
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {

@@ -3,13 +3,16 @@
 // drives it is the run's (app/training_run.cpp).
 #include "app/trainer.h"
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <limits>
 #include <ostream>
 #include <vector>
 
 #include "app/checkpoint_files.h"
 #include "app/gradient_accumulation.h"
+#include "app/rank_state.h"
 #include "base/check.h"
 #include "data/sampler.h"
 
@@ -17,6 +20,12 @@ namespace rt {
 namespace {
 
 std::atomic<int64_t> g_step{-1};
+
+std::vector<std::string> param_names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const ParamRef& p : graph.params()) names.push_back(p.name);
+  return names;
+}
 
 }  // namespace
 
@@ -56,6 +65,25 @@ void Trainer::resume(const std::string& dir) {
            << " of its samples done)";
     out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
   }
+  if (reducer_ && reducer_->compression()) resume_rank_state(chosen[0], saved);
+}
+
+// Note [Rank state] in app/rank_state.h.
+void Trainer::resume_rank_state(const std::string& checkpoint, const TrainingPosition& saved) {
+  const std::string path = rank_state_path(checkpoint, world_.rank(), world_.size());
+  std::error_code ec;
+  const bool found = std::filesystem::is_regular_file(path, ec);
+  const std::vector<std::string> everywhere = world_.allgather(std::string(found ? "1" : "0"));
+  const auto missing = std::count(everywhere.begin(), everywhere.end(), "0");
+  if (missing == 0) {
+    load_powersgd_state(*reducer_->compression(), param_names(*graph_), read_safetensors(path), path);
+    return;
+  }
+  if (world_.rank() == 0 && saved.step > config_.dist.powersgd_start_step)  // compressed steps were made
+    out_ << "ringtrain: PowerSGD's errors and Q's start afresh: " << missing << " of " << world_.size()
+         << " ranks have no file of their own beside the checkpoint, like "
+         << std::filesystem::path(rank_state_path(checkpoint, 0, world_.size())).filename().string()
+         << " (saved at another rank count, or without compression)\n";
 }
 
 void Trainer::end_epoch() {
@@ -78,6 +106,15 @@ std::string Trainer::save(const EpochSums& sums, double run_seconds) {
   for (const BufferRef& b : graph_->buffers()) {
     own.emplace_back(static_cast<size_t>(b.value.numel()));
     copy_bytes(own.back().data(), Device::kCpu, b.value.data(), graph_->device(), b.value.bytes());
+  }
+  if (reducer_ && reducer_->compression()) {
+    // Every rank's own state first, so that a published checkpoint has it (Note [Rank state]).
+    write_safetensors(rank_state_path(numbered_checkpoint_path(config_.checkpoint.dir, position_.images_seen),
+                                      world_.rank(), world_.size()),
+                      powersgd_state(*reducer_->compression(), param_names(*graph_)));
+    double written = 1;
+    world_.allreduce_sum(
+        &written, 1, {&between_steps_, str_cat("the save after step ", position_.step, ": every rank's own state")});
   }
   average_buffers();
   std::string path;

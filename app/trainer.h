@@ -117,6 +117,9 @@ class Trainer {
   // then the reducer that overlaps it with backward.
   std::unique_ptr<Collective> build_model(const PlanContext& plan_context);
   void attach_reducer(std::unique_ptr<Collective> collective);
+  // After resume() read `checkpoint` (saved at `saved`): each rank's own state beside it, where
+  // every rank has its own (Note [Rank state] in app/rank_state.h).
+  void resume_rank_state(const std::string& checkpoint, const TrainingPosition& saved);
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,

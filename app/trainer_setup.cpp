@@ -156,14 +156,24 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
+  std::unique_ptr<PowerSgdBuckets> compression;
+  if (dc.compression == Compression::kPowerSgd) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const ParamRef& p : graph_->params()) shapes.push_back(p.value.shape());
+    compression = std::make_unique<PowerSgdBuckets>(
+        plan.params, shapes, plan.buckets,
+        PowerSgdOptions{dc.powersgd_rank, dc.powersgd_min_ratio, dc.powersgd_start_step,
+                        static_cast<uint64_t>(config_.train.seed)});
+  }
   std::optional<ShardUpdate> update;
-  if (dc.sharded_update)
+  if (dc.sharded_update && !compression)  // a compressed bucket's gradient is final only after both rounds
     update = make_sharded_update(*optimizer_, *graph_, *collective,
                                  config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
                                  world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep, between_steps_.hosts),
                                  &schedule_.lr, &position_.step);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
-                                           std::move(collective), dc.overlap, timeline_.get(), std::move(update));
+                                           std::move(collective), dc.overlap, timeline_.get(), std::move(update),
+                                           std::move(compression));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
 }
 

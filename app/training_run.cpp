@@ -171,6 +171,12 @@ void Loop::write_step_record(int64_t epoch, double loss) {
               {"lr", t_.schedule().lr},
               {"images_per_s", tally_.last_step_images_per_s()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = t_.last_grad_norm().total;
+  if (const GradReducer* reducer = t_.reducer(); reducer && reducer->compression()) {
+    // What this rank handed the ring in the step just made, and rank 0's compression error.
+    const int64_t bytes_per_float = config_.dist.wire == Wire::kFp32 ? 4 : 2;
+    record["averaged_mb"] = static_cast<double>(reducer->compression()->floats_at(p.step - 1) * bytes_per_float) / 1e6;
+    record["powersgd_error"] = reducer->compression()->error_relative_norm();
+  }
   folder_.write_metric(record);
 }
 

@@ -22,6 +22,7 @@ enum class Allreduce { kRing, kMpi, kNccl };                       // dist.allre
 enum class TransportChoice { kAuto, kShm, kTcp, kMpi };            // dist.transport
 enum class Hierarchy { kAuto, kFlat, kTwoLevel };                  // dist.hierarchy
 enum class Wire { kFp32, kFp16, kBf16 };                           // dist.wire
+enum class Compression { kNone, kPowerSgd };                       // dist.compression
 enum class ProgressMode { kAuto, kBar, kLines, kNone };            // log.progress
 enum class MlperfDivision { kClosed, kOpen };                      // mlperf.submission_division
 enum class MlperfStatus { kOnprem, kCloud, kPreview, kResearch };  // mlperf.submission_status
@@ -86,6 +87,10 @@ struct EnumNames<Hierarchy> {
 template <>
 struct EnumNames<Wire> {
   static constexpr std::array<std::string_view, 3> names{"fp32", "fp16", "bf16"};
+};
+template <>
+struct EnumNames<Compression> {
+  static constexpr std::array<std::string_view, 2> names{"none", "powersgd"};
 };
 template <>
 struct EnumNames<ProgressMode> {

@@ -95,6 +95,10 @@ struct DistConfig {
   std::string tcp_interface;
   Hierarchy hierarchy = Hierarchy::kAuto;
   Wire wire = Wire::kFp32;
+  Compression compression = Compression::kNone;
+  int64_t powersgd_rank = 4;
+  int64_t powersgd_start_step = 1000;
+  double powersgd_min_ratio = 2;
   double bucket_mb = 25;
   double first_bucket_mb = 1;
   bool overlap = true;

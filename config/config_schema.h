@@ -402,7 +402,35 @@ inline const SchemaOf<Config>& config_schema() {
        .field = &enum_member<&C::dist, &DistConfig::wire>,
        .doc = "the type gradients travel in on the ring: fp16 or bf16 halve the bytes, sums stay float32, "
               "each rank divides by the world size before sending (parameters always travel in fp32)",
-       .also = {"compression", "compress", "wire_dtype"}},
+       .also = {"compress", "wire_dtype"}},
+      {.table = "dist",
+       .key = "compression",
+       .field = &enum_member<&C::dist, &DistConfig::compression>,
+       .doc = "powersgd: each gradient of 2+ dimensions, seen as n x (the rest), travels as two rank-k factors, "
+              "k (n + m) floats instead of n m, with error feedback (Vogels et al. 2019; PyTorch's powerSGD_hook); "
+              "the update is then not sharded; none: every gradient as it is",
+       .also = {"gradient_compression", "comm_hook"}},
+      {.table = "dist",
+       .key = "powersgd_rank",
+       .field = &member<&C::dist, &DistConfig::powersgd_rank>,
+       .doc = "the factors' rank k: 4 keeps ImageNet accuracy in the paper's and PyTorch's runs; 1 and 2 send "
+              "less and lose more",
+       .bound = at_least(1),
+       .also = {"matrix_approximation_rank"}},
+      {.table = "dist",
+       .key = "powersgd_start_step",
+       .field = &member<&C::dist, &DistConfig::powersgd_start_step>,
+       .doc = "optimizer steps averaged plainly before compression starts (PyTorch's start_powerSGD_iter): "
+              "compressing the first, fast-changing steps costs accuracy",
+       .bound = at_least(0),
+       .also = {"start_powersgd_iter", "start_step"}},
+      {.table = "dist",
+       .key = "powersgd_min_ratio",
+       .field = &member<&C::dist, &DistConfig::powersgd_min_ratio>,
+       .doc = "a tensor is compressed only where n m > this x k (n + m): below it the two extra products "
+              "cost more than the bytes they save (PyTorch's min_compression_rate)",
+       .bound = above(0),
+       .also = {"min_compression_rate", "min_ratio"}},
       {.table = "dist",
        .key = "bucket_mb",
        .field = &member<&C::dist, &DistConfig::bucket_mb>,

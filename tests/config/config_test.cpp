@@ -341,6 +341,18 @@ TEST(ConfigRules, TheGpuRingTakesEveryWireNcclOnlyFloat32AndMpiNothing) {
             "memory with NCCL (leave dist.transport = \"auto\")");
 }
 
+TEST(ConfigRules, PowerSgdRefusesTheGpuAndFp16) {
+  EXPECT_EQ(error_of("[dist]\ncompression = \"powersgd\"\n"), "");
+  EXPECT_EQ(error_of("[dist]\ncompression = \"powersgd\"\nwire = \"bf16\"\nhierarchy = \"two_level\"\n"), "");
+  EXPECT_EQ(error_of("[train]\ndevice = \"cuda\"\n[dist]\ncompression = \"powersgd\"\n"),
+            "run.toml:4: dist.compression = \"powersgd\" runs on the CPU so far; train.device = \"cuda\"");
+  EXPECT_CONTAINS(error_of("[train]\ndevice = \"cuda\"\nprecision = \"fp16\"\n[dist]\ncompression = \"powersgd\"\n"),
+                  "run.toml:5: dist.compression = \"powersgd\" with train.precision = \"fp16\": a step whose scaled "
+                  "gradients overflow would leave inf in every later step's error feedback");
+  EXPECT_EQ(error_of("[dist]\npowersgd_rank = 0\n"),
+            "run.toml:2: 'dist.powersgd_rank' = 0 is out of range: expected >= 1");
+}
+
 TEST(ConfigRules, LibraryAllreducesRefuseTheRingsOwnSettings) {
   EXPECT_EQ(error_of("[dist]\nallreduce = \"mpi\"\nhierarchy = \"two_level\"\nwire = \"fp16\"\n"),
             "run.toml:3: dist.hierarchy = \"two_level\" applies to ringtrain's ring; MPI_Allreduce (dist.allreduce = "
@@ -518,6 +530,10 @@ Config every_key_changed() {
             "eth1",
             Hierarchy::kTwoLevel,
             Wire::kBf16,
+            Compression::kNone,  // powersgd runs on the CPU only: the CPU round trip below sets it
+            2,
+            50,
+            3.5,
             0.0,
             0.5,
             false,
@@ -559,6 +575,7 @@ TEST(ConfigToToml, ConfigWithEveryKeyChangedRoundTrips) {
   cpu.dist.transport = TransportChoice::kTcp;
   cpu.dist.hierarchy = Hierarchy::kFlat;
   cpu.dist.wire = Wire::kFp32;
+  cpu.dist.compression = Compression::kPowerSgd;
   cpu.train.bn_group = 3;
   EXPECT_EQ(parse_config(to_toml(cpu), "printed.toml"), cpu) << to_toml(cpu);
 }

@@ -1,0 +1,42 @@
+// Note [Rank state] in rank_state.h.
+#include "app/rank_state.h"
+
+#include "base/check.h"
+
+namespace rt {
+
+std::string rank_state_path(const std::string& checkpoint, int rank, int ranks) {
+  constexpr std::string_view kSuffix = ".safetensors";
+  RT_CHECK(checkpoint.size() > kSuffix.size() &&
+               checkpoint.compare(checkpoint.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0,
+           "'", checkpoint, "' is not a .safetensors checkpoint");
+  return str_cat(checkpoint.substr(0, checkpoint.size() - kSuffix.size()), ".rank", rank, "-of-", ranks, kSuffix);
+}
+
+StFile powersgd_state(const PowerSgdBuckets& compression, const std::vector<std::string>& names) {
+  StFile f;
+  for (const PowerSgdBuckets::Tensor& t : compression.tensors()) {
+    const PowerSgdMatrix& x = t.matrix;
+    f.tensors.emplace_back("powersgd.error." + names.at(t.param), make_f32_tensor({x.n, x.m}, t.error.data()));
+    f.tensors.emplace_back("powersgd.q." + names.at(t.param), make_f32_tensor({x.m, x.k}, t.q.data()));
+  }
+  return f;
+}
+
+void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names, const StFile& file,
+                         const std::string& source) {
+  for (PowerSgdBuckets::Tensor& t : compression.tensors()) {
+    for (auto [key, into, floats] : {std::tuple{"powersgd.error.", &t.error, t.matrix.n * t.matrix.m},
+                                     std::tuple{"powersgd.q.", &t.q, t.matrix.m * t.matrix.k}}) {
+      const std::string name = key + names.at(t.param);
+      const StTensor* saved = file.find(name);
+      RT_CHECK(saved != nullptr, source, ": no '", name, "'; the run that saved it compressed other tensors");
+      std::vector<float> values = as_f32(*saved, source + ": " + name);
+      RT_CHECK(static_cast<int64_t>(values.size()) == floats, source, ": '", name, "' holds ", values.size(),
+               " floats, expected ", floats, " (another dist.powersgd_rank?)");
+      *into = std::move(values);
+    }
+  }
+}
+
+}  // namespace rt
