@@ -2,15 +2,19 @@
 // planned model layer by layer.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "app/config_model.h"
+#include "app/gradient_buckets.h"
 #include "app/recipe_summary.h"
 #include "base/check.h"
 #include "cli/commands.h"
 #include "dist/cuda/device_collective.h"
+#include "dist/powersgd_buckets.h"
 #include "models/registry.h"
 #include "nn/device.h"
 
@@ -24,6 +28,35 @@ Config config_of(const CliArgs& args) {
   const ModelEntry& entry = find_model(args.model);
   return parse_config(str_cat("[model]\nname = \"", entry.name, "\"\nnum_classes = ", entry.default_classes, "\n"),
                       "(defaults for --model " + args.model + ")", overrides);
+}
+
+// dist.compression = "powersgd": each tensor it compresses and the floats a rank averages a step,
+// with and without it, as the trainer's buckets hold them.
+void print_compression(const Config& c, const Graph& g) {
+  const DistConfig& d = c.dist;
+  const GradientBuckets plan = plan_gradient_buckets(g, d);
+  std::vector<Shape> shapes;
+  for (const ParamRef& p : g.params()) shapes.push_back(p.value.shape());
+  std::cout << "  PowerSGD (dist.compression) at rank " << d.powersgd_rank << " from step " << d.powersgd_start_step + 1
+            << ", where n m > " << d.powersgd_min_ratio << " x k (n + m):\n";
+  int64_t compressed = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const int64_t k = powersgd_rank(shapes[i], d.powersgd_rank, d.powersgd_min_ratio);
+    if (k == 0) continue;
+    ++compressed;
+    const int64_t n = shapes[i][0], m = plan.params[i].count / n;
+    std::cout << "    " << g.params()[i].name << " " << shape_str(shapes[i]) << ": " << n << " x " << m << " at rank "
+              << k << ", " << k * (n + m) << " floats instead of " << n * m << "\n";
+  }
+  const PowerSgdFloats f = powersgd_floats(
+      plan.params, shapes, plan.buckets, PowerSgdOptions{d.powersgd_rank, d.powersgd_min_ratio, d.powersgd_start_step});
+  const double bytes = d.wire == Wire::kFp32 ? 4 : 2;
+  std::cout << "    " << compressed << " of " << shapes.size() << " tensors compressed: a rank averages "
+            << static_cast<double>(f.compressed) * bytes / 1e6 << " MB a step instead of "
+            << static_cast<double>(f.plain) * bytes / 1e6 << " MB (dist.wire = \"" << name_of(d.wire) << "\"), "
+            << std::fixed << std::setprecision(1)
+            << static_cast<double>(f.plain) / static_cast<double>(std::max<int64_t>(f.compressed, 1)) << "x fewer\n"
+            << std::defaultfloat;
 }
 
 int info_command(const CliArgs& args) {
@@ -50,6 +83,7 @@ int info_command(const CliArgs& args) {
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
             << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();
+  if (!args.config_path.empty() && c.dist.compression == Compression::kPowerSgd) print_compression(c, *g);
   return 0;
 }
 

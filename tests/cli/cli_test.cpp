@@ -264,6 +264,27 @@ TEST(RingtrainBinary, InfoConfigSaysTheOptimizerAndTheSchedule) {
       << grouped.output;
 }
 
+// dist.compression: the tensors PowerSGD compresses, each at k (n + m) floats, and the step's total:
+// LeNet's 4 weights of 2+ dimensions but the first convolution's (6 x 25 at rank 4 is not below
+// half of 150), and 386 floats of the rest (biases, that convolution) as they are.
+TEST(RingtrainBinary, InfoConfigListsTheTensorsPowerSgdCompresses) {
+  const ProcessResult r =
+      ringtrain("info --config " + std::string(RT_SOURCE_DIR) +
+                "/configs/fashion_mnist.toml --set model.name=lenet --set dist.compression=powersgd");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("  PowerSGD (dist.compression) at rank 4 from step 1001, where n m > 2 x k (n + m):\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("    features.3.weight (16, 6, 5, 5): 16 x 150 at rank 4, 664 floats instead of 2400\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("features.0.weight ("), std::string::npos) << r.output;
+  const int64_t sent = 664 + 4 * (120 + 400) + 4 * (84 + 120) + 4 * (10 + 84) + 150 + 6 + 16 + 120 + 84 + 10;
+  EXPECT_NE(r.output.find(str_cat("4 of 10 tensors compressed: a rank averages ", sent * 4 / 1e6, " MB a step")),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
   const ProcessResult r = ringtrain("info --model vgg16 --input -3");
   EXPECT_EQ(r.status, 1);
