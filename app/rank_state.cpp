@@ -2,6 +2,7 @@
 #include "app/rank_state.h"
 
 #include "base/check.h"
+#include "nn/tensor.h"
 
 namespace rt {
 
@@ -18,7 +19,7 @@ StFile powersgd_state(const PowerSgdBuckets& compression, const std::vector<std:
   for (const PowerSgdBuckets::Tensor& t : compression.tensors()) {
     const PowerSgdMatrix& x = t.matrix;
     f.tensors.emplace_back("powersgd.error." + names.at(t.param), make_f32_tensor({x.n, x.m}, t.error.data()));
-    f.tensors.emplace_back("powersgd.q." + names.at(t.param), make_f32_tensor({x.m, x.k}, t.q.data()));
+    f.tensors.emplace_back("powersgd.q." + names.at(t.param), make_f32_tensor({x.k, x.m}, t.q.data()));
   }
   return f;
 }
@@ -26,15 +27,15 @@ StFile powersgd_state(const PowerSgdBuckets& compression, const std::vector<std:
 void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names, const StFile& file,
                          const std::string& source) {
   for (PowerSgdBuckets::Tensor& t : compression.tensors()) {
-    for (auto [key, into, floats] : {std::tuple{"powersgd.error.", &t.error, t.matrix.n * t.matrix.m},
-                                     std::tuple{"powersgd.q.", &t.q, t.matrix.m * t.matrix.k}}) {
+    const PowerSgdMatrix& x = t.matrix;
+    for (auto [key, into, shape] : {std::tuple{"powersgd.error.", &t.error, std::vector<int64_t>{x.n, x.m}},
+                                    std::tuple{"powersgd.q.", &t.q, std::vector<int64_t>{x.k, x.m}}}) {
       const std::string name = key + names.at(t.param);
       const StTensor* saved = file.find(name);
       RT_CHECK(saved != nullptr, source, ": no '", name, "'; the run that saved it compressed other tensors");
-      std::vector<float> values = as_f32(*saved, source + ": " + name);
-      RT_CHECK(static_cast<int64_t>(values.size()) == floats, source, ": '", name, "' holds ", values.size(),
-               " floats, expected ", floats, " (another dist.powersgd_rank?)");
-      *into = std::move(values);
+      RT_CHECK(saved->shape == shape, source, ": '", name, "' is ", shape_str(saved->shape), ", expected ",
+               shape_str(shape), " (another dist.powersgd_rank?)");
+      *into = as_f32(*saved, source + ": " + name);
     }
   }
 }

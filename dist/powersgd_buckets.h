@@ -37,7 +37,7 @@ PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std
 class PowerSgdBuckets {
  public:
   // One compressed tensor: where its gradient lies in the arena, its matrix, this rank's error
-  // (n x m) and the Q carried from step to step (m x k), both row-major.
+  // (n x m, row-major) and the Q carried from step to step (k x m: its columns one after another).
   struct Tensor {
     size_t param = 0;
     int64_t offset = 0;

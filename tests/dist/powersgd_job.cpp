@@ -54,9 +54,11 @@ int run(int argc, char** argv) {
     const std::string key = "q0." + names[t.param];
     const StTensor* q = in.find(key);
     RT_CHECK(q != nullptr, argv[1], ": no \"", key, "\" for a tensor ringtrain compresses");
-    t.q = as_f32(*q, key);
-    RT_CHECK(static_cast<int64_t>(t.q.size()) == t.matrix.m * t.matrix.k, key, ": ", t.q.size(),
-             " floats, expected m x k = ", t.matrix.m * t.matrix.k);
+    const std::vector<float> rows = as_f32(*q, key);  // PyTorch's m x k; ringtrain keeps Q's columns
+    const int64_t m = t.matrix.m, k = t.matrix.k;
+    RT_CHECK(static_cast<int64_t>(rows.size()) == m * k, key, ": ", rows.size(), " floats, expected m x k = ", m * k);
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t c = 0; c < k; ++c) t.q[static_cast<size_t>(c * m + j)] = rows[static_cast<size_t>(j * k + c)];
   }
   CollectiveSpec spec;
   if (argc == 7) {

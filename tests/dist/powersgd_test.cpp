@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace rt {
@@ -22,9 +23,11 @@ Matrix random_matrix(int64_t size, std::mt19937& rng) {
   return a;
 }
 
-double dot_of_columns(const Matrix& a, int64_t rows, int64_t k, int64_t c, int64_t d) {
+// a: rows x k, stored column after column, as PowerSgdMatrix keeps P and Q.
+double dot_of_columns(const Matrix& a, int64_t rows, int64_t c, int64_t d) {
   double s = 0;
-  for (int64_t i = 0; i < rows; ++i) s += double{a[static_cast<size_t>(i * k + c)]} * a[static_cast<size_t>(i * k + d)];
+  for (int64_t i = 0; i < rows; ++i)
+    s += double{a[static_cast<size_t>(c * rows + i)]} * a[static_cast<size_t>(d * rows + i)];
   return s;
 }
 
@@ -46,12 +49,11 @@ TEST(PowerSgdOrthonormalize, GivesOrthonormalColumnsSpanningTheSameSpace) {
   const Matrix before = a;
   orthonormalize_columns(a.data(), rows, k);
   for (int64_t c = 0; c < k; ++c)
-    for (int64_t d = 0; d < k; ++d) EXPECT_NEAR(dot_of_columns(a, rows, k, c, d), c == d ? 1.0 : 0.0, 1e-5);
+    for (int64_t d = 0; d < k; ++d) EXPECT_NEAR(dot_of_columns(a, rows, c, d), c == d ? 1.0 : 0.0, 1e-5);
   // Gram-Schmidt keeps the first column's direction.
   double along = 0;
-  for (int64_t i = 0; i < rows; ++i)
-    along += double{before[static_cast<size_t>(i * k)]} * a[static_cast<size_t>(i * k)];
-  const double cosine = along / std::sqrt(dot_of_columns(before, rows, k, 0, 0));
+  for (int64_t i = 0; i < rows; ++i) along += double{before[static_cast<size_t>(i)]} * a[static_cast<size_t>(i)];
+  const double cosine = along / std::sqrt(dot_of_columns(before, rows, 0, 0));
   EXPECT_NEAR(cosine, 1.0, 1e-6);
 }
 
@@ -59,12 +61,12 @@ TEST(PowerSgdOrthonormalize, LeavesAZeroColumnZero) {
   std::mt19937 rng(2);
   const int64_t rows = 50, k = 3;
   Matrix a = random_matrix(rows * k, rng);
-  for (int64_t i = 0; i < rows; ++i) a[static_cast<size_t>(i * k + 1)] = 0;
+  for (int64_t i = 0; i < rows; ++i) a[static_cast<size_t>(rows + i)] = 0;
   orthonormalize_columns(a.data(), rows, k);
-  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(a[static_cast<size_t>(i * k + 1)], 0.0f);
-  EXPECT_NEAR(dot_of_columns(a, rows, k, 0, 0), 1.0, 1e-6);
-  EXPECT_NEAR(dot_of_columns(a, rows, k, 2, 2), 1.0, 1e-6);
-  EXPECT_NEAR(dot_of_columns(a, rows, k, 0, 2), 0.0, 1e-6);
+  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(a[static_cast<size_t>(rows + i)], 0.0f);
+  EXPECT_NEAR(dot_of_columns(a, rows, 0, 0), 1.0, 1e-6);
+  EXPECT_NEAR(dot_of_columns(a, rows, 2, 2), 1.0, 1e-6);
+  EXPECT_NEAR(dot_of_columns(a, rows, 0, 2), 0.0, 1e-6);
 }
 
 // Ranks simulated in one process; the averages are plain means, in rank order. Every rank holds
@@ -111,7 +113,7 @@ TEST(PowerSgdStep, CompressStartsFromAnOrthonormalQ) {
   Matrix p(static_cast<size_t>(t.n * t.k));
   t.compress(grad.data(), error.data(), q.data(), p.data());
   for (int64_t c = 0; c < t.k; ++c)
-    for (int64_t d = 0; d < t.k; ++d) EXPECT_NEAR(dot_of_columns(q, t.m, t.k, c, d), c == d ? 1.0 : 0.0, 1e-5);
+    for (int64_t d = 0; d < t.k; ++d) EXPECT_NEAR(dot_of_columns(q, t.m, c, d), c == d ? 1.0 : 0.0, 1e-5);
   EXPECT_EQ(error, grad);  // the error (zero) plus the gradient: M
 }
 
@@ -172,7 +174,7 @@ struct Reference {
           for (int64_t c = 0; c < k; ++c)
             q_new[static_cast<size_t>(j * k + c)] +=
                 mr[static_cast<size_t>(i * m + j)] * p[static_cast<size_t>(i * k + c)] / w;
-    q = q_new;
+    q = std::move(q_new);
     std::vector<double> out(static_cast<size_t>(n * m), 0.0);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j)
@@ -187,16 +189,16 @@ struct Reference {
 // The largest difference over three steps, relative to the largest element of the reference.
 double worst_difference(bool reference_has_error_feedback) {
   std::mt19937 rng(4);
-  const int64_t n = 20, m = 30, k = 2;
+  const int64_t n = 22, m = 30, k = 2;  // n: four-row blocks and two rows after; m: lanes and a tail
   const size_t ranks = 3;
-  const Matrix q0 = random_matrix(m * k, rng);
+  const Matrix q0 = random_matrix(m * k, rng);              // by columns, as PowerSgdMatrix keeps it
+  std::vector<double> q0_rows(static_cast<size_t>(m * k));  // the reference's m x k
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t c = 0; c < k; ++c) q0_rows[static_cast<size_t>(j * k + c)] = q0[static_cast<size_t>(c * m + j)];
   Simulated s = simulated(n, m, k, ranks, q0);
-  Reference ref{n,
-                m,
-                k,
-                std::vector<std::vector<double>>(ranks, std::vector<double>(static_cast<size_t>(n * m))),
-                std::vector<double>(q0.begin(), q0.end()),
-                reference_has_error_feedback};
+  Reference ref{n,       m,
+                k,       std::vector<std::vector<double>>(ranks, std::vector<double>(static_cast<size_t>(n * m))),
+                q0_rows, reference_has_error_feedback};
   double worst = 0;
   for (int step = 0; step < 3; ++step) {
     std::vector<Matrix> grads;
