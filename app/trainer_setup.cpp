@@ -157,14 +157,9 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
   std::unique_ptr<PowerSgdBuckets> compression;
-  if (dc.compression == Compression::kPowerSgd) {
-    std::vector<std::vector<int64_t>> shapes;
-    for (const ParamRef& p : graph_->params()) shapes.push_back(p.value.shape());
-    compression = std::make_unique<PowerSgdBuckets>(
-        plan.params, shapes, plan.buckets,
-        PowerSgdOptions{dc.powersgd_rank, dc.powersgd_min_ratio, dc.powersgd_start_step,
-                        static_cast<uint64_t>(config_.train.seed)});
-  }
+  if (dc.compression == Compression::kPowerSgd)
+    compression = std::make_unique<PowerSgdBuckets>(plan.params, plan.shapes, plan.buckets,
+                                                    powersgd_options(dc, static_cast<uint64_t>(config_.train.seed)));
   std::optional<ShardUpdate> update;
   if (dc.sharded_update && !compression)  // a compressed bucket's gradient is final only after both rounds
     update = make_sharded_update(*optimizer_, *graph_, *collective,

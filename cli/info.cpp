@@ -35,8 +35,7 @@ Config config_of(const CliArgs& args) {
 void print_compression(const Config& c, const Graph& g) {
   const DistConfig& d = c.dist;
   const GradientBuckets plan = plan_gradient_buckets(g, d);
-  std::vector<Shape> shapes;
-  for (const ParamRef& p : g.params()) shapes.push_back(p.value.shape());
+  const std::vector<Shape>& shapes = plan.shapes;
   std::cout << "  PowerSGD (dist.compression) at rank " << d.powersgd_rank << " from step " << d.powersgd_start_step + 1
             << ", where n m > " << d.powersgd_min_ratio << " x k (n + m):\n";
   int64_t compressed = 0;
@@ -48,8 +47,7 @@ void print_compression(const Config& c, const Graph& g) {
     std::cout << "    " << g.params()[i].name << " " << shape_str(shapes[i]) << ": " << n << " x " << m << " at rank "
               << k << ", " << k * (n + m) << " floats instead of " << n * m << "\n";
   }
-  const PowerSgdFloats f = powersgd_floats(
-      plan.params, shapes, plan.buckets, PowerSgdOptions{d.powersgd_rank, d.powersgd_min_ratio, d.powersgd_start_step});
+  const PowerSgdFloats f = powersgd_floats(plan.params, shapes, plan.buckets, powersgd_options(d));
   const double bytes = d.wire == Wire::kFp32 ? 4 : 2;
   std::cout << "    " << compressed << " of " << shapes.size() << " tensors compressed: a rank averages "
             << static_cast<double>(f.compressed) * bytes / 1e6 << " MB a step instead of "

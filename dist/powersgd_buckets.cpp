@@ -15,19 +15,38 @@ constexpr uint64_t kFirstQStream = 0x7053'6764'0000'0000ull;
 
 }  // namespace
 
+std::vector<PowerSgdRounds> powersgd_rounds(const std::vector<ParamExtent>& params,
+                                            const std::vector<std::vector<int64_t>>& shapes,
+                                            const std::vector<Bucket>& buckets, const PowerSgdOptions& options) {
+  std::vector<PowerSgdRounds> rounds;
+  for (const Bucket& b : buckets) {
+    PowerSgdRounds r;
+    for (size_t i = b.first_param; i < b.end_param; ++i) {
+      const int64_t k = powersgd_rank(shapes.at(i), options.rank, options.min_ratio);
+      if (k == 0) {
+        r.first_floats += params[i].count;
+        continue;
+      }
+      const int64_t n = shapes[i][0], m = params[i].count / n;
+      r.first_floats += k * n;
+      r.second_floats += k * m;
+      r.elements += n * m;
+      r.element_ranks += n * m * k;
+    }
+    // A bucket without a compressed tensor is averaged as it lies, padding included.
+    if (r.elements == 0) r.first_floats = b.count;
+    rounds.push_back(r);
+  }
+  return rounds;
+}
+
 PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                                const std::vector<Bucket>& buckets, const PowerSgdOptions& options) {
   PowerSgdFloats floats;
-  for (const Bucket& b : buckets) {
-    int64_t sent = 0;
-    bool compressed = false;
-    for (size_t i = b.first_param; i < b.end_param; ++i) {
-      const int64_t k = powersgd_rank(shapes.at(i), options.rank, options.min_ratio);
-      compressed |= k > 0;
-      sent += k > 0 ? k * (shapes[i][0] + params[i].count / shapes[i][0]) : params[i].count;
-    }
-    floats.plain += b.count;
-    floats.compressed += compressed ? sent : b.count;
+  const std::vector<PowerSgdRounds> rounds = powersgd_rounds(params, shapes, buckets, options);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    floats.plain += buckets[b].count;
+    floats.compressed += rounds[b].first_floats + rounds[b].second_floats;
   }
   return floats;
 }

@@ -26,6 +26,17 @@ struct PowerSgdOptions {
   uint64_t seed = 0;       // the first Q's, the same on every rank
 };
 
+// What one bucket costs a compressed step: the floats of its first average (all of them where
+// it holds no compressed tensor) and of its second (its Q's), and its compressed tensors' elements
+// (the sum of n m) and elements times rank (of n m k), which the products' cost follows.
+struct PowerSgdRounds {
+  int64_t first_floats = 0, second_floats = 0;
+  int64_t elements = 0, element_ranks = 0;
+};
+std::vector<PowerSgdRounds> powersgd_rounds(const std::vector<ParamExtent>& params,
+                                            const std::vector<std::vector<int64_t>>& shapes,
+                                            const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
+
 // The floats a rank hands the collective in a step over `buckets`: every bucket plainly, and
 // with the buckets that hold compressed tensors sent as their other tensors, P's and Q's.
 struct PowerSgdFloats {
