@@ -59,9 +59,17 @@ double time_for_work(double work, const std::vector<std::pair<double, double>>& 
 
 StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
-                             double bytes_per_element, Hierarchy hierarchy) {
+                             double bytes_per_element, Hierarchy hierarchy, const std::vector<BucketRounds>& rounds) {
   RT_CHECK(profile.ready_s.size() == params.size(), "the compute profile has ", profile.ready_s.size(),
            " gradients, the model ", params.size());
+  RT_CHECK(rounds.empty() || rounds.size() == buckets.size(), rounds.size(), " buckets' rounds for ", buckets.size(),
+           " buckets");
+  const auto allreduce_s = [&](int64_t floats) {
+    const double bytes = static_cast<double>(floats) * bytes_per_element;
+    return hierarchy == Hierarchy::kTwoLevel
+               ? two_level_allreduce_seconds(static_cast<double>(floats) * 4, bytes, ranks, cluster)
+               : ring_allreduce_seconds(bytes, ranks, cluster);
+  };
   StepPrediction p;
   p.ranks = ranks;
   p.compute_s = profile.forward_s + profile.backward_s + profile.optimizer_s;
@@ -69,7 +77,8 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
   std::vector<std::pair<double, double>> busy;  // the collectives' intervals
   const double slowdown = cluster.overlap_slowdown;
   if (ranks > 1) {
-    for (const Bucket& b : buckets) {
+    for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
+      const Bucket& b = buckets[bucket];
       double work = 0;  // backward's own compute up to this bucket's last gradient
       for (size_t i = b.first_param; i < b.end_param; ++i) work = std::max(work, profile.ready_s[i]);
       const double ready = overlap ? time_for_work(work, busy, slowdown) : profile.backward_s;
@@ -77,10 +86,9 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
       double start = std::max(launched, comm_free);
       // The next cycle boundary; a start on a boundary (up to rounding) stays.
       if (cluster.cycle_s > 0) start = std::ceil(start / cluster.cycle_s - 1e-9) * cluster.cycle_s;
-      const double bytes = static_cast<double>(b.count) * bytes_per_element;
-      const double t = hierarchy == Hierarchy::kTwoLevel
-                           ? two_level_allreduce_seconds(static_cast<double>(b.count) * 4, bytes, ranks, cluster)
-                           : ring_allreduce_seconds(bytes, ranks, cluster);
+      const double t = rounds.empty() ? allreduce_s(b.count)
+                                      : rounds[bucket].products_s + allreduce_s(rounds[bucket].first_floats) +
+                                            allreduce_s(rounds[bucket].second_floats);
       p.comm_busy_s += t;
       comm_free = start + t;
       busy.emplace_back(start, comm_free);

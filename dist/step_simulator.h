@@ -69,11 +69,25 @@ struct StepPrediction {
   double efficiency = 1;      // compute_s / step_s: per-rank throughput against one rank alone
 };
 
+// Note [Compression cost]: a bucket PowerSGD compresses (Note [PowerSGD buckets] in
+// dist/powersgd_buckets.h) keeps the communication thread busy for two allreduces, of its other
+// tensors with every P and then of every Q, and for the products around them (P = M Q before the
+// first, Q = M^T P between, P Q^T and the error after). The products are passes over each
+// compressed n x m gradient, priced per element at a rate measured on the rank's device
+// (bench/powersgd_products): products_s. A bucket averaged plainly is one allreduce of its floats.
+struct BucketRounds {
+  int64_t first_floats = 0;   // the bucket's one allreduce, or the first of two
+  int64_t second_floats = 0;  // 0: none
+  double products_s = 0;
+};
+
 // buckets over params (arena order, as plan_buckets made them); bytes_per_element: 4 in float32,
-// 2 with a 16-bit wire. overlap = false: every bucket waits for backward's end.
+// 2 with a 16-bit wire. overlap = false: every bucket waits for backward's end. rounds: one per
+// bucket where some are compressed (Note [Compression cost]); empty: every bucket plain.
 StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<ParamExtent>& params,
                              const std::vector<Bucket>& buckets, int ranks, bool overlap, const ClusterModel& cluster,
-                             double bytes_per_element = 4, Hierarchy hierarchy = Hierarchy::kFlat);
+                             double bytes_per_element = 4, Hierarchy hierarchy = Hierarchy::kFlat,
+                             const std::vector<BucketRounds>& rounds = {});
 
 // The step of train.accumulate_steps = K micro-batches (Note [Gradient accumulation]) from the
 // prediction for one: the K - 1 before the last compute with no collective, so the step grows by

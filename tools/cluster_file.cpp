@@ -68,6 +68,20 @@ const SchemaOf<ClusterSpec>& cluster_schema() {
        .field = &member<&S::compute, &S::Compute::images_per_s>,
        .doc = "one rank's training images/s, per model",
        .bound = above(0)},
+      {.table = "compute",
+       .key = "powersgd_ns_per_element",
+       .field = &member<&S::compute, &S::Compute::powersgd_ns_per_element>,
+       .doc = "PowerSGD's products at rank 1, per element of a compressed gradient (bench/powersgd_products)",
+       .bound = at_least(0)},
+      {.table = "compute",
+       .key = "powersgd_ns_per_rank",
+       .field = &member<&S::compute, &S::Compute::powersgd_ns_per_rank>,
+       .doc = "what each rank of PowerSGD beyond the first adds per element",
+       .bound = at_least(0)},
+      {.table = "compute",
+       .key = "powersgd_estimate",
+       .field = &member<&S::compute, &S::Compute::powersgd_estimate>,
+       .doc = "the PowerSGD figures are estimates, not measurements: the report says so"},
   };
   return schema;
 }
@@ -106,6 +120,9 @@ ClusterFile load_cluster_file(const std::string& path, const std::string& model_
     to->latency_s = from->latency_us / 1e6;
   }
   f.estimate = s.compute.estimate;
+  f.powersgd_s_per_element = s.compute.powersgd_ns_per_element / 1e9;
+  f.powersgd_s_per_rank = s.compute.powersgd_ns_per_rank / 1e9;
+  f.powersgd_estimate = s.compute.powersgd_estimate;
   if (!need_compute) return f;
   f.batch_per_rank = s.compute.batch_per_rank;
   f.images_per_s = s.compute.images_per_s.at(model_name);

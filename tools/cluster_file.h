@@ -7,7 +7,8 @@
 //   [intra_host]  gbit_per_s = 100, latency_us = 5
 //   [inter_host]  gbit_per_s = 25,  latency_us = 10
 //   [compute]     batch_per_rank = 64, estimate = false,
-//                 images_per_s = { resnet101 = 119.4, vgg16 = 130.9, inception_v3 = 134.4 }
+//                 images_per_s = { resnet101 = 119.4, vgg16 = 130.9, inception_v3 = 134.4 },
+//                 powersgd_ns_per_element = 1.4, powersgd_ns_per_rank = 0.2  # optional (bench/powersgd_products)
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,11 @@ struct ClusterSpec {
     int64_t batch_per_rank = 64;
     bool estimate = false;
     NumberTable images_per_s;  // one rank alone, per model
+    // PowerSGD's products per element of a compressed tensor at rank 1, and what each rank more
+    // adds (Note [Compression cost]); 0: not priced.
+    double powersgd_ns_per_element = 0;
+    double powersgd_ns_per_rank = 0;
+    bool powersgd_estimate = false;
   };
   int64_t ranks_per_host = 1;
   double bandwidth_efficiency = 1;
@@ -45,6 +51,11 @@ struct ClusterFile {
   double images_per_s = 0;  // one rank alone, for the config's model
   bool estimate = false;    // the figure is an estimate, not a measurement: the report says so
   double bandwidth_efficiency = 1;
+  // PowerSGD's products, in seconds per element of a compressed tensor and per rank more; 0: the
+  // file does not price them.
+  double powersgd_s_per_element = 0, powersgd_s_per_rank = 0;
+  bool powersgd_estimate = false;
+  bool prices_powersgd() const { return powersgd_s_per_element > 0; }
 };
 
 // rt::Error naming the file, the key and what was expected. need_compute = false: the [compute]

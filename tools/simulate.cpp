@@ -1,5 +1,6 @@
 #include "tools/simulate.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -97,12 +98,15 @@ struct Simulation {
   ClusterFile f;
   SimulatedModel m;
   ComputeProfile profile;
+  std::string network_path;
 };
 
 Simulation prepare_simulation(const Config& config, const std::string& network_path, double cycle_s,
                               const std::string& profile_path) {
-  Simulation s{
-      load_cluster_file(network_path, config.model.name, profile_path.empty()), plan_model_for_simulation(config), {}};
+  Simulation s{load_cluster_file(network_path, config.model.name, profile_path.empty()),
+               plan_model_for_simulation(config),
+               {},
+               network_path};
   s.f.cluster.cycle_s = cycle_s;
   if (profile_path.empty()) {
     s.profile = profile_from_multiply_adds(*s.m.graph, static_cast<double>(s.f.batch_per_rank) / s.f.images_per_s);
@@ -115,6 +119,14 @@ Simulation prepare_simulation(const Config& config, const std::string& network_p
     s.f.images_per_s = static_cast<double>(measured.batch_per_rank) / measured.step_s();
   }
   return s;
+}
+
+// "1.4 ns per element at rank 1, 0.2 per rank more (measured)", for the reports' headers.
+std::string products_price(const Simulation& s) {
+  if (!s.f.prices_powersgd()) return "not priced by the cluster file";
+  return str_cat(s.f.powersgd_s_per_element * 1e9, " ns per element of a compressed gradient at rank 1, ",
+                 s.f.powersgd_s_per_rank * 1e9, " per rank more (",
+                 s.f.powersgd_estimate ? "an estimate, not a measurement" : "measured", ", from ", s.network_path, ")");
 }
 
 // Each batch-norm layer's channels, for Note [Group batch norm cost].
@@ -130,6 +142,23 @@ double bn_group_step_seconds(const Simulation& s, const Config& config) {
   return bn_group_seconds(batch_norm_channels(*s.m.graph), static_cast<int>(config.train.bn_group), s.f.cluster);
 }
 
+// Note [Compression cost] for each bucket of `planned` under dist.compression = "powersgd", at the
+// cluster file's price of the products; empty without compression.
+std::vector<BucketRounds> compression_rounds(const Simulation& s, const GradientBuckets& planned,
+                                             const DistConfig& dist) {
+  if (dist.compression != Compression::kPowerSgd) return {};
+  RT_CHECK(s.f.prices_powersgd(), "simulate: dist.compression = \"powersgd\" costs products the cluster file ",
+           s.network_path, " does not price: give its [compute] powersgd_ns_per_element and powersgd_ns_per_rank, ",
+           "as bench/powersgd_products measures them on the ranks' device");
+  std::vector<BucketRounds> rounds;
+  for (const PowerSgdRounds& r :
+       powersgd_rounds(planned.params, planned.shapes, planned.buckets, powersgd_options(dist)))
+    rounds.push_back({r.first_floats, r.second_floats,
+                      static_cast<double>(r.elements) * s.f.powersgd_s_per_element +
+                          static_cast<double>(r.element_ranks - r.elements) * s.f.powersgd_s_per_rank});
+  return rounds;
+}
+
 // The step under `dist` at p ranks; buckets re-planned where dist's caps differ from the config's.
 StepPrediction predict(const Simulation& s, const Config& config, const DistConfig& dist, int p) {
   const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
@@ -142,10 +171,22 @@ StepPrediction predict(const Simulation& s, const Config& config, const DistConf
         statistics_group_refusal(static_cast<int>(config.train.bn_group), block_layout(p, s.f.cluster.ranks_per_host));
     RT_CHECK(refusal.empty(), "at ", p, " ranks: ", refusal);
   }
-  return with_bn_group(with_accumulation(simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap,
-                                                       s.f.cluster, element_bytes, h),
-                                         s.profile, K),
-                       p > 1 ? bn_group_step_seconds(s, config) : 0, K);
+  return with_bn_group(
+      with_accumulation(simulate_step(s.profile, planned.params, planned.buckets, p, dist.overlap, s.f.cluster,
+                                      element_bytes, h, compression_rounds(s, planned, dist)),
+                        s.profile, K),
+      p > 1 ? bn_group_step_seconds(s, config) : 0, K);
+}
+
+// What a compressed step sends and what its products are priced at (Note [Compression cost]).
+std::string compression_line(const Simulation& s, const DistConfig& dist) {
+  const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
+  const PowerSgdFloats f = powersgd_floats(planned.params, planned.shapes, planned.buckets, powersgd_options(dist));
+  char sizes[128];
+  std::snprintf(sizes, sizeof sizes, "%.2f MB of float32 a step instead of %.1f MB",
+                static_cast<double>(f.compressed) * 4 / 1e6, static_cast<double>(f.plain) * 4 / 1e6);
+  return str_cat("# dist.compression = powersgd at rank ", dist.powersgd_rank, " (the steps from ",
+                 dist.powersgd_start_step + 1, " on): ", sizes, "; products ", products_price(s), "\n");
 }
 
 std::string header(const Config& config, const Simulation& s, const std::string& network_path, double cycle_s,
@@ -170,6 +211,7 @@ std::string header(const Config& config, const Simulation& s, const std::string&
                 cycle_s > 0 ? str_cat("collectives start every ", cycle_s * 1e3, " ms (Horovod's cycle)").c_str()
                             : "each bucket starts when ready (ringtrain)");
   out << line;
+  if (config.dist.compression == Compression::kPowerSgd) out << compression_line(s, config.dist);
   if (config.train.bn_group > 1)
     out << "# train.bn_group = " << config.train.bn_group << ": " << bn_group_step_seconds(s, config) * 1e3
         << " ms of batch-norm averages per micro-batch, inside a host (in step_ms and exposed_ms)\n";
@@ -222,7 +264,64 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
 }
 
 namespace {
+
 constexpr double kWorthChanging = 0.005;
+// Compression costs accuracy (docs/distributed.md): proposed only where it gains this much over the
+// fastest plain settings, and at the highest rank whose step is within kRankTolerance of the
+// fastest rank's (the higher the rank, the less it loses).
+constexpr double kWorthCompressing = 0.05;
+constexpr double kRankTolerance = 0.01;
+
+struct Choice {
+  DistConfig dist;
+  StepPrediction step;
+};
+
+// The fastest dist.hierarchy, dist.bucket_mb and dist.first_bucket_mb with base's other settings.
+Choice fastest_layout(const Simulation& s, const Config& config, const DistConfig& base, int p) {
+  Choice best{base, predict(s, config, base, p)};
+  for (const Hierarchy h : {Hierarchy::kFlat, Hierarchy::kTwoLevel}) {
+    if (h == Hierarchy::kTwoLevel && simulated_hierarchy(Hierarchy::kAuto, p, s.f.cluster) != Hierarchy::kTwoLevel)
+      continue;  // one host, one rank per host, or uneven hosts: the two-level ring is the flat one or refused
+    for (double cap : {0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 32.0, 64.0, 128.0, 256.0, 512.0})
+      for (double first : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0}) {
+        if (cap > 0 && first > cap) continue;
+        DistConfig d = base;
+        d.hierarchy = h;
+        d.bucket_mb = cap;
+        d.first_bucket_mb = first;
+        const StepPrediction st = predict(s, config, d, p);
+        if (st.step_s < best.step.step_s * (1 - 1e-9)) best = {d, st};
+      }
+  }
+  return best;
+}
+
+// The fastest plain settings, or PowerSGD where the cluster file prices it and it pays.
+Choice fastest(const Simulation& s, const Config& config, int p) {
+  DistConfig plain = config.dist;
+  plain.compression = Compression::kNone;
+  const Choice best_plain = fastest_layout(s, config, plain, p);
+  if (!s.f.prices_powersgd()) return best_plain;
+  std::vector<Choice> ranked;
+  for (const int64_t k : {1, 2, 4, 8, 16, 32}) {
+    DistConfig d = config.dist;
+    d.compression = Compression::kPowerSgd;
+    d.powersgd_rank = k;
+    ranked.push_back(fastest_layout(s, config, d, p));
+  }
+  double quickest = ranked.front().step.step_s;
+  for (const Choice& c : ranked) quickest = std::min(quickest, c.step.step_s);
+  const Choice* chosen = nullptr;
+  for (const Choice& c : ranked)
+    if (c.step.step_s <= quickest * (1 + kRankTolerance)) chosen = &c;
+  return chosen->step.step_s < best_plain.step.step_s * (1 - kWorthCompressing) ? *chosen : best_plain;
+}
+
+std::string compression_name(const DistConfig& d) {
+  return d.compression == Compression::kPowerSgd ? str_cat("powersgd:", d.powersgd_rank) : std::string("none");
+}
+
 }  // namespace
 
 std::string suggest_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
@@ -232,39 +331,36 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
   out << header(config, s, network_path, cycle_s, profile_path);
   out << "# the settings predicted fastest, searched over dist.hierarchy, dist.bucket_mb (0 = one collective per "
          "tensor) and dist.first_bucket_mb, against the config's ("
-      << name_of(config.dist.hierarchy) << ", " << config.dist.bucket_mb << ", " << config.dist.first_bucket_mb
-      << "), kept where nothing is predicted " << 100 * kWorthChanging << "% faster\n";
-  out << "# ranks hierarchy bucket_mb first_bucket_mb step_ms efficiency config_step_ms config_efficiency gain\n";
+      << name_of(config.dist.hierarchy) << ", " << config.dist.bucket_mb << ", " << config.dist.first_bucket_mb << ", "
+      << compression_name(config.dist) << "), kept where nothing is predicted " << 100 * kWorthChanging << "% faster\n";
+  if (s.f.prices_powersgd())
+    out << "# and over dist.compression = powersgd at ranks 1 to 32, proposed only where it is predicted "
+        << 100 * kWorthCompressing << "% faster than the fastest plain settings (it costs accuracy), at the highest "
+        << "rank within " << 100 * kRankTolerance << "% of the fastest rank's step; products " << products_price(s)
+        << "\n";
+  else
+    out << "# dist.compression = powersgd not searched: the cluster file does not price its products\n";
+  out << "# ranks hierarchy bucket_mb first_bucket_mb compression step_ms efficiency config_step_ms "
+         "config_efficiency gain\n";
   char line[256];
   std::string advice;
   for (int p : ranks) {
     const StepPrediction mine = predict(s, config, config.dist, p);
-    DistConfig best = config.dist;
-    StepPrediction fastest = mine;
-    for (const Hierarchy h : {Hierarchy::kFlat, Hierarchy::kTwoLevel}) {
-      if (h == Hierarchy::kTwoLevel && simulated_hierarchy(Hierarchy::kAuto, p, s.f.cluster) != Hierarchy::kTwoLevel)
-        continue;  // one host, one rank per host, or uneven hosts: the two-level ring is the flat one or refused
-      for (double cap : {0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 32.0, 64.0, 128.0, 256.0, 512.0})
-        for (double first : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0}) {
-          if (cap > 0 && first > cap) continue;
-          DistConfig d = config.dist;
-          d.hierarchy = h;
-          d.bucket_mb = cap;
-          d.first_bucket_mb = first;
-          const StepPrediction st = predict(s, config, d, p);
-          if (st.step_s < fastest.step_s * (1 - 1e-9)) fastest = st, best = d;
-        }
-    }
+    Choice best = fastest(s, config, p);
     // A prediction within half a percent of the config's is no reason to change it.
-    if (fastest.step_s > mine.step_s * (1 - kWorthChanging)) fastest = mine, best = config.dist;
-    std::snprintf(line, sizeof line, "%7d %9s %9g %15g %7.1f %10.3f %14.1f %17.3f %+5.1f%%\n", p,
-                  std::string(name_of(best.hierarchy)).c_str(), best.bucket_mb, best.first_bucket_mb,
-                  fastest.step_s * 1e3, fastest.efficiency, mine.step_s * 1e3, mine.efficiency,
-                  100 * (mine.step_s / fastest.step_s - 1));
+    if (best.step.step_s > mine.step_s * (1 - kWorthChanging)) best = {config.dist, mine};
+    std::snprintf(line, sizeof line, "%7d %9s %9g %15g %11s %7.1f %10.3f %14.1f %17.3f %+5.1f%%\n", p,
+                  std::string(name_of(best.dist.hierarchy)).c_str(), best.dist.bucket_mb, best.dist.first_bucket_mb,
+                  compression_name(best.dist).c_str(), best.step.step_s * 1e3, best.step.efficiency, mine.step_s * 1e3,
+                  mine.efficiency, 100 * (mine.step_s / best.step.step_s - 1));
     out << line;
-    advice =
-        str_cat("# to run ", p, " ranks so: --set dist.hierarchy=", name_of(best.hierarchy),
-                " --set dist.bucket_mb=", best.bucket_mb, " --set dist.first_bucket_mb=", best.first_bucket_mb, "\n");
+    const DistConfig& d = best.dist;
+    advice = str_cat("# to run ", p, " ranks so: --set dist.hierarchy=", name_of(d.hierarchy),
+                     " --set dist.bucket_mb=", d.bucket_mb, " --set dist.first_bucket_mb=", d.first_bucket_mb,
+                     " --set dist.compression=", name_of(d.compression),
+                     d.compression == Compression::kPowerSgd ? str_cat(" --set dist.powersgd_rank=", d.powersgd_rank)
+                                                             : std::string(),
+                     "\n");
   }
   out << advice;
   return out.str();

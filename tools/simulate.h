@@ -49,8 +49,9 @@ std::vector<int> parse_rank_list(const std::string& text);
 std::string simulate_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
                             double cycle_s = 0, const std::string& profile_path = "", double straggler = 0);
 // `simulate --suggest`: for each rank count, the dist.hierarchy, dist.bucket_mb and
-// dist.first_bucket_mb the simulator predicts fastest, their step and efficiency beside the
-// config's own, and the gain; the last line says how to set them for the last rank count.
+// dist.first_bucket_mb the simulator predicts fastest, and dist.compression with its rank where
+// the cluster file prices PowerSGD's products and compression pays, their step and efficiency
+// beside the config's own, and the gain; the last line says how to set them for the last rank count.
 std::string suggest_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
                            double cycle_s = 0, const std::string& profile_path = "");
 
