@@ -120,7 +120,7 @@ void GradReducer::comm_loop() {
       timeline_bucket_ = static_cast<int64_t>(b);
       PhaseSwitch at;
       if (compression_ && compression_->compresses(b, step))
-        compression_->average(arena_, b, *collective_, context);
+        compression_->average(arena_, b, *collective_, context, timeline_);
       else if (update_)
         at = collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset));
       else

@@ -90,8 +90,16 @@ bool PowerSgdBuckets::compresses(size_t bucket, int64_t step) const {
   return step >= start_step_ && !plans_.at(bucket).tensors.empty();
 }
 
-void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collective, const WaitContext& context) {
+void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collective, const WaitContext& context,
+                              Timeline* timeline) {
   Plan& plan = plans_.at(bucket);
+  double phase_start = timeline ? timeline->now_us() : 0;
+  const auto phase_done = [&](const char* name, const char* category) {
+    if (!timeline) return;
+    const double now = timeline->now_us();
+    timeline->span(name, category, phase_start, now, 1, static_cast<int64_t>(bucket));
+    phase_start = now;
+  };
   float* const first = first_round_.data();
   float* const ps = first + plan.plain_count;
   float* const qs = second_round_.data();
@@ -105,7 +113,9 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
     t.matrix.compress(arena + t.offset, t.error.data(), t.q.data(), ps + p_at);
     p_at += t.matrix.n * t.matrix.k;
   }
+  phase_done("P = M Q", "powersgd");
   collective.average(first, plan.plain_count + plan.p_count, context);
+  phase_done("average P", "ring");
   at = 0;
   for (const ParamExtent& e : plan.plain) {
     std::copy(first + at, first + at + e.count, arena + e.offset);
@@ -120,7 +130,9 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
     p_at += t.matrix.n * t.matrix.k;
     q_at += t.matrix.m * t.matrix.k;
   }
+  phase_done("Q = M^T P", "powersgd");
   collective.average(qs, plan.q_count, context);
+  phase_done("average Q", "ring");
   // The gradient every rank applies, P Q^T; this rank's error; Q carried to the next step.
   p_at = q_at = 0;
   plan.error_squares = plan.m_squares = 0;
@@ -133,6 +145,7 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
     p_at += t.matrix.n * t.matrix.k;
     q_at += t.matrix.m * t.matrix.k;
   }
+  phase_done("P Q^T", "powersgd");
 }
 
 double PowerSgdBuckets::error_relative_norm() const {

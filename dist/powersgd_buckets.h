@@ -16,6 +16,7 @@
 #include "dist/bucket_plan.h"
 #include "dist/collective.h"
 #include "dist/powersgd.h"
+#include "dist/timeline.h"
 
 namespace rt {
 
@@ -65,8 +66,11 @@ class PowerSgdBuckets {
   // Whether bucket `bucket` of step `step` (from 0) is averaged by average() rather than plainly.
   bool compresses(size_t bucket, int64_t step) const;
   // Averages bucket `bucket` of `arena` in its two rounds of `collective`, updating this rank's
-  // errors and the carried Q's. Every rank ends with the same bits (Note [PowerSGD]).
-  void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context);
+  // errors and the carried Q's. Every rank ends with the same bits (Note [PowerSGD]). With a
+  // timeline, each phase is a span on the communication row: the products ("P = M Q",
+  // "Q = M^T P", "P Q^T", category "powersgd") and the rounds ("average P", "average Q", "ring").
+  void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context,
+               Timeline* timeline = nullptr);
 
   const std::vector<Tensor>& tensors() const { return tensors_; }
   std::vector<Tensor>& tensors() { return tensors_; }

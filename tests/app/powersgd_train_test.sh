@@ -6,7 +6,9 @@
 #      metrics.jsonl counting the megabytes averaged (over 10 times fewer from step 21) and the error;
 #   2. with bf16 on the wire, 2 micro-batches per step and clipping: it trains, replicas identical;
 #   3. a run that fails at step 45, resumed, ends bit-identical to the uninterrupted one (every
-#      rank's own errors and Q's beside the checkpoint); resumed at 3 ranks it starts them afresh.
+#      rank's own errors and Q's beside the checkpoint); resumed at 3 ranks it starts them afresh;
+#   4. the timeline of a compressed step holds each compressed bucket's five phases (three
+#      products, two averages) inside its allreduce span, on both ranks.
 # usage: powersgd_train_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
@@ -28,7 +30,8 @@ run() {  # run NAME [args...]
     > "$work/$name.out" 2>&1 || { echo "FAIL: run $name"; grep -v " = \|^#\|^\[\|^$" "$work/$name.out"; exit 1; }
 }
 run plain
-run powersgd "${powersgd[@]}" --set checkpoint.every_steps=20
+run powersgd "${powersgd[@]}" --set checkpoint.every_steps=20 --set log.timeline="$work/trace.json" \
+  --set log.timeline_first_step=22 --set log.timeline_steps=1
 # Rank 1 fails at step 45 (after the saves at 20 and 40); --auto-resume goes on from step 40 with
 # every rank's own errors and Q's, and ends with the uninterrupted run's weights, bit for bit.
 RINGTRAIN_TEST_FAULT=1:step:45 timeout 120 "$launch" --testing -np 2 "$ringtrain" "${common[@]}" "${powersgd[@]}" \
@@ -63,6 +66,22 @@ top1 = {n: float(re.search(r"^done: test top-1 ([0-9.]+)%", open(f"{work}/{n}.ou
 print("test top-1:", top1)
 for n in ("powersgd", "composed"):
     assert top1[n] > top1["plain"] - 5, (n, top1)
+# The traced step (23): every allreduce span of a compressed bucket holds its five phases, in order.
+events = [e for e in json.load(open(f"{work}/trace.json")) if e.get("ph") == "X"]
+phases = ["P = M Q", "average P", "Q = M^T P", "average Q", "P Q^T"]
+for pid in {e["pid"] for e in events}:
+    mine = [e for e in events if e["pid"] == pid]
+    compressed = 0
+    for a in (e for e in mine if e["name"] == "allreduce"):
+        bucket = a["args"]["bucket"]
+        inside = sorted((e for e in mine if e["name"] in phases and e["args"]["bucket"] == bucket), key=lambda e: e["ts"])
+        if not inside:
+            continue
+        compressed += 1
+        assert [e["name"] for e in inside] == phases, (pid, bucket, [e["name"] for e in inside])
+        assert all(a["ts"] <= e["ts"] and e["ts"] + e["dur"] <= a["ts"] + a["dur"] + 1 for e in inside), (a, inside)
+    assert compressed >= 1, f"rank row {pid}: no compressed bucket's phases in the traced step"
+print(f"timeline: each compressed bucket's five phases inside its allreduce, on {len({e['pid'] for e in events})} ranks")
 same = subprocess.run([sys.executable, f"{src}/tests/support/same_tensors.py", f"{work}/plain/checkpoint.safetensors",
                        f"{work}/powersgd/checkpoint.safetensors"], capture_output=True)
 assert same.returncode != 0, "the compressed run ended with the plain run's weights"
