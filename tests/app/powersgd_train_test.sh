@@ -4,7 +4,9 @@
 #   1. alone: it trains (test top-1 within 5 points of the plain run's) and ends with other weights
 #      than the plain run (the compression was applied), the banner naming the compressed tensors,
 #      metrics.jsonl counting the megabytes averaged (over 10 times fewer from step 21) and the error;
-#   2. with bf16 on the wire, 2 micro-batches per step and clipping: it trains, replicas identical;
+#   2. with bf16 on the wire, 2 micro-batches per step and clipping; over the two-level ring of
+#      2 fake hosts x 2 ranks with LARS and fp16 on the wire; and simple_cnn with batch norm over
+#      train.bn_group = 2: each trains, replicas identical every step;
 #   3. a run that fails at step 45, resumed, ends bit-identical to the uninterrupted one (every
 #      rank's own errors and Q's beside the checkpoint); resumed at 3 ranks it starts them afresh;
 #   4. the timeline of a compressed step holds each compressed bucket's five phases (three
@@ -55,6 +57,17 @@ grep -q "PowerSGD's errors and Q's start afresh: 3 of 3 ranks have no file of th
   { echo "FAIL: the resume at 3 ranks does not say it starts afresh"; grep ringtrain: "$work/three.out"; exit 1; }
 run composed "${powersgd[@]}" --set dist.wire=bf16 --set train.accumulate_steps=2 --set train.batch_per_rank=16 \
   --set train.clip_grad_norm=1
+# 4 ranks take half the steps at twice the rate: compared with a plain run of the same settings.
+for name in two_level_plain two_level; do
+  args=(--set dist.hierarchy=two_level --set train.optimizer=lars --set dist.wire=fp16)
+  [[ $name == two_level ]] && args+=("${powersgd[@]}")
+  RINGTRAIN_FAKE_HOST_RANKS=2 timeout 120 "$launch" --testing -np 4 "$ringtrain" "${common[@]}" "${args[@]}" \
+    --set checkpoint.dir="$work/$name" > "$work/$name.out" 2>&1 ||
+    { echo "FAIL: run $name"; grep -v " = \|^#\|^\[\|^$" "$work/$name.out"; exit 1; }
+done
+grep -q "two-level ring (2 hosts x 2 ranks" "$work/two_level.out" ||
+  { echo "FAIL: the two_level run did not use the two-level ring"; grep ringtrain: "$work/two_level.out"; exit 1; }
+run bn_group "${powersgd[@]}" --set model.name=simple_cnn --set train.bn_group=2
 grep -q "PowerSGD (dist.compression) at rank 4 on 4 of 10 tensors from step 21: .*every rank applies the whole update" \
   "$work/powersgd.out" || { echo "FAIL: the banner does not describe the compression"; cat "$work/powersgd.out"; exit 1; }
 
@@ -62,10 +75,11 @@ python3 - "$work" "$src" << 'PY'
 import json, re, subprocess, sys
 work, src = sys.argv[1], sys.argv[2]
 top1 = {n: float(re.search(r"^done: test top-1 ([0-9.]+)%", open(f"{work}/{n}.out").read(), re.M).group(1))
-        for n in ("plain", "powersgd", "composed")}
+        for n in ("plain", "powersgd", "composed", "two_level_plain", "two_level", "bn_group")}
 print("test top-1:", top1)
-for n in ("powersgd", "composed"):
+for n in ("powersgd", "composed", "bn_group"):
     assert top1[n] > top1["plain"] - 5, (n, top1)
+assert top1["two_level"] > top1["two_level_plain"] - 5, top1
 # The traced step (23): every allreduce span of a compressed bucket holds its five phases, in order.
 events = [e for e in json.load(open(f"{work}/trace.json")) if e.get("ph") == "X"]
 phases = ["P = M Q", "average P", "Q = M^T P", "average Q", "P Q^T"]
