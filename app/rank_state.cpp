@@ -14,13 +14,15 @@ std::string rank_state_path(const std::string& checkpoint, int rank, int ranks) 
   return str_cat(checkpoint.substr(0, checkpoint.size() - kSuffix.size()), ".rank", rank, "-of-", ranks, kSuffix);
 }
 
-StFile powersgd_state(const PowerSgdBuckets& compression, const std::vector<std::string>& names) {
+StFile powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names) {
+  compression.state_to_host();
   StFile f;
   for (const PowerSgdBuckets::Tensor& t : compression.tensors()) {
     const PowerSgdMatrix& x = t.matrix;
     f.tensors.emplace_back("powersgd.error." + names.at(t.param), make_f32_tensor({x.n, x.m}, t.error.data()));
     f.tensors.emplace_back("powersgd.q." + names.at(t.param), make_f32_tensor({x.k, x.m}, t.q.data()));
   }
+  compression.release_host_state();
   return f;
 }
 
@@ -38,6 +40,7 @@ void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::st
       *into = as_f32(*saved, source + ": " + name);
     }
   }
+  compression.state_from_host();
 }
 
 }  // namespace rt

@@ -20,7 +20,7 @@ std::string rank_state_path(const std::string& checkpoint, int rank, int ranks);
 
 // "powersgd.error.<name>" and "powersgd.q.<name>" of each compressed tensor, `names` the
 // parameters' in arena order.
-StFile powersgd_state(const PowerSgdBuckets& compression, const std::vector<std::string>& names);
+StFile powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names);
 // Reads them back from `file` (called `source` in messages), each checked for its shape (Q as k x m: its columns).
 void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names, const StFile& file,
                          const std::string& source);

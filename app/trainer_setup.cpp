@@ -21,6 +21,7 @@
 #include "base/check.h"
 #include "base/test_fault.h"
 #include "dist/cuda/device_collective.h"
+#include "dist/cuda/device_powersgd.h"
 #include "dist/gpu_choice.h"
 #include "dist/timeline.h"
 
@@ -157,9 +158,12 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
   std::unique_ptr<PowerSgdBuckets> compression;
-  if (dc.compression == Compression::kPowerSgd)
-    compression = std::make_unique<PowerSgdBuckets>(plan.params, plan.shapes, plan.buckets,
-                                                    powersgd_options(dc, static_cast<uint64_t>(config_.train.seed)));
+  if (dc.compression == Compression::kPowerSgd) {
+    const PowerSgdOptions options = powersgd_options(dc, static_cast<uint64_t>(config_.train.seed));
+    compression = config_.train.device == Device::kCuda
+                      ? make_device_powersgd(plan.params, plan.shapes, plan.buckets, options)
+                      : std::make_unique<PowerSgdBuckets>(plan.params, plan.shapes, plan.buckets, options);
+  }
   std::optional<ShardUpdate> update;
   if (dc.sharded_update && !compression)  // a compressed bucket's gradient is final only after both rounds
     update = make_sharded_update(*optimizer_, *graph_, *collective,

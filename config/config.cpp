@@ -125,8 +125,6 @@ std::vector<Broken> broken_rules(const Config& c) {
          "\" applies to ringtrain's ring; ", library, mpi ? " sums in float32 on the wire" : " moves float32");
   }
   if (dist.compression == Compression::kPowerSgd) {
-    rule(t.device == Device::kCpu, "dist.compression", "train.device",
-         "dist.compression = \"powersgd\" runs on the CPU so far; train.device = \"", name_of(t.device), "\"");
     rule(t.precision != Precision::kFp16, "dist.compression", "train.precision",
          "dist.compression = \"powersgd\" with train.precision = \"fp16\": a step whose scaled gradients "
          "overflow would leave inf in every later step's error feedback");

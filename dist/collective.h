@@ -38,6 +38,10 @@ class StreamOrder {
   // Main thread, after every average() of the step has returned (and after gather_updated): work
   // enqueued on the compute stream from now on waits for the collective's.
   virtual void join_compute() = 0;
+  // Communication thread, before work of the caller's own for bucket context.bucket (PowerSGD's
+  // products, Note [PowerSGD on the GPU]): the communication stream, made to wait for the
+  // bucket's gradients as average() would; a cudaStream_t.
+  virtual void* communication_stream(const WaitContext& context) = 0;
 };
 
 class Collective {

@@ -46,6 +46,10 @@ struct PowerSgdFloats {
 PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                                const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
 
+// Note [PowerSGD on the GPU]: the same plan and state layout with the phases on a GPU, a subclass
+// (dist/cuda/device_powersgd.cu) that overrides average() to enqueue them on the collective's
+// communication stream; tensors()' errors and Q's are then the host's copies, brought up to date
+// by state_to_host() before a save and sent back by state_from_host() after a load.
 class PowerSgdBuckets {
  public:
   // One compressed tensor: where its gradient lies in the arena, its matrix, this rank's error
@@ -62,6 +66,9 @@ class PowerSgdBuckets {
   // rank without a message.
   PowerSgdBuckets(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                   const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
+  virtual ~PowerSgdBuckets() = default;
+  PowerSgdBuckets(const PowerSgdBuckets&) = delete;
+  PowerSgdBuckets& operator=(const PowerSgdBuckets&) = delete;
 
   // Whether bucket `bucket` of step `step` (from 0) is averaged by average() rather than plainly.
   bool compresses(size_t bucket, int64_t step) const;
@@ -69,8 +76,13 @@ class PowerSgdBuckets {
   // errors and the carried Q's. Every rank ends with the same bits (Note [PowerSGD]). With a
   // timeline, each phase is a span on the communication row: the products ("P = M Q",
   // "Q = M^T P", "P Q^T", category "powersgd") and the rounds ("average P", "average Q", "ring").
-  void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context,
-               Timeline* timeline = nullptr);
+  virtual void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context,
+                       Timeline* timeline = nullptr);
+  // Where the live state is elsewhere (a GPU's): tensors()' copies from it, and back. Between steps.
+  virtual void state_to_host() {}
+  virtual void state_from_host() {}
+  // After a save: the host's copies may go where they are copies (a GPU's state's).
+  virtual void release_host_state() {}
 
   const std::vector<Tensor>& tensors() const { return tensors_; }
   std::vector<Tensor>& tensors() { return tensors_; }
@@ -80,15 +92,19 @@ class PowerSgdBuckets {
   int64_t floats_at(int64_t step) const { return step >= start_step_ ? floats_.compressed : floats_.plain; }
   // ||M - P Q^T|| / ||M|| over this rank's compressed tensors, each bucket's as its last
   // compressed step left it; 0 before any. Read between steps.
-  double error_relative_norm() const;
+  virtual double error_relative_norm() const;
 
- private:
+ protected:
   struct Plan {
     std::vector<ParamExtent> plain;  // the bucket's uncompressed tensors
     std::vector<size_t> tensors;     // indices into tensors_
     int64_t plain_count = 0, p_count = 0, q_count = 0;
     double error_squares = 0, m_squares = 0;  // at its last compressed step
   };
+  const std::vector<Plan>& plans() const { return plans_; }
+  std::vector<Plan>& plans() { return plans_; }
+
+ private:
   int64_t start_step_;
   std::vector<Tensor> tensors_;
   std::vector<Plan> plans_;  // per bucket; no tensors where the bucket is averaged plainly

@@ -76,6 +76,10 @@ class DeviceCollective : public Collective, public StreamOrder {
     RT_CU(cudaStreamWaitEvent(compute_, joined_, 0));
   }
   StreamOrder* stream_order() override { return this; }
+  void* communication_stream(const WaitContext& context) override {
+    wait_for_gradients(context);
+    return stream_;
+  }
 
  protected:
   // The phases of a bucket's work, at most (the two-level ring's three).

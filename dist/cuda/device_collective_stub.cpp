@@ -1,6 +1,7 @@
 // A build without CUDA has no device collectives; asking for one is an error, not a link failure.
 #include "base/check.h"
 #include "dist/cuda/device_collective.h"
+#include "dist/cuda/device_powersgd.h"
 
 namespace rt {
 namespace {
@@ -13,6 +14,13 @@ std::unique_ptr<Collective> make_device_collective(const CollectiveSpec&, MPI_Co
   return nullptr;
 }
 std::string nccl_version() { return ""; }
+
+std::unique_ptr<PowerSgdBuckets> make_device_powersgd(const std::vector<ParamExtent>&,
+                                                      const std::vector<std::vector<int64_t>>&,
+                                                      const std::vector<Bucket>&, const PowerSgdOptions&) {
+  RT_CHECK(false, kNotBuilt);
+  return nullptr;
+}
 
 std::unique_ptr<StatisticsGroup> make_device_statistics_group(MPI_Comm, const StallPolicy&, std::function<int64_t()>) {
   RT_CHECK(false, kNotBuilt);

@@ -18,6 +18,7 @@ class NoOrder final : public StreamOrder {
   void prepare(size_t, int64_t) override {}
   void mark_ready(int) override {}
   void join_compute() override {}
+  void* communication_stream(const WaitContext&) override { return nullptr; }
 };
 
 // Averages nothing; says whether it has a stream order (as a collective on GPU memory does).

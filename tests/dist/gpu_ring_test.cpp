@@ -13,6 +13,10 @@
 // - the trainer's own sharded update on the GPU: a model planned on the GPU, a GradReducer over the
 //   device ring with the real SGD and LARS through make_sharded_update (LARS's PartUpdate and
 //   ShardNorms), against the same over the CPU ring.
+// - PowerSGD on the GPU (Note [PowerSGD on the GPU] in dist/powersgd_buckets.h): the kernels whose
+//   bits every rank shares against the host loops, bit for bit; and a GradReducer over the device
+//   ring with the GPU's compression against one over the CPU ring with the host's, three steps,
+//   the replicas' bits compared across ranks.
 // Without a usable GPU every test skips, saying why.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,8 +36,10 @@
 #include "app/sharded_update.h"
 #include "dist/collective.h"
 #include "dist/cuda/device_collective.h"
+#include "dist/cuda/device_powersgd.h"
 #include "dist/grad_reducer.h"
 #include "dist/mpi_transport.h"
+#include "dist/powersgd_buckets.h"
 #include "dist/transport_primitives.h"
 #include "dist/two_level_collective.h"
 #include "dist/world.h"
@@ -423,6 +430,166 @@ TEST_F(DeviceRingTest, TrainersShardedSgdAndLarsOnTheGpuMatchTheCpu) {
     EXPECT_LE(std::sqrt(diff / norm), 1e-6) << what << ": the GPU's parameters differ from the CPU's by "
                                             << std::sqrt(diff / norm) << " (relative L2) after 2 steps";
   }
+}
+
+// Float vectors on the GPU and back.
+std::shared_ptr<void> on_gpu(const std::vector<float>& host) {
+  const size_t bytes = sizeof(float) * host.size();
+  std::shared_ptr<void> gpu = allocate_zeroed(Device::kCuda, bytes);
+  copy_bytes(gpu.get(), Device::kCuda, host.data(), Device::kCpu, bytes);
+  return gpu;
+}
+std::vector<float> on_host(const std::shared_ptr<void>& gpu, size_t floats) {
+  std::vector<float> host(floats);
+  copy_bytes(host.data(), Device::kCpu, gpu.get(), Device::kCuda, sizeof(float) * floats);
+  return host;
+}
+std::vector<float> normal_floats(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// The orthonormalization and P Q^T decide what every rank applies: on the GPU they must give the
+// host's bits on the same inputs, at sizes that cross agreed_sum's chunks and a column that is zero.
+TEST_F(DeviceRingTest, PowerSgdAgreedKernelsMatchTheHostLoopsBitForBit) {
+  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{1000, 4}, {(1 << 16) * 2 + 3, 3}, {5, 1}, {300, 2}}) {
+    std::vector<float> a = normal_floats(static_cast<size_t>(rows * k), static_cast<unsigned>(rows));
+    if (rows == 300) std::fill(a.begin() + rows, a.end(), 0.0f);  // the second column
+    const std::shared_ptr<void> gpu = on_gpu(a);
+    powersgd_kernels::orthonormalize_columns(static_cast<float*>(gpu.get()), rows, k);
+    orthonormalize_columns(a.data(), rows, k);
+    const std::vector<float> back = on_host(gpu, a.size());
+    const size_t at = first_difference(back, a);
+    EXPECT_EQ(at, a.size()) << rows << " x " << k << ": element " << at << " is " << back[at] << " on the GPU, "
+                            << a[at] << " on the host";
+  }
+  const PowerSgdMatrix x{37, 1005, 4};
+  const std::vector<float> p = normal_floats(static_cast<size_t>(x.k * x.n), 1),
+                           q = normal_floats(static_cast<size_t>(x.k * x.m), 2);
+  std::vector<float> error = normal_floats(static_cast<size_t>(x.n * x.m), 3), grad(error.size());
+  const std::shared_ptr<void> p_gpu = on_gpu(p), q_gpu = on_gpu(q), error_gpu = on_gpu(error), grad_gpu = on_gpu(grad);
+  const auto [gpu_error_squares, gpu_m_squares] =
+      powersgd_kernels::decompress(x, static_cast<const float*>(p_gpu.get()), static_cast<const float*>(q_gpu.get()),
+                                   static_cast<float*>(grad_gpu.get()), static_cast<float*>(error_gpu.get()));
+  const auto [error_squares, m_squares] = x.decompress(p.data(), q.data(), grad.data(), error.data());
+  EXPECT_EQ(first_difference(on_host(grad_gpu, grad.size()), grad), grad.size()) << "P Q^T";
+  EXPECT_EQ(first_difference(on_host(error_gpu, error.size()), error), error.size()) << "the error";
+  EXPECT_NEAR(gpu_error_squares, error_squares, 1e-5 * error_squares);  // a metric: any order
+  EXPECT_NEAR(gpu_m_squares, m_squares, 1e-5 * m_squares);
+}
+
+// One side of the PowerSGD comparison: a GradReducer over `collective` with `compression`, on an
+// arena on `device`.
+struct CompressedSide {
+  Device device;
+  int64_t floats;
+  std::shared_ptr<void> arena;
+  std::unique_ptr<GradReducer> reducer;
+
+  CompressedSide(Device d, const std::vector<ParamExtent>& params, const std::vector<Bucket>& buckets,
+                 std::unique_ptr<Collective> collective, std::unique_ptr<PowerSgdBuckets> compression)
+      : device(d), floats(params.back().offset + params.back().count) {
+    arena = allocate_zeroed(device, sizeof(float) * static_cast<size_t>(floats));
+    synchronize(device);
+    reducer = std::make_unique<GradReducer>(static_cast<float*>(arena.get()), params, buckets, std::move(collective),
+                                            /*overlap=*/true, nullptr, std::nullopt, std::move(compression));
+  }
+  // On the GPU the gradients land late (as in GradReducerBucketsWaitForTheComputeStream): the
+  // compression's first kernel must wait for them on the GPU.
+  std::vector<float> step(int64_t step, const std::vector<float>& grads) {
+    reducer->begin_step(step);
+    if (device == Device::kCuda) {
+      const cudaStream_t compute = cuda::context().stream;
+      EXPECT_EQ(cudaLaunchHostFunc(
+                    compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr),
+                cudaSuccess);
+      EXPECT_EQ(
+          cudaMemcpyAsync(arena.get(), grads.data(), sizeof(float) * grads.size(), cudaMemcpyHostToDevice, compute),
+          cudaSuccess);
+    } else {
+      copy_bytes(arena.get(), device, grads.data(), Device::kCpu, sizeof(float) * grads.size());
+    }
+    for (size_t i = 0; i < reducer->buckets().back().end_param; ++i) reducer->on_grad_ready(i);
+    reducer->finish();
+    std::vector<float> out(grads.size());
+    copy_bytes(out.data(), Device::kCpu, arena.get(), device, sizeof(float) * out.size());
+    return out;
+  }
+};
+
+// PowerSGD through the trainer's GradReducer on the GPU (cuBLAS's local products, the kernels on
+// the communication stream) against the host's over the CPU ring: three steps from the same first
+// Q's, with error feedback and warm start. The local products sum in another order, so the two
+// agree to float32 rounding, not bit for bit; across ranks the GPU's results must be identical.
+TEST_F(DeviceRingTest, PowerSgdOnTheGpuAveragesAsTheHostDoes) {
+  const World& w = World::get();
+  // Two compressed weights (64 x 300 and 32 x 64) with uncompressed biases, in two buckets.
+  const std::vector<ParamExtent> params = {{0, 64 * 300}, {19200, 64}, {19264, 32 * 64}, {21312, 32}};
+  const std::vector<std::vector<int64_t>> shapes = {{64, 3, 10, 10}, {64}, {32, 64}, {32}};
+  const std::vector<Bucket> buckets = plan_buckets(params, 20000, 20000);
+  ASSERT_EQ(buckets.size(), 2u);
+  const PowerSgdOptions options{4, 2, 0, 7};
+  CompressedSide gpu(Device::kCuda, params, buckets,
+                     make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()),
+                     make_device_powersgd(params, shapes, buckets, options));
+  CompressedSide cpu(Device::kCpu, params, buckets, make_collective(CollectiveSpec{}, w.comm(), test_stall()),
+                     std::make_unique<PowerSgdBuckets>(params, shapes, buckets, options));
+  for (int64_t s = 0; s < 3; ++s) {
+    const std::vector<float> grads = normal_floats(static_cast<size_t>(gpu.floats), 100 + 10 * w.rank() + s);
+    const std::vector<float> on_gpu_out = gpu.step(s, grads), on_cpu_out = cpu.step(s, grads);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      scale = std::max(scale, std::abs(double{on_cpu_out[i]}));
+      worst = std::max(worst, std::abs(double{on_gpu_out[i]} - on_cpu_out[i]));
+    }
+    EXPECT_LT(worst, 1e-4 * scale) << "step " << s;
+    // Every rank applies the same bits.
+    uint64_t hash = 1469598103934665603ull;
+    for (float x : on_gpu_out) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
+    std::vector<uint64_t> all(static_cast<size_t>(w.size()));
+    MPI_Allgather(&hash, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, w.comm());
+    for (int r = 0; r < w.size(); ++r) EXPECT_EQ(all[static_cast<size_t>(r)], all[0]) << "rank " << r << ", step " << s;
+  }
+  // The state a save writes: the GPU's errors and Q's brought to the host, near the host's.
+  gpu.reducer->compression()->state_to_host();
+  const auto& on_gpu_state = gpu.reducer->compression()->tensors();
+  const auto& on_cpu_state = cpu.reducer->compression()->tensors();
+  ASSERT_EQ(on_gpu_state.size(), 2u);
+  for (size_t t = 0; t < on_gpu_state.size(); ++t)
+    for (const auto& [a, b] :
+         {std::pair{&on_gpu_state[t].q, &on_cpu_state[t].q}, {&on_gpu_state[t].error, &on_cpu_state[t].error}}) {
+      ASSERT_EQ(a->size(), b->size());
+      double scale = 0, worst = 0;
+      for (size_t i = 0; i < a->size(); ++i) {
+        scale = std::max(scale, std::abs(double{(*b)[i]}));
+        worst = std::max(worst, std::abs(double{(*a)[i]} - (*b)[i]));
+      }
+      EXPECT_LT(worst, 1e-3 * scale) << "tensor " << t;
+    }
+  EXPECT_NEAR(gpu.reducer->compression()->error_relative_norm(), cpu.reducer->compression()->error_relative_norm(),
+              1e-4);
+  // A resume: a fresh GPU compression given that state goes on with the same bits.
+  std::unique_ptr<PowerSgdBuckets> fresh = make_device_powersgd(params, shapes, buckets, options);
+  for (size_t t = 0; t < on_gpu_state.size(); ++t) {
+    fresh->tensors()[t].q = on_gpu_state[t].q;
+    fresh->tensors()[t].error = on_gpu_state[t].error;
+  }
+  fresh->state_from_host();
+  CompressedSide resumed(Device::kCuda, params, buckets,
+                         make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()),
+                         std::move(fresh));
+  const std::vector<float> grads = normal_floats(static_cast<size_t>(gpu.floats), 200 + w.rank());
+  const std::vector<float> going_on = gpu.step(3, grads), after_resume = resumed.step(3, grads);
+  const size_t at = first_difference(after_resume, going_on);
+  EXPECT_EQ(at, going_on.size()) << "element " << at << " is " << after_resume[at] << " after the resume, "
+                                 << going_on[at] << " without it";
 }
 
 }  // namespace
