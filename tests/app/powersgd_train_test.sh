@@ -9,7 +9,9 @@
 #      train.bn_group = 2: each trains, replicas identical every step;
 #   3. a run that fails at step 45, resumed, ends bit-identical to the uninterrupted one (every
 #      rank's own errors and Q's beside the checkpoint); resumed at 3 ranks it starts them afresh;
-#   4. the timeline of a compressed step holds each compressed bucket's five phases (three
+#   4. a fault on rank 1's communication thread in a compressed step ends the job, its message
+#      first;
+#   5. the timeline of a compressed step holds each compressed bucket's five phases (three
 #      products, two averages) inside its allreduce span, on both ranks.
 # usage: powersgd_train_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
@@ -68,6 +70,12 @@ done
 grep -q "two-level ring (2 hosts x 2 ranks" "$work/two_level.out" ||
   { echo "FAIL: the two_level run did not use the two-level ring"; grep ringtrain: "$work/two_level.out"; exit 1; }
 run bn_group "${powersgd[@]}" --set model.name=simple_cnn --set train.bn_group=2
+# A rank whose communication thread fails inside a compressed step ends the job, its message first.
+RINGTRAIN_TEST_FAULT=1:allreduce:25 timeout 60 "$launch" --testing -np 2 "$ringtrain" "${common[@]}" "${powersgd[@]}" \
+  --set checkpoint.dir="$work/fault" > "$work/fault.out" 2>&1 && { echo "FAIL: the injected fault did not end the job"; exit 1; }
+[[ $? -ne 124 ]] || { echo "FAIL: the job with a failed rank ran into the 60-s timeout"; exit 1; }
+grep -m1 " error: " "$work/fault.out" | grep -q "rank 1 of 2 .* error: injected fault at allreduce on rank 1 at step 25" ||
+  { echo "FAIL: rank 1's own message is not the first error"; grep " error: " "$work/fault.out"; exit 1; }
 grep -q "PowerSGD (dist.compression) at rank 4 on 4 of 10 tensors from step 21: .*every rank applies the whole update" \
   "$work/powersgd.out" || { echo "FAIL: the banner does not describe the compression"; cat "$work/powersgd.out"; exit 1; }
 

@@ -3,7 +3,8 @@
 # arithmetic, LeNet on a Fashion-MNIST subset, 2 epochs:
 # - 4 ranks, a test fault adding 40 ms to rank 2's every step: each epoch's report names rank 2,
 #   as compute, on the flat ring and on the two-level ring (2 fake hosts x 2 ranks, rank 1 slowed
-#   there); metrics.jsonl's epoch records name it as the worst rank.
+#   there, and with PowerSGD's two rounds a bucket); metrics.jsonl's epoch records name it as the
+#   worst rank.
 # - 2 ranks, each confined to its own core, busy processes sharing rank 1's: rank 1 is named.
 # - the same jobs without the fault or the busy process: no report.
 # - SIGUSR2 to one rank of a running job: the report of the epoch so far at the next step, and the
@@ -52,6 +53,8 @@ run flat_fault 4 RINGTRAIN_TEST_FAULT=2:slow_step --
 named "$work/flat_fault.log" "$work/flat_fault/metrics.jsonl" 2 "flat ring, 40 ms added to rank 2"
 run two_level_fault 4 RINGTRAIN_TEST_FAULT=1:slow_step RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
 named "$work/two_level_fault.log" "$work/two_level_fault/metrics.jsonl" 1 "two-level ring, 40 ms added to rank 1"
+run powersgd_fault 4 RINGTRAIN_TEST_FAULT=2:slow_step -- --set dist.compression=powersgd --set dist.powersgd_start_step=0
+named "$work/powersgd_fault.log" "$work/powersgd_fault/metrics.jsonl" 2 "PowerSGD's two rounds, 40 ms added to rank 2"
 run flat_clean 4 --
 silent "$work/flat_clean.log" "$work/flat_clean/metrics.jsonl" "flat ring at 4 ranks, no fault"
 run two_level_clean 4 RINGTRAIN_FAKE_HOST_RANKS=2 -- --set dist.hierarchy=two_level
