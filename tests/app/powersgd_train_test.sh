@@ -11,7 +11,8 @@
 #      rank's own errors and Q's beside the checkpoint); resumed at 3 ranks it starts them afresh;
 #   4. a fault on rank 1's communication thread in a compressed step ends the job, its message
 #      first;
-#   5. the timeline of a compressed step holds each compressed bucket's five phases (three
+#   5. rank 1 on SSE4.1 beside rank 0 on the machine's best (AVX-512 or AVX2): replicas identical;
+#   6. the timeline of a compressed step holds each compressed bucket's five phases (three
 #      products, two averages) inside its allreduce span, on both ranks.
 # usage: powersgd_train_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
@@ -70,6 +71,20 @@ done
 grep -q "two-level ring (2 hosts x 2 ranks" "$work/two_level.out" ||
   { echo "FAIL: the two_level run did not use the two-level ring"; grep ringtrain: "$work/two_level.out"; exit 1; }
 run bn_group "${powersgd[@]}" --set model.name=simple_cnn --set train.bn_group=2
+# Ranks whose CPUs differ: rank 1's oneDNN held to SSE4.1. Its gradients round otherwise (the run
+# ends with other weights than the same run on one instruction set), and the replicas stay
+# identical every step.
+for name in isa_same isa_mixed; do
+  wrap=()
+  [[ $name == isa_mixed ]] && wrap=("$src/tests/support/sse41_on_rank1.sh")
+  timeout 120 "$launch" --testing -np 2 "${wrap[@]}" "$ringtrain" "${common[@]}" "${powersgd[@]}" \
+    --set model.name=simple_cnn --set train.epochs=1 --set checkpoint.dir="$work/$name" > "$work/$name.out" 2>&1 ||
+    { echo "FAIL: run $name"; grep -v " = \|^#\|^\[\|^$" "$work/$name.out"; exit 1; }
+done
+python3 "$src/tests/support/same_tensors.py" "$work/isa_same/checkpoint.safetensors" \
+  "$work/isa_mixed/checkpoint.safetensors" > /dev/null &&
+  { echo "FAIL: SSE4.1 on rank 1 changed nothing: the mixed run checks nothing"; exit 1; }
+echo "PASS: ranks on SSE4.1 and the machine's best instruction set kept identical replicas every step"
 # A rank whose communication thread fails inside a compressed step ends the job, its message first.
 RINGTRAIN_TEST_FAULT=1:allreduce:25 timeout 60 "$launch" --testing -np 2 "$ringtrain" "${common[@]}" "${powersgd[@]}" \
   --set checkpoint.dir="$work/fault" > "$work/fault.out" 2>&1 && { echo "FAIL: the injected fault did not end the job"; exit 1; }
