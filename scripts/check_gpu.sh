@@ -31,7 +31,7 @@
 # | 1 | versions  | 25  | estimated | GPU and driver, ringtrain info (CUDA, cuDNN, NCCL), cuBLAS, PyTorch; the kit's libraries |
 # | 2 | ops       | 45  | estimated | op parity at fp32/tf32: linear (and TF32's speed over fp32), ReLU/add/concat, pooling, dropout, loss and SGD, CUDA-graph replay, convolution (Winograd too), batch norm, agreed reductions, group batch norm |
 # | 3 | ops16     | 40  | estimated | the same ops at bf16 and fp16 in 16-bit NHWC                 |
-# | 4 | ring      | 45  | estimated | the ring on GPU memory at 1 rank (NCCL), 3 and 4 ranks (host-staged, two-level 2 x 2), the trainer's sharded SGD and LARS, PowerSGD's kernels and GradReducer; 2 ranks over NCCL where there are 2 GPUs |
+# | 4 | ring      | 45  | estimated | the ring on GPU memory at 1 rank (NCCL), 3 and 4 ranks (host-staged, two-level 2 x 2), the trainer's sharded SGD and LARS, PowerSGD's kernels and GradReducer, and its products' ns per element; 2 ranks over NCCL where there are 2 GPUs |
 # | 5 | trainer   | 60  | estimated | the trainer end to end: LARS, clipping and accumulation against the CPU, CUDA-graph replay and a GPU checkpoint at 4 precisions, then Fashion-MNIST |
 # | 6 | graph_api | 25  | estimated | cuDNN's graph API convolutions                               |
 # | 7 | steps     | 45  | estimated | model steps against the CPU: ResNet-101 fp32, VGG-16 fp32, ResNet-101 bf16, then Inception-v3 fp32 |
@@ -295,6 +295,9 @@ ring() {
   run np1 test_gpu_ring
   run np3 bash scripts/mpi_launch.sh --testing --bind-to none -np 3 test_gpu_ring
   run np4 bash scripts/mpi_launch.sh --testing --bind-to none -np 4 test_gpu_ring
+  # PowerSGD's products on this GPU, per element: what the simulator's cluster files take as
+  # [compute] powersgd_ns_per_element and powersgd_ns_per_rank.
+  run powersgd_products powersgd_products --gpu
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   if [[ ${gpus:-0} -ge 2 ]]; then
     run np2_nccl bash scripts/mpi_launch.sh --testing --bind-to none -np 2 test_gpu_ring

@@ -31,7 +31,7 @@ cuda_libs='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl|lib
 # Open MPI plugins are kept only where everything they load is carried or provided: no InfiniBand,
 # UCX, libfabric or PSM (a single GPU machine's ranks talk over shared memory and TCP).
 mpi_plugin_deps='^(libevent_core-2\.1|libevent_pthreads-2\.1|libudev|libhwloc|libopen-pal|libopen-rte|libmpi|libz|libpmix|libnuma|libmunge|libmca_common_sm|libmca_common_monitoring)\.so'
-binaries=(ringtrain tests/nn/test_gpu_parity tests/app/test_gpu_training tests/dist/test_gpu_ring)
+binaries=(ringtrain tests/nn/test_gpu_parity tests/app/test_gpu_training tests/dist/test_gpu_ring bench/powersgd_products)
 fashion_mnist=/usr/share/datasets/fashion-mnist
 kit_limit_mib=48
 

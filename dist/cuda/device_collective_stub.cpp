@@ -15,6 +15,13 @@ std::unique_ptr<Collective> make_device_collective(const CollectiveSpec&, MPI_Co
 }
 std::string nccl_version() { return ""; }
 
+namespace powersgd_kernels {
+double products_seconds(int64_t, int64_t, int64_t, int) {
+  RT_CHECK(false, kNotBuilt);
+  return 0;
+}
+}  // namespace powersgd_kernels
+
 std::unique_ptr<PowerSgdBuckets> make_device_powersgd(const std::vector<ParamExtent>&,
                                                       const std::vector<std::vector<int64_t>>&,
                                                       const std::vector<Bucket>&, const PowerSgdOptions&) {

@@ -322,5 +322,53 @@ std::pair<double, double> decompress(const PowerSgdMatrix& x, const float* p, co
   return {host[0], host[1]};
 }
 
+double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
+  RT_CHECK(n > 0 && m > 0 && k > 0 && k <= std::min(n, m) && runs > 0, "products_seconds: ", n, " x ", m, " at rank ",
+           k, ", ", runs, " runs");
+  const auto grad = device_floats(n * m), error = device_floats(n * m), q = device_floats(k * m),
+             p = device_floats(k * n), q_local = device_floats(k * m);
+  const auto squares = std::static_pointer_cast<double>(cuda::allocate_zeroed(2 * sizeof(double)));
+  // Values of about 0.01 (bytes 0x3c), far from denormals; Q's columns independent enough.
+  RT_CU(cudaMemset(grad.get(), 0x3c, static_cast<size_t>(n * m) * 4));
+  std::vector<float> q_host(static_cast<size_t>(k * m));
+  for (size_t i = 0; i < q_host.size(); ++i) q_host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000 - 0.5f;
+  cuda::copy(q.get(), true, q_host.data(), false, q_host.size() * 4);
+  cudaStream_t stream = nullptr;
+  RT_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle = nullptr;
+  RT_CU(cublasCreate(&handle));
+  RT_CU(cublasSetStream(handle, stream));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  RT_CU(cudaEventCreate(&start));
+  RT_CU(cudaEventCreate(&stop));
+  const float one = 1, zero = 0;
+  const int ni = static_cast<int>(n), mi = static_cast<int>(m), ki = static_cast<int>(k);
+  std::vector<double> seconds;
+  for (int run = 0; run <= runs; ++run) {  // run 0 warms up
+    RT_CU(cudaEventRecord(start, stream));
+    add_into_kernel<<<cuda::blocks_for(n * m), kThreads, 0, stream>>>(error.get(), grad.get(), n * m);
+    orthonormalize_kernel<<<1, kThreads, 0, stream>>>(q.get(), m, k);
+    RT_CU(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, ni, ki, mi, &one, error.get(), mi, q.get(), mi, &zero, p.get(),
+                      ni));
+    orthonormalize_kernel<<<1, kThreads, 0, stream>>>(p.get(), n, k);
+    RT_CU(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, mi, ki, ni, &one, error.get(), mi, p.get(), ni, &zero,
+                      q_local.get(), mi));
+    decompress_kernel<<<cuda::blocks_for(n * m), kThreads, 0, stream>>>(p.get(), q_local.get(), grad.get(), error.get(),
+                                                                        n, m, k, squares.get());
+    RT_CU_LAUNCHED();
+    RT_CU(cudaEventRecord(stop, stream));
+    RT_CU(cudaEventSynchronize(stop));
+    float ms = 0;
+    RT_CU(cudaEventElapsedTime(&ms, start, stop));
+    if (run > 0) seconds.push_back(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cublasDestroy(handle);
+  cudaStreamDestroy(stream);
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 }  // namespace powersgd_kernels
 }  // namespace rt

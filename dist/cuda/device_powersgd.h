@@ -19,12 +19,19 @@ std::unique_ptr<PowerSgdBuckets> make_device_powersgd(const std::vector<ParamExt
                                                       const PowerSgdOptions& options);
 
 // The two phases whose bits every rank must share, on GPU memory and the compute stream, for the
-// parity test against dist/powersgd.h's host loops (built with CUDA only).
+// parity test against dist/powersgd.h's host loops; and the products' time. Built with CUDA only,
+// but products_seconds, which says so without it.
 namespace powersgd_kernels {
 void orthonormalize_columns(float* a, int64_t rows, int64_t k);
 // PowerSgdMatrix::decompress; returns when done.
 std::pair<double, double> decompress(const PowerSgdMatrix& x, const float* p, const float* q, float* grad,
                                      float* error);
+
+// The products of one n x m gradient at rank k on the selected GPU, as average() enqueues them
+// without the averages (the error added in, Q and P orthonormalized, P = M Q, Q = M^T P, P Q^T
+// and the error), timed with CUDA events on a stream of their own: the median of `runs`, in
+// seconds. For bench/powersgd_products --gpu.
+double products_seconds(int64_t n, int64_t m, int64_t k, int runs);
 }  // namespace powersgd_kernels
 
 }  // namespace rt

@@ -74,6 +74,12 @@ echo "[  SKIPPED ] 1 test, listed below:"
 SH
 chmod +x "$kit/bin/suite" "$kit/bin/stub_seconds"
 for b in test_gpu_parity test_gpu_training test_gpu_ring; do ln -s suite "$kit/bin/$b"; done
+cat >"$kit/bin/powersgd_products" <<'SH'
+#!/usr/bin/env bash
+echo "powersgd_products $*" >>"$STUB_CALLS"
+printf '# powersgd_products: 4096 x 25088 on the GPU, median of 5 runs\n# k ns_per_element\n1 0.0200\n'
+SH
+chmod +x "$kit/bin/powersgd_products"
 # mpirun: says it is Open MPI, records its arguments, and starts -np copies of the program.
 cat >"$kit/bin/mpirun" <<'SH'
 #!/usr/bin/env bash
@@ -203,6 +209,7 @@ grep -q '^| 2 | ops | .*parity: 3 passed, 1 skipped' "$out/summary.md" || fail "
 [[ $(grep -c '^test_gpu_ring  NCCL_DEBUG=WARN$' "$work/calls") == 8 ]] || fail "the ring's runs (1 + 3 + 4 ranks) without NCCL_DEBUG=WARN: $(grep test_gpu_ring "$work/calls")"
 grep -q '^mpirun .*--bind-to none -np 3 test_gpu_ring$' "$work/calls" && grep -q '^mpirun .*--bind-to none -np 4 test_gpu_ring$' "$work/calls" ||
   fail "the ring's launches bind ranks: $(grep mpirun "$work/calls")"
+grep -q '^powersgd_products --gpu$' "$work/calls" || fail "the ring part did not time PowerSGD's products on the GPU"
 # The speed part: every model's bf16 ratio first, then replay, then the graph API (with replay where
 # replay was faster), then tf32 with each model's fastest bf16 setting.
 expected_calls="torch resnet101 bf16
