@@ -40,7 +40,7 @@ struct PowerSgdMatrix {
   // Phase 2, p averaged over ranks: p orthonormalized, q_local = M^T p.
   void project(const float* error, float* p, float* q_local) const;
   // Phase 3, q averaged over ranks: grad = p q^T, error = M - p q^T. Returns the squared norms
-  // of the error and of M (this rank's, in double), for the error's relative norm.
+  // of the error and of M (this rank's; each row's in float lanes), for the error's relative norm.
   std::pair<double, double> decompress(const float* p, const float* q, float* grad, float* error) const;
 };
 

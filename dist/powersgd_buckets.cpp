@@ -6,6 +6,8 @@
 
 #include "base/check.h"
 #include "base/rng.h"
+#include "base/test_fault.h"
+#include "dist/world.h"
 
 namespace rt {
 namespace {
@@ -131,6 +133,7 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
     q_at += t.matrix.m * t.matrix.k;
   }
   phase_done("Q = M^T P", "powersgd");
+  inject_fault("powersgd_rounds", World::get().rank(), context.step);  // between the two averages
   collective.average(qs, plan.q_count, context);
   phase_done("average Q", "ring");
   // The gradient every rank applies, P Q^T; this rank's error; Q carried to the next step.
