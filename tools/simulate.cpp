@@ -266,9 +266,9 @@ std::string simulate_report(const Config& config, const std::vector<int>& ranks,
 namespace {
 
 constexpr double kWorthChanging = 0.005;
-// Compression costs accuracy (docs/distributed.md): proposed only where it gains this much over the
-// fastest plain settings, and at the highest rank whose step is within kRankTolerance of the
-// fastest rank's (the higher the rank, the less it loses).
+// Compression costs accuracy (docs/distributed.md): proposed only where its fastest rank gains this
+// much over the fastest plain settings, and then at the highest rank whose step is within
+// kRankTolerance of the fastest rank's (the higher the rank, the less it loses).
 constexpr double kWorthCompressing = 0.05;
 constexpr double kRankTolerance = 0.01;
 
@@ -315,7 +315,8 @@ Choice fastest(const Simulation& s, const Config& config, int p) {
   const Choice* chosen = nullptr;
   for (const Choice& c : ranked)
     if (c.step.step_s <= quickest * (1 + kRankTolerance)) chosen = &c;
-  return chosen->step.step_s < best_plain.step.step_s * (1 - kWorthCompressing) ? *chosen : best_plain;
+  // Compression at its fastest must pay; then the highest rank near that pace.
+  return quickest < best_plain.step.step_s * (1 - kWorthCompressing) ? *chosen : best_plain;
 }
 
 std::string compression_name(const DistConfig& d) {

@@ -308,6 +308,32 @@ std::vector<std::string> report_row(const std::string& report, int ranks) {
   return std::vector<std::string>(10, "0");
 }
 
+// The same pricing through `simulate` from a cluster file: LeNet's compressed buckets at 4 ranks
+// cost the file's products (ns per element at rank 1 and per rank more) and their two rings, as
+// the closed form over the trainer's own bucket plan says.
+TEST(Simulate, ACompressedReportPricesTheFilesProducts) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "rt_priced_cluster.toml";
+  std::ofstream(path)
+      << "ranks_per_host = 1\n[intra_host]\ngbit_per_s = 100\nlatency_us = 1\n"
+         "[inter_host]\ngbit_per_s = 8\nlatency_us = 20\n[compute]\nbatch_per_rank = 64\n"
+         "images_per_s = { lenet = 1000 }\npowersgd_ns_per_element = 1000\npowersgd_ns_per_rank = 250\n";
+  Config config;
+  config.model.name = "lenet";
+  config.dist.compression = Compression::kPowerSgd;
+  const SimulatedModel m = plan_model_for_simulation(config);
+  const ClusterFile f = load_cluster_file(path.string(), "lenet");
+  double want = 0;
+  for (const PowerSgdRounds& r :
+       powersgd_rounds(m.gradients.params, m.gradients.shapes, m.gradients.buckets, powersgd_options(config.dist)))
+    want += 1e-6 * static_cast<double>(r.elements) + 0.25e-6 * static_cast<double>(r.element_ranks - r.elements) +
+            ring_allreduce_seconds(4.0 * static_cast<double>(r.first_floats), 4, f.cluster) +
+            ring_allreduce_seconds(4.0 * static_cast<double>(r.second_floats), 4, f.cluster);
+  ASSERT_GT(want, 0.01);  // the products of LeNet's compressed tensors alone are tens of ms
+  const std::vector<std::string> row = report_row(simulate_report(config, {4}, path.string()), 4);
+  std::filesystem::remove(path);
+  EXPECT_NEAR(std::stod(row[4]), want * 1e3, 0.051);  // comm_busy_ms
+}
+
 // The targets the two-level ring was built for at 512 H100, with ringtrain's defaults
 // (dist.hierarchy = auto) on the shipped cluster files, TF32 and bf16 compute: 90% for ResNet-101
 // and Inception-v3, above the paper's 68% for VGG-16; the flat ring falls short where the
