@@ -5,6 +5,13 @@
 #include "nn/tensor.h"
 
 namespace rt {
+namespace {
+
+// Marks a rank file whose Q's are k x m (columns one after another); earlier files had none.
+constexpr const char* kQLayoutKey = "powersgd_q";
+constexpr const char* kQLayout = "k x m";
+
+}  // namespace
 
 std::string rank_state_path(const std::string& checkpoint, int rank, int ranks) {
   constexpr std::string_view kSuffix = ".safetensors";
@@ -17,6 +24,7 @@ std::string rank_state_path(const std::string& checkpoint, int rank, int ranks) 
 StFile powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names) {
   compression.state_to_host();
   StFile f;
+  f.metadata.emplace_back(kQLayoutKey, kQLayout);
   for (const PowerSgdBuckets::Tensor& t : compression.tensors()) {
     const PowerSgdMatrix& x = t.matrix;
     f.tensors.emplace_back("powersgd.error." + names.at(t.param), make_f32_tensor({x.n, x.m}, t.error.data()));
@@ -28,6 +36,9 @@ StFile powersgd_state(PowerSgdBuckets& compression, const std::vector<std::strin
 
 void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names, const StFile& file,
                          const std::string& source) {
+  RT_CHECK(file.meta(kQLayoutKey) == kQLayout, source, ": saved by a ringtrain from before 2026-11-28, which kept ",
+           "PowerSGD's Q's as m x k; remove the checkpoints' rank files (*.rank*-of-*.safetensors) beside it to ",
+           "resume with every rank's errors and Q's afresh");
   for (PowerSgdBuckets::Tensor& t : compression.tensors()) {
     const PowerSgdMatrix& x = t.matrix;
     for (auto [key, into, shape] : {std::tuple{"powersgd.error.", &t.error, std::vector<int64_t>{x.n, x.m}},
