@@ -17,6 +17,7 @@ settings=${SETTINGS:-flat:1:0.25 flat:25:1 flat:200:16 two_level:1:0.25 two_leve
 bin=$PWD/build/ringtrain
 [[ -x $bin ]] || { echo "bucket_sweep: build ringtrain first ($bin)" >&2; exit 1; }
 mkdir -p "$out"
+rm -f "$out"/*.ips  # each median from this sweep's runs alone
 trap 'bash scripts/netns_hosts.sh down > /dev/null 2>&1 || true' EXIT
 common=(bench --config "$config" --set data.image_size=32 --set train.batch_per_rank=4 --set train.threads=1
         --set bench.warmup_steps=2 --set bench.windows=3 --set bench.steps_per_window=2)
@@ -34,8 +35,10 @@ for shape in $shapes; do
       log=$out/${shape//:/_}_${hierarchy}_${cap}_${first}_$k.log
       bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts rt-a:2,rt-b:2 -np 4 \
         --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24 "$bin" "${common[@]}" \
-        --set dist.hierarchy="$hierarchy" --set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first" > "$log" 2>&1
-      ips=$(grep -o '"images_per_s":[0-9.]*' "$log" | head -1 | cut -d: -f2)
+        --set dist.hierarchy="$hierarchy" --set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first" > "$log" 2>&1 ||
+        { echo "bucket_sweep: the run of $s on $shape failed; see $log" >&2; exit 1; }
+      ips=$(grep -o '"images_per_s":[0-9.]*' "$log" | head -1 | cut -d: -f2 || true)
+      [[ -n $ips ]] || { echo "bucket_sweep: no images_per_s in $log" >&2; exit 1; }
       printf '%-16s %-9s %9s %9s %4d %10.3f\n' "$shape" "$hierarchy" "$cap" "$first" "$k" "$ips" | tee -a "$out/sweep.txt"
       echo "$ips" >> "$out/${shape//:/_}_${hierarchy}_${cap}_${first}.ips"
     done
