@@ -83,8 +83,9 @@ PowerSgdBuckets::PowerSgdBuckets(const std::vector<ParamExtent>& params,
       plan.tensors.push_back(tensors_.size());
       tensors_.push_back(std::move(t));
     }
-    first_round_.resize(std::max(first_round_.size(), static_cast<size_t>(plan.plain_count + plan.p_count)));
-    second_round_.resize(std::max(second_round_.size(), static_cast<size_t>(plan.q_count)));
+    if (plan.tensors.empty()) continue;  // averaged in place, plainly
+    first_round_floats_ = std::max(first_round_floats_, plan.plain_count + plan.p_count);
+    second_round_floats_ = std::max(second_round_floats_, plan.q_count);
   }
 }
 
@@ -102,35 +103,36 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
     timeline->span(name, category, phase_start, now, 1, static_cast<int64_t>(bucket));
     phase_start = now;
   };
-  float* const first = first_round_.data();
+  float* const first = first_round();
   float* const ps = first + plan.plain_count;
-  float* const qs = second_round_.data();
+  float* const qs = second_round();
   // Round 1: the uncompressed tensors as they are, and P = M Q of each compressed one.
   int64_t at = 0;
-  for (const ParamExtent& e : plan.plain)
-    at = std::copy(arena + e.offset, arena + e.offset + e.count, first + at) - first;
+  for (const ParamExtent& e : plan.plain) {
+    copy(first + at, arena + e.offset, e.count);
+    at += e.count;
+  }
   int64_t p_at = 0;
   for (size_t i : plan.tensors) {
-    Tensor& t = tensors_[i];
-    t.matrix.compress(arena + t.offset, t.error.data(), t.q.data(), ps + p_at);
-    p_at += t.matrix.n * t.matrix.k;
+    compress(i, arena + tensors_[i].offset, ps + p_at);
+    p_at += tensors_[i].matrix.n * tensors_[i].matrix.k;
   }
   phase_done("P = M Q", "powersgd");
   collective.average(first, plan.plain_count + plan.p_count, context);
   phase_done("average P", "ring");
   at = 0;
   for (const ParamExtent& e : plan.plain) {
-    std::copy(first + at, first + at + e.count, arena + e.offset);
+    copy(arena + e.offset, first + at, e.count);
     at += e.count;
   }
   // Round 2: each averaged P orthonormalized, this rank's Q = M^T P.
   p_at = 0;
   int64_t q_at = 0;
   for (size_t i : plan.tensors) {
-    Tensor& t = tensors_[i];
-    t.matrix.project(t.error.data(), ps + p_at, qs + q_at);
-    p_at += t.matrix.n * t.matrix.k;
-    q_at += t.matrix.m * t.matrix.k;
+    const PowerSgdMatrix& x = tensors_[i].matrix;
+    project(i, ps + p_at, qs + q_at);
+    p_at += x.n * x.k;
+    q_at += x.m * x.k;
   }
   phase_done("Q = M^T P", "powersgd");
   inject_fault("powersgd_rounds", World::get().rank(), context.step);  // between the two averages
@@ -140,15 +142,45 @@ void PowerSgdBuckets::average(float* arena, size_t bucket, Collective& collectiv
   p_at = q_at = 0;
   plan.error_squares = plan.m_squares = 0;
   for (size_t i : plan.tensors) {
-    Tensor& t = tensors_[i];
-    const auto [error_squares, m_squares] = t.matrix.decompress(ps + p_at, qs + q_at, arena + t.offset, t.error.data());
-    plan.error_squares += error_squares;
-    plan.m_squares += m_squares;
-    std::copy(qs + q_at, qs + q_at + t.matrix.m * t.matrix.k, t.q.begin());
-    p_at += t.matrix.n * t.matrix.k;
-    q_at += t.matrix.m * t.matrix.k;
+    const PowerSgdMatrix& x = tensors_[i].matrix;
+    decompress(i, bucket, ps + p_at, qs + q_at, arena + tensors_[i].offset);
+    carry_q(i, qs + q_at);
+    p_at += x.n * x.k;
+    q_at += x.m * x.k;
   }
   phase_done("P Q^T", "powersgd");
+}
+
+float* PowerSgdBuckets::first_round() {
+  if (first_round_.empty()) first_round_.resize(static_cast<size_t>(first_round_floats_));
+  return first_round_.data();
+}
+
+float* PowerSgdBuckets::second_round() {
+  if (second_round_.empty()) second_round_.resize(static_cast<size_t>(second_round_floats_));
+  return second_round_.data();
+}
+
+void PowerSgdBuckets::copy(float* to, const float* from, int64_t floats) { std::copy(from, from + floats, to); }
+
+void PowerSgdBuckets::compress(size_t tensor, const float* grad, float* p) {
+  Tensor& t = tensors_[tensor];
+  t.matrix.compress(grad, t.error.data(), t.q.data(), p);
+}
+
+void PowerSgdBuckets::project(size_t tensor, float* p, float* q_local) {
+  tensors_[tensor].matrix.project(tensors_[tensor].error.data(), p, q_local);
+}
+
+void PowerSgdBuckets::decompress(size_t tensor, size_t bucket, const float* p, const float* q, float* grad) {
+  Tensor& t = tensors_[tensor];
+  const auto [error_squares, m_squares] = t.matrix.decompress(p, q, grad, t.error.data());
+  plans_[bucket].error_squares += error_squares;
+  plans_[bucket].m_squares += m_squares;
+}
+
+void PowerSgdBuckets::carry_q(size_t tensor, const float* q) {
+  std::copy(q, q + tensors_[tensor].q.size(), tensors_[tensor].q.begin());
 }
 
 double PowerSgdBuckets::error_relative_norm() const {

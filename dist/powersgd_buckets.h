@@ -46,10 +46,10 @@ struct PowerSgdFloats {
 PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                                const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
 
-// Note [PowerSGD on the GPU]: the same plan and state layout with the phases on a GPU, a subclass
-// (dist/cuda/device_powersgd.cu) that overrides average() to enqueue them on the collective's
-// communication stream; tensors()' errors and Q's are then the host's copies, brought up to date
-// by state_to_host() before a save and sent back by state_from_host() after a load.
+// Note [PowerSGD on the GPU]: the same plan, state layout and average() with the phases on a GPU,
+// a subclass (dist/cuda/device_powersgd.cu) that overrides the phases below to enqueue them on the
+// collective's communication stream; tensors()' errors and Q's are then the host's copies, brought
+// up to date by state_to_host() before a save and sent back by state_from_host() after a load.
 class PowerSgdBuckets {
  public:
   // One compressed tensor: where its gradient lies in the arena, its matrix, this rank's error
@@ -102,13 +102,26 @@ class PowerSgdBuckets {
     double error_squares = 0, m_squares = 0;  // at its last compressed step
   };
   const std::vector<Plan>& plans() const { return plans_; }
-  std::vector<Plan>& plans() { return plans_; }
+  // The largest first and second rounds of a compressed bucket, in floats.
+  int64_t first_round_floats() const { return first_round_floats_; }
+  int64_t second_round_floats() const { return second_round_floats_; }
+
+  // average()'s phases, here on this process's memory; `tensor` indexes tensors(). A subclass
+  // whose state lives elsewhere overrides them all.
+  virtual float* first_round();   // plain tensors then P's, first_round_floats()
+  virtual float* second_round();  // Q's, second_round_floats()
+  virtual void copy(float* to, const float* from, int64_t floats);
+  virtual void compress(size_t tensor, const float* grad, float* p);  // error += grad, p = M q
+  virtual void project(size_t tensor, float* p, float* q_local);      // p orthonormal, M^T p
+  virtual void decompress(size_t tensor, size_t bucket, const float* p, const float* q, float* grad);
+  virtual void carry_q(size_t tensor, const float* q);  // the averaged Q, for the next step
 
  private:
   int64_t start_step_;
   std::vector<Tensor> tensors_;
   std::vector<Plan> plans_;  // per bucket; no tensors where the bucket is averaged plainly
-  std::vector<float> first_round_, second_round_;
+  int64_t first_round_floats_ = 0, second_round_floats_ = 0;
+  std::vector<float> first_round_, second_round_;  // allocated at the first use
   PowerSgdFloats floats_;
 };
 

@@ -128,26 +128,61 @@ std::shared_ptr<float> device_floats(int64_t floats) {
   return std::static_pointer_cast<float>(cuda::allocate_zeroed(static_cast<size_t>(std::max<int64_t>(floats, 1)) * 4));
 }
 
+// The phases of one tensor on `stream`, cuBLAS's `handle` bound to it. Row-major M (n x m) is
+// column-major M^T (m x n); P and Q by columns are column-major n x k and m x k.
+// error += grad, q orthonormalized, p = (M^T)^T q.
+void enqueue_compress(cublasHandle_t handle, cudaStream_t stream, const PowerSgdMatrix& x, const float* grad,
+                      float* error, float* q, float* p) {
+  add_into_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream>>>(error, grad, x.n * x.m);
+  RT_CU_LAUNCHED();
+  orthonormalize_kernel<<<1, kThreads, 0, stream>>>(q, x.m, x.k);
+  RT_CU_LAUNCHED();
+  const float one = 1, zero = 0;
+  RT_CU(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(x.n), static_cast<int>(x.k),
+                    static_cast<int>(x.m), &one, error, static_cast<int>(x.m), q, static_cast<int>(x.m), &zero, p,
+                    static_cast<int>(x.n)));
+}
+// p orthonormalized, q_local = M^T p.
+void enqueue_project(cublasHandle_t handle, cudaStream_t stream, const PowerSgdMatrix& x, const float* error, float* p,
+                     float* q_local) {
+  orthonormalize_kernel<<<1, kThreads, 0, stream>>>(p, x.n, x.k);
+  RT_CU_LAUNCHED();
+  const float one = 1, zero = 0;
+  RT_CU(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(x.m), static_cast<int>(x.k),
+                    static_cast<int>(x.n), &one, error, static_cast<int>(x.m), p, static_cast<int>(x.n), &zero, q_local,
+                    static_cast<int>(x.m)));
+}
+// grad = p q^T, error -= grad, their squares added into squares[0] and [1].
+void enqueue_decompress(cudaStream_t stream, const PowerSgdMatrix& x, const float* p, const float* q, float* grad,
+                        float* error, double* squares) {
+  decompress_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream>>>(p, q, grad, error, x.n, x.m, x.k, squares);
+  RT_CU_LAUNCHED();
+}
+
+struct DestroyHandle {
+  void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
+};
+using CublasHandle = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, DestroyHandle>;
+
+CublasHandle make_cublas_handle() {
+  cublasHandle_t handle = nullptr;
+  RT_CU(cublasCreate(&handle));
+  return CublasHandle(handle);
+}
+
+// PowerSgdBuckets::average() as it is, its phases enqueued on the collective's communication stream.
 class DevicePowerSgdBuckets final : public PowerSgdBuckets {
  public:
   DevicePowerSgdBuckets(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                         const std::vector<Bucket>& buckets, const PowerSgdOptions& options)
-      : PowerSgdBuckets(params, shapes, buckets, options) {
-    cublasHandle_t handle = nullptr;
-    RT_CU(cublasCreate(&handle));
-    cublas_.reset(handle);
-    int64_t first = 0, second = 0;
-    for (const Plan& plan : plans()) {
-      if (plan.tensors.empty()) continue;  // averaged in place, plainly
-      first = std::max(first, plan.plain_count + plan.p_count);
-      second = std::max(second, plan.q_count);
-    }
-    first_round_ = device_floats(first);
-    second_round_ = device_floats(second);
-    squares_ = std::static_pointer_cast<double>(cuda::allocate_zeroed(2 * sizeof(double) * plans().size() + 16));
-    for (const Tensor& t : tensors()) {
+      : PowerSgdBuckets(params, shapes, buckets, options),
+        cublas_(make_cublas_handle()),
+        first_round_(device_floats(first_round_floats())),
+        second_round_(device_floats(second_round_floats())),
+        squares_(std::static_pointer_cast<double>(cuda::allocate_zeroed(2 * sizeof(double) * plans().size() + 16))),
+        measured_(plans().size()) {
+    for (const Tensor& t : tensors())
       live_.push_back({device_floats(t.matrix.n * t.matrix.m), device_floats(t.matrix.k * t.matrix.m)});
-    }
     state_from_host();
   }
   ~DevicePowerSgdBuckets() override {
@@ -160,73 +195,8 @@ class DevicePowerSgdBuckets final : public PowerSgdBuckets {
     RT_CHECK(order != nullptr, "PowerSGD on the GPU needs a collective on GPU memory, not ", collective.describe());
     stream_ = static_cast<cudaStream_t>(order->communication_stream(context));
     RT_CU(cublasSetStream(cublas_.get(), stream_));
-    Plan& plan = plans().at(bucket);
-    float* const first = first_round_.get();
-    float* const ps = first + plan.plain_count;
-    float* const qs = second_round_.get();
-    double* const squares = squares_.get() + 2 * bucket;
-    const auto copy = [&](float* to, const float* from, int64_t floats) {
-      if (floats > 0)
-        RT_CU(cudaMemcpyAsync(to, from, static_cast<size_t>(floats) * 4, cudaMemcpyDeviceToDevice, stream_));
-    };
-    // Round 1: the uncompressed tensors as they are, and P = M Q of each compressed one.
-    int64_t at = 0;
-    for (const ParamExtent& e : plan.plain) {
-      copy(first + at, arena + e.offset, e.count);
-      at += e.count;
-    }
-    int64_t p_at = 0;
-    for (size_t i : plan.tensors) {
-      const Tensor& t = tensors()[i];
-      const PowerSgdMatrix& x = t.matrix;
-      float *error = live_[i].error.get(), *q = live_[i].q.get();
-      add_into_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream_>>>(error, arena + t.offset, x.n * x.m);
-      RT_CU_LAUNCHED();
-      orthonormalize_kernel<<<1, kThreads, 0, stream_>>>(q, x.m, x.k);
-      RT_CU_LAUNCHED();
-      // Row-major M (n x m) is column-major M^T (m x n); P and Q by columns are column-major n x k
-      // and m x k. P = (M^T)^T Q.
-      const float one = 1, zero = 0;
-      RT_CU(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(x.n), static_cast<int>(x.k),
-                        static_cast<int>(x.m), &one, error, static_cast<int>(x.m), q, static_cast<int>(x.m), &zero,
-                        ps + p_at, static_cast<int>(x.n)));
-      p_at += x.n * x.k;
-    }
-    collective.average(first, plan.plain_count + plan.p_count, context);
-    at = 0;
-    for (const ParamExtent& e : plan.plain) {
-      copy(arena + e.offset, first + at, e.count);
-      at += e.count;
-    }
-    // Round 2: each averaged P orthonormalized, this rank's Q = M^T P.
-    p_at = 0;
-    int64_t q_at = 0;
-    for (size_t i : plan.tensors) {
-      const PowerSgdMatrix& x = tensors()[i].matrix;
-      orthonormalize_kernel<<<1, kThreads, 0, stream_>>>(ps + p_at, x.n, x.k);
-      RT_CU_LAUNCHED();
-      const float one = 1, zero = 0;
-      RT_CU(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(x.m), static_cast<int>(x.k),
-                        static_cast<int>(x.n), &one, live_[i].error.get(), static_cast<int>(x.m), ps + p_at,
-                        static_cast<int>(x.n), &zero, qs + q_at, static_cast<int>(x.m)));
-      p_at += x.n * x.k;
-      q_at += x.m * x.k;
-    }
-    collective.average(qs, plan.q_count, context);
-    // The gradient every rank applies, P Q^T; this rank's error; Q carried to the next step.
-    RT_CU(cudaMemsetAsync(squares, 0, 2 * sizeof(double), stream_));
-    p_at = q_at = 0;
-    for (size_t i : plan.tensors) {
-      const Tensor& t = tensors()[i];
-      const PowerSgdMatrix& x = t.matrix;
-      decompress_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream_>>>(
-          ps + p_at, qs + q_at, arena + t.offset, live_[i].error.get(), x.n, x.m, x.k, squares);
-      RT_CU_LAUNCHED();
-      copy(live_[i].q.get(), qs + q_at, x.m * x.k);
-      p_at += x.n * x.k;
-      q_at += x.m * x.k;
-    }
-    measured_.resize(plans().size());
+    RT_CU(cudaMemsetAsync(squares_.get() + 2 * bucket, 0, 2 * sizeof(double), stream_));
+    PowerSgdBuckets::average(arena, bucket, collective, context, nullptr);
     measured_[bucket] = true;
   }
 
@@ -282,10 +252,29 @@ class DevicePowerSgdBuckets final : public PowerSgdBuckets {
     if (stream_) RT_CU(cudaStreamSynchronize(stream_));
   }
 
-  struct DestroyHandle {
-    void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
-  };
-  std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, DestroyHandle> cublas_;  // on the communication stream
+  float* first_round() override { return first_round_.get(); }
+  float* second_round() override { return second_round_.get(); }
+  void copy(float* to, const float* from, int64_t floats) override {
+    if (floats > 0)
+      RT_CU(cudaMemcpyAsync(to, from, static_cast<size_t>(floats) * 4, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void compress(size_t tensor, const float* grad, float* p) override {
+    enqueue_compress(cublas_.get(), stream_, tensors()[tensor].matrix, grad, live_[tensor].error.get(),
+                     live_[tensor].q.get(), p);
+  }
+  void project(size_t tensor, float* p, float* q_local) override {
+    enqueue_project(cublas_.get(), stream_, tensors()[tensor].matrix, live_[tensor].error.get(), p, q_local);
+  }
+  void decompress(size_t tensor, size_t bucket, const float* p, const float* q, float* grad) override {
+    enqueue_decompress(stream_, tensors()[tensor].matrix, p, q, grad, live_[tensor].error.get(),
+                       squares_.get() + 2 * bucket);
+  }
+  void carry_q(size_t tensor, const float* q) override {
+    const PowerSgdMatrix& x = tensors()[tensor].matrix;
+    copy(live_[tensor].q.get(), q, x.k * x.m);
+  }
+
+  CublasHandle cublas_;            // on the communication stream
   cudaStream_t stream_ = nullptr;  // the collective's communication stream, from the first average
   std::vector<Live> live_;         // per tensor, as tensors()
   std::shared_ptr<float> first_round_, second_round_;
@@ -335,27 +324,18 @@ double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
   cuda::copy(q.get(), true, q_host.data(), false, q_host.size() * 4);
   cudaStream_t stream = nullptr;
   RT_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cublasHandle_t handle = nullptr;
-  RT_CU(cublasCreate(&handle));
-  RT_CU(cublasSetStream(handle, stream));
+  const CublasHandle handle = make_cublas_handle();
+  RT_CU(cublasSetStream(handle.get(), stream));
   cudaEvent_t start = nullptr, stop = nullptr;
   RT_CU(cudaEventCreate(&start));
   RT_CU(cudaEventCreate(&stop));
-  const float one = 1, zero = 0;
-  const int ni = static_cast<int>(n), mi = static_cast<int>(m), ki = static_cast<int>(k);
+  const PowerSgdMatrix x{n, m, k};
   std::vector<double> seconds;
   for (int run = 0; run <= runs; ++run) {  // run 0 warms up
     RT_CU(cudaEventRecord(start, stream));
-    add_into_kernel<<<cuda::blocks_for(n * m), kThreads, 0, stream>>>(error.get(), grad.get(), n * m);
-    orthonormalize_kernel<<<1, kThreads, 0, stream>>>(q.get(), m, k);
-    RT_CU(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, ni, ki, mi, &one, error.get(), mi, q.get(), mi, &zero, p.get(),
-                      ni));
-    orthonormalize_kernel<<<1, kThreads, 0, stream>>>(p.get(), n, k);
-    RT_CU(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, mi, ki, ni, &one, error.get(), mi, p.get(), ni, &zero,
-                      q_local.get(), mi));
-    decompress_kernel<<<cuda::blocks_for(n * m), kThreads, 0, stream>>>(p.get(), q_local.get(), grad.get(), error.get(),
-                                                                        n, m, k, squares.get());
-    RT_CU_LAUNCHED();
+    enqueue_compress(handle.get(), stream, x, grad.get(), error.get(), q.get(), p.get());
+    enqueue_project(handle.get(), stream, x, error.get(), p.get(), q_local.get());
+    enqueue_decompress(stream, x, p.get(), q_local.get(), grad.get(), error.get(), squares.get());
     RT_CU(cudaEventRecord(stop, stream));
     RT_CU(cudaEventSynchronize(stop));
     float ms = 0;
@@ -364,7 +344,6 @@ double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  cublasDestroy(handle);
   cudaStreamDestroy(stream);
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
