@@ -178,9 +178,10 @@ StepPrediction predict(const Simulation& s, const Config& config, const DistConf
       p > 1 ? bn_group_step_seconds(s, config) : 0, K);
 }
 
-// What a compressed step sends and what its products are priced at (Note [Compression cost]).
+// What a compressed step sends under the config's buckets (s.m.gradients), and what its products
+// are priced at (Note [Compression cost]).
 std::string compression_line(const Simulation& s, const DistConfig& dist) {
-  const GradientBuckets planned = plan_gradient_buckets(*s.m.graph, dist);
+  const GradientBuckets& planned = s.m.gradients;
   const PowerSgdFloats f = powersgd_floats(planned.params, planned.shapes, planned.buckets, powersgd_options(dist));
   char sizes[128];
   std::snprintf(sizes, sizeof sizes, "%.2f MB of float32 a step instead of %.1f MB",
