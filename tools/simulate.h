@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/compute_profile.h"
 #include "app/gradient_buckets.h"
 #include "config/config.h"
 #include "dist/step_simulator.h"
@@ -21,12 +22,6 @@
 #include "tools/cluster_file.h"
 
 namespace rt {
-
-// The profile of a planned graph whose one-rank training step takes step_s.
-ComputeProfile profile_from_multiply_adds(const Graph& graph, double step_s);
-// The profile `ringtrain bench --profile` measured (formats/step_profile.h) for this graph: rt::Error
-// when its model or layers are not the graph's.
-ComputeProfile profile_from_measurement(const Graph& graph, const StepProfile& measured, const std::string& source);
 
 // The config's model planned at batch 1 on the CPU, and its gradient buckets under the config's
 // [dist]: what simulate_report works from.
