@@ -103,6 +103,8 @@ TrainingPosition position_of(const StFile& f, const std::string& path) {
     RT_CHECK(*end == '\0' && pos.loss_scale > 0 && std::isfinite(pos.loss_scale), path, ": metadata 'loss_scale' = '",
              s, "' is not a positive finite number");
   }
+  if (const std::string s = f.meta("tuned_buckets"); !s.empty())
+    pos.tuned_buckets = BucketCaps::parse(s, str_cat(path, ": metadata 'tuned_buckets'"));
   return pos;
 }
 
@@ -189,6 +191,7 @@ std::string save_checkpoint(const std::string& dir, const Graph& graph, Optimize
     std::snprintf(scale, sizeof scale, "%.17g", pos.loss_scale);  // reads back to the same double
     f.metadata.push_back({"loss_scale", scale});
   }
+  if (pos.tuned_buckets) f.metadata.push_back({"tuned_buckets", pos.tuned_buckets->text()});
   const std::string path = numbered_checkpoint_path(dir, pos.images_seen);
   write_safetensors(path, f);
   publish_checkpoint(dir, path, keep);

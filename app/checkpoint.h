@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "app/checkpoint_files.h"
+#include "base/bucket_caps.h"
 #include "formats/safetensors.h"
 #include "nn/graph.h"
 #include "nn/optim/optimizer.h"
@@ -45,6 +47,9 @@ struct TrainingPosition {
   // Wall-clock seconds since the run first started training, over every resumed part (Note
   // [Stopping at a target]): what time to a target counts.
   double run_seconds = 0;
+  // The bucket caps the online tuner settled on (Note [Online bucket tuning] in
+  // app/bucket_tuner.h), which a resumed run keeps; unset: the config's, or tuning not done.
+  std::optional<BucketCaps> tuned_buckets = std::nullopt;
 };
 inline constexpr const char* kOptimizerPrefix = "optimizer.";  // then the state's name, ".", the parameter's
 

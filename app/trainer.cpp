@@ -66,6 +66,8 @@ void Trainer::resume(const std::string& dir) {
     out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
   }
   if (reducer_ && reducer_->compression()) resume_rank_state(chosen[0], saved);
+  // Every rank read the same file: the same caps everywhere.
+  if (saved.tuned_buckets) use_bucket_caps(*saved.tuned_buckets, /*settled=*/true);
 }
 
 // Note [Rank state] in app/rank_state.h.

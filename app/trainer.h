@@ -83,6 +83,13 @@ class Trainer {
   void profile_steps(StepTimes* times);
   // The epoch is done: the position counts it, its samples and figures cleared (the run).
   void end_epoch();
+  // From the next step on, gradients travel in buckets cut at `caps` (dist.bucket_mb and
+  // dist.first_bucket_mb; Note [Online bucket tuning] in app/bucket_tuner.h): the reducer is made
+  // anew over the same collective, after the sharded update's state is made whole. `settled`: the
+  // position keeps them, so a checkpoint does and a resume restores them. Every rank calls it
+  // between steps with the same caps.
+  void use_bucket_caps(const BucketCaps& caps, bool settled);
+  BucketCaps bucket_caps() const { return {config_.dist.bucket_mb, config_.dist.first_bucket_mb}; }
 
   const Config& config() const { return config_; }
   const World& world() const { return world_; }

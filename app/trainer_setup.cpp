@@ -176,4 +176,21 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
 }
 
+void Trainer::use_bucket_caps(const BucketCaps& caps, bool settled) {
+  if (settled) position_.tuned_buckets = caps;
+  if (!reducer_ || caps == bucket_caps()) return;
+  RT_CHECK(!reducer_->compression(),
+           "the gradient buckets cannot change under dist.compression = \"powersgd\": its "
+           "errors and Q's follow the buckets it was made with");
+  // Each rank holds its own parts of the momentum under a sharded update; the new buckets part it
+  // otherwise.
+  gather_optimizer_state();
+  config_.dist.bucket_mb = caps.bucket_mb;
+  config_.dist.first_bucket_mb = caps.first_bucket_mb;
+  accumulation_.reset();  // its hook holds the reducer
+  attach_reducer(reducer_->release_collective());
+  if (config_.train.accumulate_steps > 1)
+    accumulation_ = std::make_unique<GradientAccumulation>(*graph_, reducer_.get());
+}
+
 }  // namespace rt

@@ -1,6 +1,7 @@
 #include "dist/grad_reducer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 #include "base/test_fault.h"
@@ -25,6 +26,7 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
   pending_params_.resize(buckets_.size());
   ready_us_.resize(buckets_.size());
+  bucket_seconds_.resize(buckets_.size());
   int64_t largest = 0;
   for (const Bucket& b : buckets_) largest = std::max(largest, b.count);
   if (StreamOrder* order = collective_->stream_order()) order->prepare(buckets_.size(), largest);
@@ -32,13 +34,25 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
   thread_ = std::thread([this] { comm_loop(); });
 }
 
-GradReducer::~GradReducer() {
+GradReducer::~GradReducer() { stop_thread(); }
+
+void GradReducer::stop_thread() {
+  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   thread_.join();
+}
+
+std::unique_ptr<Collective> GradReducer::release_collective() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RT_ASSERT(launched_ == done_);
+  }
+  stop_thread();
+  return std::move(collective_);
 }
 
 void GradReducer::begin_step(int64_t step) {
@@ -115,6 +129,7 @@ void GradReducer::comm_loop() {
     try {
       const Bucket& bucket = buckets_[b];
       const double start = timeline_ ? timeline_->now_us() : 0;
+      const auto began = std::chrono::steady_clock::now();
       const WaitContext context{step, static_cast<int>(b), ""};
       inject_fault("allreduce", World::get().rank(), step);
       timeline_bucket_ = static_cast<int64_t>(b);
@@ -125,6 +140,7 @@ void GradReducer::comm_loop() {
         at = collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset));
       else
         at = collective_->average(arena_ + bucket.offset, bucket.count, context);
+      bucket_seconds_[b] = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));
         const double end = timeline_->now_us();

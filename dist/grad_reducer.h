@@ -54,7 +54,13 @@ class GradReducer {
   void gather_updated(float* state_arena);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // How long each bucket's average took in the last step, its start to its end on the
+  // communication thread (on the host: on the GPU it is the time to enqueue it). After finish().
+  const std::vector<double>& bucket_seconds() const { return bucket_seconds_; }
   const Collective& collective() const { return *collective_; }
+  // Stops the communication thread and hands back the collective, for a reducer over other
+  // buckets (Trainer::use_bucket_caps). Main thread, outside a step; the reducer is unusable after.
+  std::unique_ptr<Collective> release_collective();
   // The compression, where one was given (its state: a checkpoint's, a test's first Q's).
   PowerSgdBuckets* compression() { return compression_.get(); }
   const PowerSgdBuckets* compression() const { return compression_.get(); }
@@ -64,6 +70,7 @@ class GradReducer {
   // update with the timeline's spans around its work.
   ShardUpdate timed(ShardUpdate update);
   void comm_loop();
+  void stop_thread();
 
   float* arena_;
   std::vector<ParamExtent> params_;
@@ -81,6 +88,7 @@ class GradReducer {
   int64_t step_ = 0;
   std::vector<size_t> pending_params_;  // per bucket: parameters not yet ready
   std::vector<double> ready_us_;        // per bucket: when its last gradient arrived
+  std::vector<double> bucket_seconds_;  // per bucket: its last average's seconds
   size_t launched_ = 0, done_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;
