@@ -8,6 +8,7 @@
 #include <ostream>
 #include <vector>
 
+#include "app/bucket_tuner.h"
 #include "app/epoch_ledger.h"
 #include "app/epoch_report.h"
 #include "app/progress.h"
@@ -22,6 +23,12 @@
 
 namespace rt {
 namespace {
+
+// The steps this run will make, to its last epoch or its limit.
+int64_t run_steps(const Trainer& t, int64_t last_epoch, const TrainLimits& limits) {
+  const int64_t to_end = last_epoch * t.steps_per_epoch() - t.position().step;
+  return limits.steps > 0 ? std::min(limits.steps, to_end) : to_end;
+}
 
 // One call of TrainingRun::train: what it carries from step to step, and its pieces in order.
 class Loop {
@@ -60,6 +67,7 @@ class Loop {
   std::shared_ptr<void> image_memory_;  // one micro-batch, page-locked where the device reads it
   std::vector<int32_t> labels_;
   int64_t last_epoch_;  // where this run ends: train.epochs, or sooner under TrainLimits
+  BucketTuner tuner_;   // dist.autotune (Note [Online bucket tuning])
   TrainResult result_;
   // This part's start, and the run's seconds before it (Note [Stopping at a target] in
   // run_target.h).
@@ -85,6 +93,7 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
       labels_(static_cast<size_t>(config_.train.batch_per_rank)),
       last_epoch_(limits.epochs > 0 ? std::min(config_.train.epochs, t.position().epochs_done + limits.epochs)
                                     : config_.train.epochs),
+      tuner_(t, &folder_, run_steps(t, last_epoch_, limits)),
       seconds_before_(t.position().run_seconds) {
   result_.target.target = config_.eval.target_top1;
 }
@@ -152,13 +161,15 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   data.release();
   set_current_training_step(-1);  // between steps: a failure now names its own step, as metrics.jsonl counts it
   if (tl) tl->flush(run_step);
-  tally_.add_step(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  tally_.add_step(step, step_s);
   stragglers_.add_step(step.compute_s, step.averages_wait_s, step.links);
   result_.step_losses.push_back(step.loss);
   const int64_t steps_left = (last_epoch_ - epoch) * t_.steps_per_epoch() - (s + 1);
   progress_.step(s, step.loss, t_.schedule().lr, tally_.images_per_s(s), tally_.eta_s(steps_left));
   write_step_record(epoch, step.loss);
   t_.check_replicas_after_step();
+  tuner_.after_step(step_s, step.compute_s);  // may change the buckets, between steps
 }
 
 void Loop::write_step_record(int64_t epoch, double loss) {

@@ -23,6 +23,7 @@ enum class TransportChoice { kAuto, kShm, kTcp, kMpi };            // dist.trans
 enum class Hierarchy { kAuto, kFlat, kTwoLevel };                  // dist.hierarchy
 enum class Wire { kFp32, kFp16, kBf16 };                           // dist.wire
 enum class Compression { kNone, kPowerSgd };                       // dist.compression
+enum class Autotune { kAuto, kOn, kOff, kReplay };                 // dist.autotune
 enum class ProgressMode { kAuto, kBar, kLines, kNone };            // log.progress
 enum class MlperfDivision { kClosed, kOpen };                      // mlperf.submission_division
 enum class MlperfStatus { kOnprem, kCloud, kPreview, kResearch };  // mlperf.submission_status
@@ -91,6 +92,10 @@ struct EnumNames<Wire> {
 template <>
 struct EnumNames<Compression> {
   static constexpr std::array<std::string_view, 2> names{"none", "powersgd"};
+};
+template <>
+struct EnumNames<Autotune> {
+  static constexpr std::array<std::string_view, 4> names{"auto", "on", "off", "replay"};
 };
 template <>
 struct EnumNames<ProgressMode> {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 
+#include "app/bucket_tuner.h"
 #include "app/replica_check.h"
 #include "app/step_agreement.h"
 #include "base/check.h"
@@ -161,16 +162,24 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
                                 &trainer.between_steps());
   const auto step = [&] {
     if (tl) tl->set_step(run_step);
-    trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
+    const StepOutcome outcome = trainer.train_step(batch.images.data(), batch.labels.data(), batch.images.device());
     // What training pays at each step boundary for agreeing on saves (checkpoint.signals,
     // every_minutes); bench itself never saves.
     (void)agreement.after_step(trainer.position().step);
     trainer.check_replicas_after_step();  // and for proving the replicas the same
     if (tl) tl->flush(run_step);
     ++run_step;
+    return outcome;
   };
   const BenchConfig& b = trainer.config().bench;
   for (int64_t s = 0; s < b.warmup_steps; ++s) step();
+  // dist.autotune = "on": tuned after the warm-up, the windows then time the choice.
+  BucketTuner tuner(trainer, nullptr, b.warmup_steps + b.windows * b.steps_per_window);
+  while (tuner.active()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const StepOutcome outcome = step();
+    tuner.after_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), outcome.compute_s);
+  }
   synchronize(trainer.graph().device());  // GPU work is queued: each window starts with the device idle
 
   BenchResult r;

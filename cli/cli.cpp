@@ -19,7 +19,7 @@ std::string usage() {
          "       ringtrain pack --from DIR --to OUT [--shard-mb N]\n"
          "       ringtrain ring-demo --ranks P [--hosts H] --elements N\n"
          "       ringtrain simulate --config FILE --ranks P1,P2,... --network CLUSTER [--cycle-ms C] [--profile P] "
-         "[--suggest] [--straggler PCT]\n"
+         "[--suggest | --autotune] [--straggler PCT]\n"
          "  train    train the configured model (the default command)\n"
          "  eval     evaluate the checkpoint in --resume DIR (default: checkpoint.dir) on the test set\n"
          "  bench    training throughput on one fixed random batch: warm-up steps, then timed windows\n"
@@ -39,6 +39,7 @@ std::string usage() {
          "           --cycle-ms C starts collectives only every C ms, as Horovod's fusion did; --profile P\n"
          "           takes the compute from a bench --profile file instead of the cluster's images/s;\n"
          "           --suggest searches dist.hierarchy and the bucket caps for the fastest predicted step;\n"
+         "           --autotune lists the caps dist.autotune would measure and the one it would keep;\n"
          "           --straggler PCT adds the step with one rank PCT% slower in compute\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
@@ -125,6 +126,8 @@ CliArgs parse_cli(int argc, const char* const* argv) {
       a.profile = value(arg);
     } else if (arg == "--suggest" && a.command == "simulate") {
       a.suggest = true;
+    } else if (arg == "--autotune" && a.command == "simulate") {
+      a.autotune = true;
     } else if (arg == "--network") {
       a.network = value(arg);
     } else if (arg == "--straggler" && a.command == "simulate") {

@@ -28,6 +28,7 @@ struct CliArgs {
   std::string network;              // simulate --network FILE
   double cycle_ms = 0;              // simulate --cycle-ms C
   bool suggest = false;             // simulate --suggest
+  bool autotune = false;            // simulate --autotune
   double straggler_pct = 0;         // simulate --straggler PCT
   std::string pack_from, pack_to;   // pack --from DIR --to OUT
   double shard_mb = 256;            // pack --shard-mb N

@@ -51,6 +51,12 @@ int run(const CliArgs& args) {
     const std::vector<int> ranks = parse_rank_list(args.rank_list);
     RT_CHECK(!args.suggest || args.straggler_pct == 0,
              "simulate: --straggler goes with the plain report, not --suggest");
+    RT_CHECK(!(args.autotune && (args.suggest || args.straggler_pct > 0)),
+             "simulate: --autotune goes alone, without --suggest or --straggler");
+    if (args.autotune) {
+      std::cout << autotune_report(config, ranks, args.network, args.cycle_ms / 1e3, args.profile) << std::flush;
+      return 0;
+    }
     std::cout << (args.suggest ? suggest_report(config, ranks, args.network, args.cycle_ms / 1e3, args.profile)
                                : simulate_report(config, ranks, args.network, args.cycle_ms / 1e3, args.profile,
                                                  args.straggler_pct / 100))

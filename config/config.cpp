@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/bucket_caps.h"
 #include "base/check.h"
 #include "base/signal_names.h"
 #include "config/config_schema.h"
@@ -128,6 +129,21 @@ std::vector<Broken> broken_rules(const Config& c) {
     rule(t.precision != Precision::kFp16, "dist.compression", "train.precision",
          "dist.compression = \"powersgd\" with train.precision = \"fp16\": a step whose scaled gradients "
          "overflow would leave inf in every later step's error feedback");
+  }
+  if (dist.autotune == Autotune::kOn || dist.autotune == Autotune::kReplay) {
+    const std::string setting = str_cat("dist.autotune = \"", name_of(dist.autotune), "\"");
+    rule(dist.compression == Compression::kNone, "dist.autotune", "dist.compression", setting,
+         " with dist.compression = \"powersgd\": PowerSGD's errors and Q's follow the buckets it was made with");
+    rule(t.device == Device::kCpu, "dist.autotune", "train.device", setting,
+         " on the GPU: the tuner times each bucket's average on the host, where the GPU's collective only enqueues "
+         "it (not yet supported)");
+  }
+  if (dist.autotune == Autotune::kReplay) {
+    try {
+      parse_autotune_trials(dist.autotune_trials);
+    } catch (const Error& e) {
+      rule(false, "dist.autotune_trials", "dist.autotune", "dist.autotune = \"replay\": ", e.what());
+    }
   }
   try {
     parse_signal_list(c.checkpoint.signals);

@@ -101,6 +101,9 @@ struct DistConfig {
   double powersgd_min_ratio = 2;
   double bucket_mb = 25;
   double first_bucket_mb = 1;
+  Autotune autotune = Autotune::kAuto;
+  double autotune_max_share = 0.05;
+  std::string autotune_trials;
   bool overlap = true;
   bool sharded_update = true;
   double stall_warn_s = 60;

@@ -444,6 +444,25 @@ inline const SchemaOf<Config>& config_schema() {
            "cap of the first and the last bucket in MiB: communication starts early and little is left after backward",
        .bound = above(0)},
       {.table = "dist",
+       .key = "autotune",
+       .field = &enum_member<&C::dist, &DistConfig::autotune>,
+       .doc = "tune dist.bucket_mb and dist.first_bucket_mb on the job's own first steps: candidates from a model "
+              "of this job's measured buckets, each measured on real steps, the config's kept unless one is faster "
+              "by more than the noise; auto = on where the tuning is at most dist.autotune_max_share of the run "
+              "(several ranks, CPU, no compression); replay = the trials dist.autotune_trials lists, as a tuned.toml "
+              "written by a tuned run has them, to reproduce it bit for bit",
+       .also = {"autotuning", "horovod_autotune", "tune"}},
+      {.table = "dist",
+       .key = "autotune_max_share",
+       .field = &member<&C::dist, &DistConfig::autotune_max_share>,
+       .doc = "dist.autotune = \"auto\" tunes only where its steps are at most this share of the run's",
+       .bound = {.lo = 0, .hi = 1, .lo_open = true}},
+      {.table = "dist",
+       .key = "autotune_trials",
+       .field = &member<&C::dist, &DistConfig::autotune_trials>,
+       .doc = "for dist.autotune = \"replay\": \"STEP:BUCKET_MB/FIRST_BUCKET_MB ...\", the caps in force from each "
+              "step on, the last the settled choice (a tuned run writes it to tuned.toml); ignored otherwise"},
+      {.table = "dist",
        .key = "overlap",
        .field = &member<&C::dist, &DistConfig::overlap>,
        .doc = "allreduce buckets during backward; false = all after backward"},

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/bucket_tuner.h"
 #include "app/compute_profile.h"
 #include "app/config_model.h"
 #include "app/gradient_buckets.h"
@@ -314,6 +315,50 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
                      "\n");
   }
   out << advice;
+  return out.str();
+}
+
+std::string autotune_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
+                            double cycle_s, const std::string& profile_path) {
+  const Simulation s = prepare_simulation(config, network_path, cycle_s, profile_path);
+  const BucketCaps own{config.dist.bucket_mb, config.dist.first_bucket_mb};
+  const double element_bytes = static_cast<double>(wire_bytes(config.dist.wire));
+  std::ostringstream out;
+  out << header(config, s, network_path, cycle_s, profile_path);
+  out << "# dist.autotune (docs/distributed.md): the config's caps (" << own.text() << ") and the " << kCandidates
+      << " the simulator ranks fastest with other buckets, each measured on the job's steps; "
+      << "it keeps the config's unless one is " << 100 * kMinGain
+      << "% faster or more (more where its steps are noisier).\n"
+      << "# On a cluster it prices buckets from their measured averages; here from this cluster file, so the "
+         "choice below is what it settles on where the steps go as predicted.\n"
+      << "# ranks hierarchy candidates (bucket_mb/first_bucket_mb: step_ms) -> choice gain\n";
+  for (int p : ranks) {
+    if (p < 2) continue;  // one rank averages nothing
+    const Hierarchy h = simulated_hierarchy(config.dist.hierarchy, p, s.f.cluster);
+    const std::vector<RankedCaps> ranked =
+        rank_bucket_caps(*s.m.graph, config.dist, s.profile, p, s.f.cluster, h, element_bytes,
+                         config.train.accumulate_steps, own, kCandidates);
+    size_t best = 0;
+    for (size_t i = 1; i < ranked.size(); ++i)
+      if (ranked[i].predicted_s < ranked[best].predicted_s) best = i;
+    const double gain = 1 - ranked[best].predicted_s / ranked[0].predicted_s;
+    const size_t chosen = gain > kMinGain ? best : 0;
+    char head[64];
+    std::snprintf(head, sizeof head, "%7d %9s ", p, std::string(name_of(h)).c_str());
+    out << head;
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      char item[64];
+      std::snprintf(item, sizeof item, "%s%s: %.1f", i ? ", " : "", ranked[i].caps.text().c_str(),
+                    ranked[i].predicted_s * 1e3);
+      out << item;
+    }
+    char tail[128];
+    if (chosen)
+      std::snprintf(tail, sizeof tail, " -> %s %+.1f%%\n", ranked[chosen].caps.text().c_str(), 100 * gain);
+    else
+      std::snprintf(tail, sizeof tail, " -> the config's (the best other %+.1f%%)\n", 100 * gain);
+    out << tail;
+  }
   return out.str();
 }
 
