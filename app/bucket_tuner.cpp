@@ -115,14 +115,17 @@ std::vector<RankedCaps> rank_bucket_caps(const Graph& graph, const DistConfig& d
   // Ties go to the smaller caps, listed first.
   std::stable_sort(grid.begin(), grid.end(),
                    [](const Priced& a, const Priced& b) { return a.ranked.predicted_s < b.ranked.predicted_s; });
-  // Caps that cut the same buckets are one candidate: a small model may leave only the config's.
+  // Caps that cut the same buckets are one candidate (a small model may leave only the config's),
+  // and neighbours are spaced kCapSpacing apart: the model misprices what overlap costs the
+  // cores, so the trials span the range it ranks rather than one corner of it.
   std::vector<Priced> chosen{price(own)};
   for (const Priced& p : grid) {
     if (static_cast<int>(chosen.size()) == count + 1) break;
-    const bool same = std::any_of(chosen.begin(), chosen.end(), [&](const Priced& k) {
-      return k.cuts == p.cuts || k.ranked.caps.bucket_mb == p.ranked.caps.bucket_mb;
+    const bool near = std::any_of(chosen.begin(), chosen.end(), [&](const Priced& k) {
+      const double a = k.ranked.caps.bucket_mb, b = p.ranked.caps.bucket_mb;
+      return k.cuts == p.cuts || std::max(a, b) < kCapSpacing * std::min(a, b);
     });
-    if (!same) chosen.push_back(p);
+    if (!near) chosen.push_back(p);
   }
   std::vector<RankedCaps> ranked;
   for (const Priced& p : chosen) ranked.push_back(p.ranked);

@@ -8,7 +8,7 @@
 //    are often guesses.
 // 2. Model: the step simulator (dist/step_simulator.h) with that fitted cost and a compute
 //    profile from the measured compute time ranks a grid of caps; the config's own and the
-//    kCandidates best with distinct bucket_mb are measured.
+//    kCandidates best, cutting other buckets, their bucket_mb kCapSpacing apart, are measured.
 // 3. Trials: kRounds rounds, each visiting every candidate for visit_steps steps (the first after
 //    a change not counted), the rounds in opposite orders so that a drift weighs on all alike;
 //    enough steps that the median's error is under half the smallest gain acted on.
@@ -43,6 +43,7 @@ inline constexpr int kCandidates = 3;                              // besides th
 inline constexpr int kRounds = 2;                                  // visits to each candidate
 inline constexpr int64_t kMinVisitSteps = 3, kMaxVisitSteps = 15;  // each visit, after its first step
 inline constexpr double kMinGain = 0.01;                           // never act on less than 1%
+inline constexpr double kCapSpacing = 4;                           // candidates' bucket_mb at least this factor apart
 
 // A bucket's average as `fixed_s` + `s_per_byte` x its bytes, least squares over the buckets.
 struct BucketCostFit {
@@ -58,7 +59,7 @@ struct RankedCaps {
   double predicted_s = 0;  // the simulator's step
 };
 // `own` first, then up to `count` caps of the grid the simulator predicts fastest, each cutting
-// other buckets than every one before it and with another bucket_mb.
+// other buckets than every one before it, its bucket_mb kCapSpacing times above or below theirs.
 std::vector<RankedCaps> rank_bucket_caps(const Graph& graph, const DistConfig& dist, const ComputeProfile& profile,
                                          int ranks, const ClusterModel& cluster, Hierarchy hierarchy,
                                          double bytes_per_element, int64_t micro_batches, const BucketCaps& own,

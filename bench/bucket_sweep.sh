@@ -5,7 +5,9 @@
 # shape. The exhaustive sweep an online tuner is judged against. Needs root (namespaces, tc).
 #   SHAPES    (default "none tbf:1gbit"): none leaves the veth link as it is; tbf:RATE shapes each
 #             end with a token bucket as scripts/netns_hosts.sh does.
-#   SETTINGS  (default: flat and two-level at 1, 25 and 200 MB buckets) as "hierarchy:bucket_mb:first_bucket_mb".
+#   SETTINGS  (default: flat and two-level at 1, 25 and 200 MB buckets) as "hierarchy:bucket_mb:first_bucket_mb";
+#             "hierarchy:autotune:-" is a run with dist.autotune = "on" from the default caps, its
+#             images/s those of the windows after the tuning, its choice printed beside them.
 #   REPEATS   (default 2); CONFIG (default configs/cpu/resnet101.toml, at 32 x 32, 4 images and 1
 #             thread per rank).
 # usage: bench/bucket_sweep.sh [OUT]     (default runs/bucket_sweep)
@@ -33,13 +35,20 @@ for shape in $shapes; do
     for s in $settings; do
       IFS=: read -r hierarchy cap first <<< "$s"
       log=$out/${shape//:/_}_${hierarchy}_${cap}_${first}_$k.log
+      if [[ $cap == autotune ]]; then
+        caps=(--set dist.autotune=on)
+      else
+        caps=(--set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first")
+      fi
       bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts rt-a:2,rt-b:2 -np 4 \
         --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24 "$bin" "${common[@]}" \
-        --set dist.hierarchy="$hierarchy" --set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first" > "$log" 2>&1 ||
+        --set dist.hierarchy="$hierarchy" "${caps[@]}" > "$log" 2>&1 ||
         { echo "bucket_sweep: the run of $s on $shape failed; see $log" >&2; exit 1; }
       ips=$(grep -o '"images_per_s":[0-9.]*' "$log" | head -1 | cut -d: -f2 || true)
       [[ -n $ips ]] || { echo "bucket_sweep: no images_per_s in $log" >&2; exit 1; }
-      printf '%-16s %-9s %9s %9s %4d %10.3f\n' "$shape" "$hierarchy" "$cap" "$first" "$k" "$ips" | tee -a "$out/sweep.txt"
+      choice=$(grep -o 'dist.autotune [a-z]*[^:]*' "$log" | sed 's/dist.autotune //' || true)
+      printf '%-16s %-9s %9s %9s %4d %10.3f %s\n' "$shape" "$hierarchy" "$cap" "$first" "$k" "$ips" "$choice" |
+        tee -a "$out/sweep.txt"
       echo "$ips" >> "$out/${shape//:/_}_${hierarchy}_${cap}_${first}.ips"
     done
   done
@@ -48,8 +57,17 @@ for shape in $shapes; do
     IFS=: read -r hierarchy cap first <<< "$s"
     m=$(median < "$out/${shape//:/_}_${hierarchy}_${cap}_${first}.ips")
     printf '%-16s %-9s %9s %9s  median %10.3f\n' "$shape" "$hierarchy" "$cap" "$first" "$m" | tee -a "$out/sweep.txt"
-    if awk -v a="$m" -v b="$best_ips" 'BEGIN {exit !(a > b)}'; then best=$s best_ips=$m; fi
+    if [[ $cap == autotune ]]; then
+      tuned=$m
+    elif awk -v a="$m" -v b="$best_ips" 'BEGIN {exit !(a > b)}'; then
+      best=$s best_ips=$m
+    fi
   done
-  echo "$shape: fastest $best at $best_ips images/s" | tee -a "$out/sweep.txt"
+  echo "$shape: fastest fixed setting $best at $best_ips images/s" | tee -a "$out/sweep.txt"
+  [[ -z ${tuned:-} ]] ||
+    awk -v a="$tuned" -v b="$best_ips" -v s="$shape" \
+      'BEGIN {printf "%s: autotuned %.3f images/s, %.1f%% of the fastest fixed setting\n", s, a, 100 * a / b}' |
+    tee -a "$out/sweep.txt"
+  tuned=""
   bash scripts/netns_hosts.sh down > /dev/null
 done

@@ -355,6 +355,8 @@ std::string autotune_report(const Config& config, const std::vector<int>& ranks,
     char tail[128];
     if (chosen)
       std::snprintf(tail, sizeof tail, " -> %s %+.1f%%\n", ranked[chosen].caps.text().c_str(), 100 * gain);
+    else if (best == 0)
+      std::snprintf(tail, sizeof tail, " -> the config's (the fastest)\n");
     else
       std::snprintf(tail, sizeof tail, " -> the config's (the best other %+.1f%%)\n", 100 * gain);
     out << tail;

@@ -2,7 +2,7 @@
 // fit recovers a line it was given and the ring model built from it costs that line (Note [Ring
 // cost]); the spread is the scaled MAD worked by hand; visits lengthen with the spread as the
 // median's standard error says; the trials' verdict takes a gain only past the noise; candidates
-// cut distinct buckets; and the text the tuner writes reads back.
+// cut distinct buckets at caps spaced apart; and the text the tuner writes reads back.
 #include "app/bucket_tuner.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +105,11 @@ TEST(BucketTuner, CandidatesCutDistinctBucketsAndFollowTheModel) {
     std::vector<std::pair<size_t, size_t>> c;
     for (const Bucket& b : plan_gradient_buckets(*graph, d).buckets) c.emplace_back(b.first_param, b.end_param);
     EXPECT_TRUE(cuts.insert(c).second) << r.caps.text() << " cuts the buckets of a candidate before it";
+    for (const RankedCaps& k : slow_start) {
+      if (&k == &r) continue;
+      EXPECT_GE(std::max(k.caps.bucket_mb, r.caps.bucket_mb) / std::min(k.caps.bucket_mb, r.caps.bucket_mb),
+                kCapSpacing);
+    }
   }
   // The first candidate: LeNet's one bucket, five fixed costs fewer than the config's six.
   EXPECT_NEAR(slow_start[0].predicted_s - slow_start[1].predicted_s, 5.0, 0.05);
