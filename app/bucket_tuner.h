@@ -19,10 +19,11 @@
 //    run's folder (with the trials, which dist.autotune = "replay" repeats bit for bit) and to
 //    metrics.jsonl.
 // Bucket caps move where each element's sum is made, not what is summed: replicas stay identical
-// (the replica check passes across changes). At 2 ranks not a bit moves; at more, the ring's
-// order of each element's additions follows the buckets, so a run with other caps differs in
-// the last bits, which is why "replay" repeats the trials rather than only the choice. The wire
-// and compression, which change the numbers, are never tuned.
+// (the replica check passes across changes). At 2 ranks an element's sum is a + b whatever the
+// buckets; at more, the ring's order of each element's additions follows them, and so do the
+// pieces a sharded LARS sums its norms in (Note [Norms across shards] in nn/optim/shard_norms.h),
+// so a run with other caps differs in the last bits: "replay" repeats the trials, not only the
+// choice. The wire and compression, which change the numbers, are never tuned.
 #pragma once
 
 #include <cstdint>

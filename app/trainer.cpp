@@ -66,8 +66,16 @@ void Trainer::resume(const std::string& dir) {
     out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
   }
   if (reducer_ && reducer_->compression()) resume_rank_state(chosen[0], saved);
-  // Every rank read the same file: the same caps everywhere.
-  if (saved.tuned_buckets) use_bucket_caps(*saved.tuned_buckets, /*settled=*/true);
+  // Every rank read the same file: the same caps everywhere. The GPU's collective sizes its buffers
+  // once (StreamOrder::prepare), and the tuner that chose them times the CPU's: the config's there.
+  if (saved.tuned_buckets && graph_->device() == Device::kCpu) {
+    use_bucket_caps(*saved.tuned_buckets, /*settled=*/true);
+  } else if (saved.tuned_buckets) {
+    position_.tuned_buckets.reset();
+    if (world_.rank() == 0)
+      out_ << "ringtrain: the checkpoint's tuned buckets (" << saved.tuned_buckets->text()
+           << " MiB) were chosen on CPUs; on the GPU the config's dist.bucket_mb and dist.first_bucket_mb apply\n";
+  }
 }
 
 // Note [Rank state] in app/rank_state.h.

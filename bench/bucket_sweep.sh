@@ -4,7 +4,8 @@
 # the settings alternated within each repeat, then the median images/s of each and the best per
 # shape. The exhaustive sweep an online tuner is judged against. Needs root (namespaces, tc).
 #   SHAPES    (default "none tbf:1gbit"): none leaves the veth link as it is; tbf:RATE shapes each
-#             end with a token bucket as scripts/netns_hosts.sh does.
+#             end with a token bucket as scripts/netns_hosts.sh does; one_host runs the 4 ranks on
+#             this machine, no namespaces.
 #   SETTINGS  (default: flat and two-level at 1, 25 and 200 MB buckets) as "hierarchy:bucket_mb:first_bucket_mb";
 #             "hierarchy:autotune:-" is a run with dist.autotune = "on" from the default caps, its
 #             images/s those of the windows after the tuning, its choice printed beside them.
@@ -29,7 +30,8 @@ for shape in $shapes; do
   case $shape in
     none) bash scripts/netns_hosts.sh up > /dev/null ;;
     tbf:*) bash scripts/netns_hosts.sh up "${shape#tbf:}" > /dev/null ;;
-    *) echo "bucket_sweep: shape '$shape': expected none or tbf:RATE" >&2; exit 2 ;;
+    one_host) ;;
+    *) echo "bucket_sweep: shape '$shape': expected none, tbf:RATE or one_host" >&2; exit 2 ;;
   esac
   for ((k = 1; k <= repeats; k++)); do
     for s in $settings; do
@@ -40,9 +42,13 @@ for shape in $shapes; do
       else
         caps=(--set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first")
       fi
-      bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts rt-a:2,rt-b:2 -np 4 \
-        --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24 "$bin" "${common[@]}" \
-        --set dist.hierarchy="$hierarchy" "${caps[@]}" > "$log" 2>&1 ||
+      if [[ $shape == one_host ]]; then
+        launch=(scripts/mpi_launch.sh --bind-to none -np 4)
+      else
+        launch=(bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts rt-a:2,rt-b:2 -np 4
+                --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24)
+      fi
+      "${launch[@]}" "$bin" "${common[@]}" --set dist.hierarchy="$hierarchy" "${caps[@]}" > "$log" 2>&1 ||
         { echo "bucket_sweep: the run of $s on $shape failed; see $log" >&2; exit 1; }
       ips=$(grep -o '"images_per_s":[0-9.]*' "$log" | head -1 | cut -d: -f2 || true)
       [[ -n $ips ]] || { echo "bucket_sweep: no images_per_s in $log" >&2; exit 1; }
@@ -69,5 +75,5 @@ for shape in $shapes; do
       'BEGIN {printf "%s: autotuned %.3f images/s, %.1f%% of the fastest fixed setting\n", s, a, 100 * a / b}' |
     tee -a "$out/sweep.txt"
   tuned=""
-  bash scripts/netns_hosts.sh down > /dev/null
+  [[ $shape == one_host ]] || bash scripts/netns_hosts.sh down > /dev/null
 done
