@@ -43,7 +43,7 @@ for shape in $shapes; do
         caps=(--set dist.bucket_mb="$cap" --set dist.first_bucket_mb="$first")
       fi
       if [[ $shape == one_host ]]; then
-        launch=(scripts/mpi_launch.sh --bind-to none -np 4)
+        launch=(scripts/mpi_launch.sh --bind-to none --oversubscribe -np 4)
       else
         launch=(bash scripts/netns_hosts.sh on rt-a scripts/mpi_launch.sh --bind-to none --hosts rt-a:2,rt-b:2 -np 4
                 --rsh "$(bash scripts/netns_hosts.sh agent)" --net 10.213.0.0/24)
