@@ -168,7 +168,7 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
   const DistConfig& d = t_.config().dist;
   if (!t_.reducer() || d.autotune == Autotune::kOff) return;
   if (d.autotune == Autotune::kReplay) {
-    trials_ = parse_autotune_trials(d.autotune_trials);
+    replayed_ = parse_autotune_trials(d.autotune_trials);
     phase_ = Phase::kReplay;
     replay_for(t_.position().step);
     return;
@@ -177,22 +177,23 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
   if (d.autotune == Autotune::kAuto) {
     if (t_.reducer()->compression() || t_.graph().device() != Device::kCpu) return;
     if (static_cast<double>(kLongestTuning) > d.autotune_max_share * static_cast<double>(run_steps)) return;
+  } else if (run_steps < kLongestTuning && t_.world().rank() == 0) {
+    t_.out() << "ringtrain: dist.autotune = \"on\": this run's " << run_steps << " steps may end before the tuning "
+             << "does (up to " << kLongestTuning << "); it would end at the caps then on trial\n";
   }
   phase_ = Phase::kWarmup;
   started_step_ = t_.position().step;
-  trials_.push_back({started_step_, t_.bucket_caps()});
+  // From the config's caps, also after a run that stopped while tuning (its trials stay on record).
+  t_.use_bucket_caps(t_.configured_bucket_caps(), false);
 }
 
-void BucketTuner::use(const BucketCaps& caps, bool settled) {
-  if (caps != t_.bucket_caps() || settled) trials_.push_back({t_.position().step, caps});
-  t_.use_bucket_caps(caps, settled);
-}
+void BucketTuner::use(const BucketCaps& caps, bool settled) { t_.use_bucket_caps(caps, settled); }
 
 void BucketTuner::replay_for(int64_t step) {
   size_t k = 0;
-  while (k + 1 < trials_.size() && trials_[k + 1].from_step <= step) ++k;
-  const bool settled = k + 1 == trials_.size() && trials_[k].from_step <= step;
-  t_.use_bucket_caps(trials_[k].caps, settled);
+  while (k + 1 < replayed_.size() && replayed_[k + 1].from_step <= step) ++k;
+  const bool settled = k + 1 == replayed_.size() && replayed_[k].from_step <= step;
+  t_.use_bucket_caps(replayed_[k].caps, settled);
   if (settled) phase_ = Phase::kDone;
 }
 
@@ -203,8 +204,7 @@ void BucketTuner::after_step(double step_s, double compute_s) {
     case Phase::kReplay:
       replay_for(t_.position().step);
       return;
-    case Phase::kWarmup:
-      tuning_s_ += step_s;
+    case Phase::kWarmup:  // slow whatever the caps: not counted in the tuning's cost
       if (t_.position().step - started_step_ >= kWarmupSteps) phase_ = Phase::kBase;
       return;
     case Phase::kBase:
@@ -229,31 +229,42 @@ void BucketTuner::after_step(double step_s, double compute_s) {
 void BucketTuner::plan_trials() {
   const World& world = t_.world();
   const Config& config = t_.config();
-  std::string plan;
-  if (world.rank() == 0) {
-    const std::vector<Bucket>& buckets = t_.reducer()->buckets();
-    std::vector<double> bytes, bucket_s;
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      std::vector<double> s;
-      for (const std::vector<double>& step : base_buckets_) s.push_back(step[b]);
-      bytes.push_back(static_cast<double>(buckets[b].count) * 4);
-      bucket_s.push_back(median_of(s));
+  std::string plan, failed;
+  if (world.rank() == 0) try {
+      const std::vector<Bucket>& buckets = t_.reducer()->buckets();
+      std::vector<double> bytes, bucket_s;
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        std::vector<double> s;
+        for (const std::vector<double>& step : base_buckets_) s.push_back(step[b]);
+        bytes.push_back(static_cast<double>(buckets[b].count) * 4);
+        bucket_s.push_back(median_of(s));
+      }
+      fit_ = fit_bucket_costs(bytes, bucket_s);
+      spread_ = relative_spread(base_steps_);
+      const int64_t K = config.train.accumulate_steps;
+      const ComputeProfile profile =
+          profile_from_multiply_adds(t_.graph(), median_of(base_compute_) / static_cast<double>(K));
+      const std::vector<RankedCaps> ranked =
+          rank_bucket_caps(t_.graph(), config.dist, profile, world.size(), fitted_cluster(fit_, world.size()),
+                           Hierarchy::kFlat, 4, K, t_.bucket_caps(), kCandidates);
+      std::ostringstream out;
+      out.precision(17);
+      out << spread_ << " " << fit_.fixed_s << " " << fit_.s_per_byte;
+      for (const RankedCaps& r : ranked) out << " " << r.caps.text() << " " << r.predicted_s;
+      plan = out.str();
+    } catch (const Error& e) {
+      // An optional speed-up must not end the run: every rank learns of it from the empty plan.
+      failed = e.what();
+      plan.clear();
     }
-    fit_ = fit_bucket_costs(bytes, bucket_s);
-    spread_ = relative_spread(base_steps_);
-    const int64_t K = config.train.accumulate_steps;
-    const ComputeProfile profile =
-        profile_from_multiply_adds(t_.graph(), median_of(base_compute_) / static_cast<double>(K));
-    const std::vector<RankedCaps> ranked =
-        rank_bucket_caps(t_.graph(), config.dist, profile, world.size(), fitted_cluster(fit_, world.size()),
-                         Hierarchy::kFlat, 4, K, t_.bucket_caps(), kCandidates);
-    std::ostringstream out;
-    out.precision(17);
-    out << spread_ << " " << fit_.fixed_s << " " << fit_.s_per_byte;
-    for (const RankedCaps& r : ranked) out << " " << r.caps.text() << " " << r.predicted_s;
-    plan = out.str();
-  }
   world.broadcast(plan, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's candidates")});
+  if (plan.empty()) {
+    phase_ = Phase::kDone;
+    if (world.rank() == 0)
+      t_.out() << "ringtrain: dist.autotune could not plan its trials (" << failed << "); kept the config's "
+               << caps_keys(t_.bucket_caps()) << "\n";
+    return;
+  }
   std::istringstream in(plan);
   in >> spread_ >> fit_.fixed_s >> fit_.s_per_byte;
   std::string caps;
@@ -307,7 +318,7 @@ void BucketTuner::settle() {
   phase_ = Phase::kDone;
   if (world.rank() != 0) return;
   const int64_t steps = t_.position().step - started_step_;
-  const double cost = tuning_s_ - static_cast<double>(steps) * verdict.median_s[chosen];
+  const double cost = tuning_s_ - static_cast<double>(steps - kWarmupSteps) * verdict.median_s[chosen];
   const auto counted = static_cast<int64_t>(kRounds) * visit_len_;
   std::string why;
   if (chosen != 0)
@@ -353,7 +364,7 @@ void BucketTuner::write_tuned_toml(const BucketCaps& chosen, const std::string& 
   c.dist.bucket_mb = chosen.bucket_mb;
   c.dist.first_bucket_mb = chosen.first_bucket_mb;
   c.dist.autotune = Autotune::kReplay;
-  c.dist.autotune_trials = autotune_trials_text(trials_);
+  c.dist.autotune_trials = autotune_trials_text(t_.position().bucket_trials);
   const std::string text =
       str_cat("# dist.autotune ", why,
               "\n# As written, this file repeats the tuned run bit for bit (dist.autotune = \"replay\" follows "

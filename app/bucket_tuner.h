@@ -21,7 +21,7 @@
 // Bucket caps move where each element's sum is made, not what is summed: replicas stay identical
 // (the replica check passes across changes). At 2 ranks an element's sum is a + b whatever the
 // buckets; at more, the ring's order of each element's additions follows them, and so do the
-// pieces a sharded LARS sums its norms in (Note [Norms across shards] in nn/optim/shard_norms.h),
+// pieces LARS sums its norms in (Note [Norms across shards] in nn/optim/shard_norms.h),
 // so a run with other caps differs in the last bits: "replay" repeats the trials, not only the
 // choice. The wire and compression, which change the numbers, are never tuned.
 #pragma once
@@ -109,7 +109,7 @@ class BucketTuner {
   const RunFolder* folder_;
   Phase phase_ = Phase::kDone;
   int64_t started_step_ = 0;
-  double tuning_s_ = 0;
+  double tuning_s_ = 0;  // from the measured steps on
   std::vector<double> base_steps_, base_compute_;
   std::vector<std::vector<double>> base_buckets_;  // per step: each bucket's seconds
   double spread_ = 0;
@@ -119,7 +119,7 @@ class BucketTuner {
   std::vector<std::pair<size_t, int>> visits_;              // (candidate, round), in order
   size_t visit_ = 0;
   int64_t visit_step_ = 0, visit_len_ = 0;
-  std::vector<BucketTrial> trials_;  // the caps in force from each step on
+  std::vector<BucketTrial> replayed_;  // dist.autotune = "replay": dist.autotune_trials
 };
 
 }  // namespace rt

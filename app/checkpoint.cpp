@@ -105,6 +105,13 @@ TrainingPosition position_of(const StFile& f, const std::string& path) {
   }
   if (const std::string s = f.meta("tuned_buckets"); !s.empty())
     pos.tuned_buckets = BucketCaps::parse(s, str_cat(path, ": metadata 'tuned_buckets'"));
+  if (const std::string s = f.meta("bucket_trials"); !s.empty()) {
+    try {
+      pos.bucket_trials = parse_autotune_trials(s);
+    } catch (const Error& e) {
+      RT_CHECK(false, path, ": metadata 'bucket_trials': ", e.what());
+    }
+  }
   return pos;
 }
 
@@ -192,6 +199,7 @@ std::string save_checkpoint(const std::string& dir, const Graph& graph, Optimize
     f.metadata.push_back({"loss_scale", scale});
   }
   if (pos.tuned_buckets) f.metadata.push_back({"tuned_buckets", pos.tuned_buckets->text()});
+  if (!pos.bucket_trials.empty()) f.metadata.push_back({"bucket_trials", autotune_trials_text(pos.bucket_trials)});
   const std::string path = numbered_checkpoint_path(dir, pos.images_seen);
   write_safetensors(path, f);
   publish_checkpoint(dir, path, keep);

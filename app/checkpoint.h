@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/checkpoint_files.h"
 #include "base/bucket_caps.h"
@@ -50,6 +51,9 @@ struct TrainingPosition {
   // The bucket caps the online tuner settled on (Note [Online bucket tuning] in
   // app/bucket_tuner.h), which a resumed run keeps; unset: the config's, or tuning not done.
   std::optional<BucketCaps> tuned_buckets = std::nullopt;
+  // The caps the tuner put in force, from each step on, over every part of the run so far: a
+  // tuned.toml's dist.autotune_trials, which a run stopped while tuning carries into its resume.
+  std::vector<BucketTrial> bucket_trials = {};
 };
 inline constexpr const char* kOptimizerPrefix = "optimizer.";  // then the state's name, ".", the parameter's
 

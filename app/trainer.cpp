@@ -66,16 +66,29 @@ void Trainer::resume(const std::string& dir) {
     out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
   }
   if (reducer_ && reducer_->compression()) resume_rank_state(chosen[0], saved);
-  // Every rank read the same file: the same caps everywhere. The GPU's collective sizes its buffers
-  // once (StreamOrder::prepare), and the tuner that chose them times the CPU's: the config's there.
-  if (saved.tuned_buckets && graph_->device() == Device::kCpu) {
-    use_bucket_caps(*saved.tuned_buckets, /*settled=*/true);
-  } else if (saved.tuned_buckets) {
-    position_.tuned_buckets.reset();
+  // Every rank read the same file: the same caps everywhere.
+  if (saved.tuned_buckets) resume_tuned_buckets(*saved.tuned_buckets);
+}
+
+// Where the checkpoint's run settled its tuning (Note [Online bucket tuning]): its caps, unless the
+// config turns tuning off or they cannot apply here. Rank 0 says which.
+void Trainer::resume_tuned_buckets(const BucketCaps& tuned) {
+  const char* instead = config_.dist.autotune == Autotune::kOff ? "dist.autotune = \"off\""
+                        : graph_->device() != Device::kCpu
+                            ? "the GPU's collective sizes its buffers once, and the tuner timed CPUs"
+                        : reducer_ && reducer_->compression() ? "PowerSGD's state follows the config's buckets"
+                                                              : nullptr;
+  if (!instead) {
+    use_bucket_caps(tuned, /*settled=*/true);
     if (world_.rank() == 0)
-      out_ << "ringtrain: the checkpoint's tuned buckets (" << saved.tuned_buckets->text()
-           << " MiB) were chosen on CPUs; on the GPU the config's dist.bucket_mb and dist.first_bucket_mb apply\n";
+      out_ << "ringtrain: the checkpoint's tuned buckets apply: dist.bucket_mb = " << tuned.bucket_mb
+           << ", dist.first_bucket_mb = " << tuned.first_bucket_mb << "\n";
+    return;
   }
+  position_.tuned_buckets.reset();
+  if (world_.rank() == 0)
+    out_ << "ringtrain: the checkpoint's tuned buckets (" << tuned.text() << " MiB) are set aside: " << instead
+         << "; the config's dist.bucket_mb and dist.first_bucket_mb apply\n";
 }
 
 // Note [Rank state] in app/rank_state.h.

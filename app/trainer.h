@@ -85,11 +85,13 @@ class Trainer {
   void end_epoch();
   // From the next step on, gradients travel in buckets cut at `caps` (dist.bucket_mb and
   // dist.first_bucket_mb; Note [Online bucket tuning] in app/bucket_tuner.h): the reducer is made
-  // anew over the same collective, after the sharded update's state is made whole. `settled`: the
-  // position keeps them, so a checkpoint does and a resume restores them. Every rank calls it
-  // between steps with the same caps.
+  // anew over the same collective, after the sharded update's state is made whole. The position
+  // records the change in bucket_trials; `settled`: also in tuned_buckets, which a resume
+  // restores. Every rank calls it between steps with the same caps.
   void use_bucket_caps(const BucketCaps& caps, bool settled);
   BucketCaps bucket_caps() const { return {config_.dist.bucket_mb, config_.dist.first_bucket_mb}; }
+  // The caps the config gave, whatever is in force now.
+  BucketCaps configured_bucket_caps() const { return configured_caps_; }
 
   const Config& config() const { return config_; }
   const World& world() const { return world_; }
@@ -127,6 +129,7 @@ class Trainer {
   // After resume() read `checkpoint` (saved at `saved`): each rank's own state beside it, where
   // every rank has its own (Note [Rank state] in app/rank_state.h).
   void resume_rank_state(const std::string& checkpoint, const TrainingPosition& saved);
+  void resume_tuned_buckets(const BucketCaps& tuned);
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
@@ -138,6 +141,7 @@ class Trainer {
   void average_buffers();  // running batch-norm statistics, over ranks
 
   Config config_;
+  BucketCaps configured_caps_;  // config_.dist's caps as given; use_bucket_caps changes config_'s
   std::ostream& out_;
   const World& world_;
   StallPolicy between_steps_;

@@ -88,6 +88,7 @@ std::unique_ptr<Collective> make_rank_collective(const Config& config, const Wor
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     : config_(config),
+      configured_caps_{config.dist.bucket_mb, config.dist.first_bucket_mb},
       out_(out),
       world_(world),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
@@ -177,6 +178,11 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
 }
 
 void Trainer::use_bucket_caps(const BucketCaps& caps, bool settled) {
+  std::vector<BucketTrial>& trials = position_.bucket_trials;
+  if (trials.empty() || trials.back().caps != caps || settled) {
+    if (!trials.empty() && trials.back().from_step == position_.step) trials.pop_back();  // replaced before use
+    trials.push_back({position_.step, caps});
+  }
   if (settled) position_.tuned_buckets = caps;
   if (!reducer_ || caps == bucket_caps()) return;
   RT_CHECK(!reducer_->compression(),

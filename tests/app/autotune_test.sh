@@ -7,6 +7,7 @@
 #   from a checkpoint saved mid-tuning;
 # - the tuned run resumed after it settled, with the first run's own config, does not tune again
 #   and ends bit-identical to the uninterrupted run;
+# - resumed while tuning, it tunes again, and its tuned.toml (both parts' trials) replays it;
 # - the chosen caps from the first step (dist.autotune = "off") end elsewhere: at 4 ranks the
 #   buckets move bits, so the comparisons above can fail.
 # usage: autotune_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
@@ -80,9 +81,40 @@ run resumed "$src/configs/fashion_mnist.toml" "${common[@]}" "${subset_data[@]}"
 grep -q "ringtrain: dist.autotune" "$work/resumed.out" && { cat "$work/resumed.out"; fail "the resumed run tuned again"; }
 same "$work/tuned/checkpoint.safetensors" "$work/resumed/checkpoint.safetensors" ||
   fail "the tuned run resumed after settling ends elsewhere than the uninterrupted run"
+grep -q "ringtrain: the checkpoint's tuned buckets apply: dist.bucket_mb = " "$work/resumed.out" ||
+  { cat "$work/resumed.out"; fail "the resumed run does not say it took the checkpoint's caps"; }
+# Resumed with tuning off: the config's caps, said so.
+mkdir "$work/resumed_off" && cp "$work/tuned/$(epoch_file 4)" "$work/resumed_off/"
+run resumed_off "$src/configs/fashion_mnist.toml" "${common[@]}" "${subset_data[@]}" --set dist.autotune='"off"' \
+  --set dist.bucket_mb=0.02 --set dist.first_bucket_mb=0.01 --resume "$work/resumed_off"
+grep -q "tuned buckets (.*) are set aside: dist.autotune = \"off\"" "$work/resumed_off.out" ||
+  { cat "$work/resumed_off.out"; fail "a resume with dist.autotune = off did not set the tuned caps aside"; }
+# Stopped while tuning (the checkpoint after epoch 1, step 32) and resumed live: it tunes again from
+# the config's caps, and its tuned.toml, carrying the first part's trials, replays the whole run.
+mkdir "$work/retuned" && cp "$work/tuned/$(epoch_file 1)" "$work/retuned/"
+run retuned "$src/configs/fashion_mnist.toml" "${common[@]}" "${subset_data[@]}" --set dist.autotune='"on"' \
+  --set dist.bucket_mb=0.02 --set dist.first_bucket_mb=0.01 --resume "$work/retuned"
+grep -q "ringtrain: dist.autotune: 8 steps at the config's 0.02/0.01 MiB" "$work/retuned.out" ||
+  { cat "$work/retuned.out"; fail "the run resumed mid-tuning did not tune again"; }
+python3 - "$work" << 'PY' || fail "the resumed run's trials do not carry the first part's"
+import re, sys
+def trials(run):
+    text = open(f"{sys.argv[1]}/{run}/tuned.toml").read()
+    return re.search(r'^autotune_trials = "([^"]*)"', text, re.M).group(1).split()
+first, again = trials("tuned"), trials("retuned")
+before = [t for t in first if int(t.split(":")[0]) < 32]
+assert again[:len(before)] == before, (before, again)
+# From step 32 the config's caps: a new entry, or the last one before it already says so.
+at_32 = again[len(before)] if again[len(before)].startswith("32:") else before[-1]
+assert at_32.endswith(":0.02/0.01") and len(again) > len(before) + 1, (before, again)
+PY
+run retuned_replayed "$work/retuned/tuned.toml"
+same "$work/retuned/checkpoint.safetensors" "$work/retuned_replayed/checkpoint.safetensors" ||
+  fail "the tuned.toml of a run resumed mid-tuning does not replay it"
 # The choice alone, from the first step: other bits, or the comparisons above prove nothing.
 run fixed "$work/tuned/tuned.toml" --set dist.autotune='"off"'
 same "$work/tuned/checkpoint.safetensors" "$work/fixed/checkpoint.safetensors" > /dev/null &&
   fail "the choice from the first step ends bit-identical to the tuned run: the buckets move no bit here"
 echo "PASS: tuned across changes with identical replicas; tuned.toml replays it bit for bit, from the start and" \
-  "resumed mid-tuning; resumed after settling it keeps the choice, bit for bit"
+  "resumed mid-tuning; resumed after settling it keeps the choice, bit for bit; resumed while tuning it tunes" \
+  "again and its tuned.toml replays both parts"
