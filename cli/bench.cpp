@@ -172,13 +172,19 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
     return outcome;
   };
   const BenchConfig& b = trainer.config().bench;
+  // dist.autotune = "replay" (a tuned.toml): bench times the choice, not the trials before it.
+  const bool replay = trainer.config().dist.autotune == Autotune::kReplay;
+  if (replay && trainer.reducer())
+    trainer.use_bucket_caps(parse_autotune_trials(trainer.config().dist.autotune_trials).back().caps, true);
   for (int64_t s = 0; s < b.warmup_steps; ++s) step();
   // dist.autotune = "on": tuned after the warm-up, the windows then time the choice.
-  BucketTuner tuner(trainer, nullptr, b.warmup_steps + b.windows * b.steps_per_window);
-  while (tuner.active()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const StepOutcome outcome = step();
-    tuner.after_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), outcome.compute_s);
+  if (!replay) {
+    BucketTuner tuner(trainer, nullptr, b.warmup_steps + b.windows * b.steps_per_window);
+    while (tuner.active()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const StepOutcome outcome = step();
+      tuner.after_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), outcome.compute_s);
+    }
   }
   synchronize(trainer.graph().device());  // GPU work is queued: each window starts with the device idle
 
