@@ -179,7 +179,8 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   for (int64_t s = 0; s < b.warmup_steps; ++s) step();
   // dist.autotune = "on": tuned after the warm-up, the windows then time the choice.
   if (!replay) {
-    BucketTuner tuner(trainer, nullptr, b.warmup_steps + b.windows * b.steps_per_window);
+    // Its steps come before the windows, however many the tuning takes.
+    BucketTuner tuner(trainer, nullptr, b.warmup_steps + kLongestTuning + b.windows * b.steps_per_window);
     while (tuner.active()) {
       const auto t0 = std::chrono::steady_clock::now();
       const StepOutcome outcome = step();
