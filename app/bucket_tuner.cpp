@@ -10,18 +10,12 @@
 #include "app/compute_profile.h"
 #include "app/gradient_buckets.h"
 #include "base/check.h"
+#include "base/median.h"
 #include "formats/atomic_file.h"
 #include "formats/json.h"
 
 namespace rt {
 namespace {
-
-double median_of(std::vector<double> v) {
-  RT_ASSERT(!v.empty());
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string percent(double x) {
   char out[32];
@@ -133,9 +127,10 @@ std::vector<RankedCaps> rank_bucket_caps(const Graph& graph, const DistConfig& d
 }
 
 double relative_spread(std::vector<double> seconds) {
-  const double m = median_of(seconds);
+  RT_ASSERT(!seconds.empty());
+  const double m = median(seconds);
   for (double& s : seconds) s = std::abs(s - m);
-  return m > 0 ? 1.4826 * median_of(seconds) / m : 0;
+  return m > 0 ? 1.4826 * median(seconds) / m : 0;
 }
 
 // The median of n samples has a standard error of about 1.2533 sigma / sqrt(n).
@@ -150,13 +145,14 @@ TrialVerdict judge_trials(const std::vector<std::vector<std::vector<double>>>& s
   for (const auto& rounds : seconds) {
     std::vector<double> all;
     for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
-    v.median_s.push_back(median_of(all));
+    RT_ASSERT(!all.empty());
+    v.median_s.push_back(median(all));
     if (rounds.size() >= 2) {
-      const double a = median_of(rounds[0]), b = median_of(rounds[1]);
+      const double a = median(rounds[0]), b = median(rounds[1]);
       round_gaps.push_back(std::abs(a - b) / ((a + b) / 2));
     }
   }
-  v.noise = std::max(kMinGain, round_gaps.empty() ? 0.0 : median_of(round_gaps));
+  v.noise = std::max(kMinGain, round_gaps.empty() ? 0.0 : median(round_gaps));
   v.fastest = static_cast<size_t>(std::min_element(v.median_s.begin(), v.median_s.end()) - v.median_s.begin());
   const double gain = 1 - v.median_s[v.fastest] / v.median_s[0];
   v.chosen = gain > v.noise ? v.fastest : 0;
@@ -186,8 +182,6 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
   // From the config's caps, also after a run that stopped while tuning (its trials stay on record).
   t_.use_bucket_caps(t_.configured_bucket_caps(), false);
 }
-
-void BucketTuner::use(const BucketCaps& caps, bool settled) { t_.use_bucket_caps(caps, settled); }
 
 void BucketTuner::replay_for(int64_t step) {
   size_t k = 0;
@@ -221,7 +215,7 @@ void BucketTuner::after_step(double step_s, double compute_s) {
       if (++visit_step_ <= visit_len_) return;
       if (++visit_ == visits_.size()) return settle();
       visit_step_ = 0;
-      use(candidates_[visits_[visit_].first].caps, false);
+      t_.use_bucket_caps(candidates_[visits_[visit_].first].caps, false);
       return;
   }
 }
@@ -237,13 +231,13 @@ void BucketTuner::plan_trials() {
         std::vector<double> s;
         for (const std::vector<double>& step : base_buckets_) s.push_back(step[b]);
         bytes.push_back(static_cast<double>(buckets[b].count) * 4);
-        bucket_s.push_back(median_of(s));
+        bucket_s.push_back(median(s));
       }
       fit_ = fit_bucket_costs(bytes, bucket_s);
       spread_ = relative_spread(base_steps_);
       const int64_t K = config.train.accumulate_steps;
       const ComputeProfile profile =
-          profile_from_multiply_adds(t_.graph(), median_of(base_compute_) / static_cast<double>(K));
+          profile_from_multiply_adds(t_.graph(), median(base_compute_) / static_cast<double>(K));
       const std::vector<RankedCaps> ranked =
           rank_bucket_caps(t_.graph(), config.dist, profile, world.size(), fitted_cluster(fit_, world.size()),
                            Hierarchy::kFlat, 4, K, t_.bucket_caps(), kCandidates);
@@ -271,7 +265,7 @@ void BucketTuner::plan_trials() {
   double predicted = 0;
   while (in >> caps >> predicted) candidates_.push_back({BucketCaps::parse(caps, "the tuner's plan"), predicted});
   if (candidates_.size() == 1) {  // nothing else to try
-    use(candidates_[0].caps, /*settled=*/true);
+    t_.use_bucket_caps(candidates_[0].caps, /*settled=*/true);
     phase_ = Phase::kDone;
     const std::string line = str_cat("kept the config's ", caps_keys(candidates_[0].caps),
                                      ": every other caps cut this model's gradients into the same buckets");
@@ -300,7 +294,7 @@ void BucketTuner::plan_trials() {
   phase_ = Phase::kTrials;
   visit_ = 0;
   visit_step_ = 0;
-  use(candidates_[visits_[0].first].caps, false);
+  t_.use_bucket_caps(candidates_[visits_[0].first].caps, false);
 }
 
 void BucketTuner::settle() {
@@ -314,7 +308,7 @@ void BucketTuner::settle() {
   world.broadcast(verdict_text, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's choice")});
   const size_t chosen = static_cast<size_t>(std::stoul(verdict_text));
   const BucketCaps caps = candidates_.at(chosen).caps;
-  use(caps, /*settled=*/true);
+  t_.use_bucket_caps(caps, /*settled=*/true);
   phase_ = Phase::kDone;
   if (world.rank() != 0) return;
   const int64_t steps = t_.position().step - started_step_;

@@ -99,7 +99,6 @@ class BucketTuner {
 
  private:
   enum class Phase { kWarmup, kBase, kTrials, kReplay, kDone };
-  void use(const BucketCaps& caps, bool settled);
   void plan_trials();  // after kBase
   void settle();       // after the trials
   void replay_for(int64_t step);

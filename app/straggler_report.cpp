@@ -4,17 +4,12 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "base/median.h"
 
 namespace rt {
 namespace {
 
 enum Field { kCompute, kSteps, kLastSteps, kPrev, kNext, kAveragesWait, kArrivalS, kArrivalBytes };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "base/median.h"
 
 namespace rt {
 
@@ -67,10 +68,7 @@ WindowStats window_stats(const std::vector<double>& v) {
   for (double x : v) s.mean += x / n;
   for (double x : v) s.sd += (x - s.mean) * (x - s.mean) / (n - 1);
   s.sd = std::sqrt(s.sd);
-  std::vector<double> sorted = v;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t k = sorted.size();
-  s.median = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+  s.median = median(v);
   return s;
 }
 
