@@ -61,12 +61,12 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     const bool last = k + 1 == K;
     if (accumulation_) accumulation_->set_last(last);
     const bool replay = replay_.replays(profile_ != nullptr);  // never with K > 1 (checked at set-up)
-    const LossResult micro =
-        forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
+    forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
     if (!replay || !replay_.covers_backward()) {
       ComputeSpan span(timeline_.get(), "backward");
       graph_->backward(dy_->views(), ctx);
     }
+    const LossResult micro = read_loss();
     if (!last) accumulation_->add(k == 0, timeline_.get());
     loss.loss += micro.loss / static_cast<double>(K);
     loss.correct1 += micro.correct1;
@@ -121,32 +121,39 @@ RunContext Trainer::begin_step() {
   return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.step)};
 }
 
-LossResult Trainer::forward_and_loss(const float* images, const int32_t* labels, Device images_on,
-                                     const RunContext& ctx, double loss_scale, bool replay, StepClock& clock) {
+void Trainer::forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
+                               double loss_scale, bool replay, StepClock& clock) {
   const double smoothing = config_.train.label_smoothing;
-  LossResult loss;
-  {
-    ComputeSpan span(timeline_.get(), !replay                     ? "forward"
-                                      : replay_.covers_backward() ? "forward and backward, replayed"
-                                                                  : "forward, replayed");
-    graph_->set_input(images, images_on);
-    graph_->begin_forward(ctx);
-    step_loss_->set_targets(labels);
-    if (replay) {
-      // Runs once, while recording; it takes its values by copy all the same, as the recording does.
-      replay_.replay(loss_scale, [this, ctx, loss_scale, smoothing] {
-        graph_->forward_work(ctx);
-        step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
-        if (replay_.covers_backward()) graph_->backward(dy_->views(), ctx);
-      });
-    } else {
+  ComputeSpan span(timeline_.get(), !replay                     ? "forward"
+                                    : replay_.covers_backward() ? "forward and backward, replayed"
+                                                                : "forward, replayed");
+  graph_->set_input(images, images_on);
+  graph_->begin_forward(ctx);
+  step_loss_->set_targets(labels);
+  if (replay) {
+    // Runs once, while recording; it takes its values by copy all the same, as the recording does.
+    replay_.replay(loss_scale, [this, ctx, loss_scale, smoothing] {
       graph_->forward_work(ctx);
-      clock.issued(&StepTimes::forward_host_s);
       step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
-    }
-    loss = step_loss_->result();
-    clock.done(&StepTimes::forward_s);
+      if (replay_.covers_backward()) graph_->backward(dy_->views(), ctx);
+    });
+  } else {
+    graph_->forward_work(ctx);
+    clock.issued(&StepTimes::forward_host_s);
+    step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
   }
+  clock.done(&StepTimes::forward_s);
+}
+
+// Note [Reading the loss]
+// The loss is read once backward is issued, not between forward and backward: on a GPU the read
+// waits for the device, and there it would empty the queue just where the step's smallest layers
+// (the end of forward, the start of backward) follow, which the host must then issue with nothing
+// banked. After backward the wait ends on the last gradient ready, the compute time Note [Naming
+// the straggler] takes, and leaves the collective's stream running. A loss gone non-finite then
+// stops the run after a backward on it, still before any update or checkpoint.
+LossResult Trainer::read_loss() {
+  const LossResult loss = step_loss_->result();
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
            schedule_.lr, "): lower ", config_.train.lr > 0 ? "train.lr" : "train.lr_per_256",
            " or add schedule.warmup_epochs; the last checkpoint is untouched");

@@ -132,8 +132,9 @@ class Trainer {
   void resume_tuned_buckets(const BucketCaps& tuned);
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
-  LossResult forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
-                              double loss_scale, bool replay, StepClock& clock);
+  void forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
+                        double loss_scale, bool replay, StepClock& clock);
+  LossResult read_loss();  // once backward is issued (Note [Reading the loss] in app/train_step.cpp)
   // SGD with each gradient times grad_scale, where the reducer did not apply it.
   void update(double grad_scale, StepClock& clock);
   // Note [Replica check] at `when` ("after the save after step 12"): every rank calls it.
