@@ -91,20 +91,24 @@ __global__ void add_into_kernel(float* error, const float* grad, int64_t count) 
 }
 
 // grad = P Q^T, each element's k terms added in order as the host adds them; error -= grad.
-// squares[0] and [1] gather the error's and M's squares (a metric: in any order).
+// squares[0] and [1] gather the error's and M's squares (a metric: in any order). A block takes
+// whole rows (no division per element) and sums many before its two atomics: launched with
+// decompress_blocks(n) blocks of kThreads.
 __global__ void decompress_kernel(const float* p, const float* q, float* grad, float* error, int64_t n, int64_t m,
                                   int64_t k, double* squares) {
   double error_squares = 0, m_squares = 0;
-  for (int64_t at = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; at < n * m; at += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t i = at / m, j = at % m;
-    float sum = __fmul_rn(p[i], q[j]);
-    for (int64_t c = 1; c < k; ++c) sum = __fadd_rn(sum, __fmul_rn(p[c * n + i], q[c * m + j]));
-    grad[at] = sum;
-    const float whole = error[at];
-    const float left = __fsub_rn(whole, sum);
-    error[at] = left;
-    m_squares += static_cast<double>(whole) * whole;
-    error_squares += static_cast<double>(left) * left;
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+      const int64_t at = i * m + j;
+      float sum = __fmul_rn(p[i], q[j]);
+      for (int64_t c = 1; c < k; ++c) sum = __fadd_rn(sum, __fmul_rn(p[c * n + i], q[c * m + j]));
+      grad[at] = sum;
+      const float whole = error[at];
+      const float left = __fsub_rn(whole, sum);
+      error[at] = left;
+      m_squares += static_cast<double>(whole) * whole;
+      error_squares += static_cast<double>(left) * left;
+    }
   }
   __shared__ double block[2][kThreads];
   block[0][threadIdx.x] = error_squares;
@@ -122,6 +126,9 @@ __global__ void decompress_kernel(const float* p, const float* q, float* grad, f
     atomicAdd(&squares[1], block[1][0]);
   }
 }
+
+// decompress_kernel's grid: a row per block, up to a few blocks per multiprocessor of any GPU.
+unsigned decompress_blocks(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(n, 1024)); }
 
 // Device memory of `floats` floats, zeroed.
 std::shared_ptr<float> device_floats(int64_t floats) {
@@ -155,7 +162,7 @@ void enqueue_project(cublasHandle_t handle, cudaStream_t stream, const PowerSgdM
 // grad = p q^T, error -= grad, their squares added into squares[0] and [1].
 void enqueue_decompress(cudaStream_t stream, const PowerSgdMatrix& x, const float* p, const float* q, float* grad,
                         float* error, double* squares) {
-  decompress_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream>>>(p, q, grad, error, x.n, x.m, x.k, squares);
+  decompress_kernel<<<decompress_blocks(x.n), kThreads, 0, stream>>>(p, q, grad, error, x.n, x.m, x.k, squares);
   RT_CU_LAUNCHED();
 }
 
@@ -302,8 +309,7 @@ std::pair<double, double> decompress(const PowerSgdMatrix& x, const float* p, co
                                      float* error) {
   const auto squares = std::static_pointer_cast<double>(cuda::allocate_zeroed(2 * sizeof(double)));
   const cudaStream_t stream = cuda::context().stream;
-  decompress_kernel<<<cuda::blocks_for(x.n * x.m), kThreads, 0, stream>>>(p, q, grad, error, x.n, x.m, x.k,
-                                                                          squares.get());
+  decompress_kernel<<<decompress_blocks(x.n), kThreads, 0, stream>>>(p, q, grad, error, x.n, x.m, x.k, squares.get());
   RT_CU_LAUNCHED();
   RT_CU(cudaStreamSynchronize(stream));
   double host[2];
@@ -317,14 +323,15 @@ double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
   const auto grad = device_floats(n * m), error = device_floats(n * m), q = device_floats(k * m),
              p = device_floats(k * n), q_local = device_floats(k * m);
   const auto squares = std::static_pointer_cast<double>(cuda::allocate_zeroed(2 * sizeof(double)));
-  // Values of about 0.01 (bytes 0x3c), far from denormals; Q's columns independent enough.
-  RT_CU(cudaMemset(grad.get(), 0x3c, static_cast<size_t>(n * m) * 4));
+  // Values of about 0.01 (bytes 0x3c), far from denormals; Q's columns independent enough. On the
+  // compute stream, after the zeroing device_floats queued there; the copy below waits for both.
+  RT_CU(cudaMemsetAsync(grad.get(), 0x3c, static_cast<size_t>(n * m) * 4, cuda::context().stream));
   std::vector<float> q_host(static_cast<size_t>(k * m));
   for (size_t i = 0; i < q_host.size(); ++i) q_host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000 - 0.5f;
   cuda::copy(q.get(), true, q_host.data(), false, q_host.size() * 4);
   cudaStream_t stream = nullptr;
   RT_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const CublasHandle handle = make_cublas_handle();
+  CublasHandle handle = make_cublas_handle();
   RT_CU(cublasSetStream(handle.get(), stream));
   cudaEvent_t start = nullptr, stop = nullptr;
   RT_CU(cudaEventCreate(&start));
@@ -344,6 +351,7 @@ double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  handle.reset();  // before the stream it is bound to
   cudaStreamDestroy(stream);
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
