@@ -327,13 +327,18 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
                       make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()), /*overlap=*/true,
                       nullptr);
   const std::vector<float> mine = contribution(count, w.rank());
+  // Page-locked, so that no copy below can wait on the host for the sleep before it: the
+  // gradients must still be in flight when the reducer is told they are ready.
+  const std::shared_ptr<void> staged = allocate_host_staging(Device::kCuda, bytes);
+  std::memcpy(staged.get(), mine.data(), bytes);
   const cudaStream_t compute = cuda::context().stream;
   reducer.begin_step(0);
   CUDA_OK(cudaLaunchHostFunc(
       compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamExtent& p = params[i];
-    CUDA_OK(cudaMemcpyAsync(static_cast<float*>(arena.get()) + p.offset, mine.data() + p.offset,
+    CUDA_OK(cudaMemcpyAsync(static_cast<float*>(arena.get()) + p.offset,
+                            static_cast<const float*>(staged.get()) + p.offset,
                             sizeof(float) * static_cast<size_t>(p.count), cudaMemcpyHostToDevice, compute));
     reducer.on_grad_ready(i);
   }
@@ -501,16 +506,19 @@ struct CompressedSide {
   // compression's first kernel must wait for them on the GPU.
   std::vector<float> step(int64_t step, const std::vector<float>& grads) {
     reducer->begin_step(step);
+    const size_t bytes = sizeof(float) * grads.size();
+    std::shared_ptr<void> staged;  // held past the copy out below, which waits for the copy from it
     if (device == Device::kCuda) {
+      // Page-locked, so that the copy cannot wait on the host for the sleep before it.
+      staged = allocate_host_staging(device, bytes);
+      std::memcpy(staged.get(), grads.data(), bytes);
       const cudaStream_t compute = cuda::context().stream;
       EXPECT_EQ(cudaLaunchHostFunc(
                     compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr),
                 cudaSuccess);
-      EXPECT_EQ(
-          cudaMemcpyAsync(arena.get(), grads.data(), sizeof(float) * grads.size(), cudaMemcpyHostToDevice, compute),
-          cudaSuccess);
+      EXPECT_EQ(cudaMemcpyAsync(arena.get(), staged.get(), bytes, cudaMemcpyHostToDevice, compute), cudaSuccess);
     } else {
-      copy_bytes(arena.get(), device, grads.data(), Device::kCpu, sizeof(float) * grads.size());
+      copy_bytes(arena.get(), device, grads.data(), Device::kCpu, bytes);
     }
     for (size_t i = 0; i < reducer->buckets().back().end_param; ++i) reducer->on_grad_ready(i);
     reducer->finish();
