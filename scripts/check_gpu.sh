@@ -293,11 +293,12 @@ ops16() {
 ring() {
   local -x NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   run np1 test_gpu_ring
+  # PowerSGD's products on this GPU, per element: what the simulator's cluster files take as
+  # [compute] powersgd_ns_per_element and powersgd_ns_per_rank. A few seconds, before the launches
+  # of several ranks, whose four CUDA contexts on one GPU are the part's longest and least known.
+  run powersgd_products powersgd_products --gpu
   run np3 bash scripts/mpi_launch.sh --testing --bind-to none -np 3 test_gpu_ring
   run np4 bash scripts/mpi_launch.sh --testing --bind-to none -np 4 test_gpu_ring
-  # PowerSGD's products on this GPU, per element: what the simulator's cluster files take as
-  # [compute] powersgd_ns_per_element and powersgd_ns_per_rank.
-  run powersgd_products powersgd_products --gpu
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   if [[ ${gpus:-0} -ge 2 ]]; then
     run np2_nccl bash scripts/mpi_launch.sh --testing --bind-to none -np 2 test_gpu_ring

@@ -210,6 +210,9 @@ grep -q '^| 2 | ops | .*parity: 3 passed, 1 skipped' "$out/summary.md" || fail "
 grep -q '^mpirun .*--bind-to none -np 3 test_gpu_ring$' "$work/calls" && grep -q '^mpirun .*--bind-to none -np 4 test_gpu_ring$' "$work/calls" ||
   fail "the ring's launches bind ranks: $(grep mpirun "$work/calls")"
 grep -q '^powersgd_products --gpu$' "$work/calls" || fail "the ring part did not time PowerSGD's products on the GPU"
+ring_order=$(grep -E '^(powersgd_products|mpirun .*-np [34] test_gpu_ring)' "$work/calls" | sed 's/^mpirun .*-np \([34]\).*/np\1/;s/ .*//')
+[[ $ring_order == $'powersgd_products\nnp3\nnp4' ]] ||
+  fail "PowerSGD's products are not timed before the launches of 3 and 4 ranks: $ring_order"
 # The speed part: every model's bf16 ratio first, then replay, then the graph API (with replay where
 # replay was faster), then tf32 with each model's fastest bf16 setting.
 expected_calls="torch resnet101 bf16
@@ -410,6 +413,6 @@ grep -q "Fashion-MNIST for the training tests: /usr/share/datasets/fashion-mnist
   "$work/out5/versions.txt" || fail "Fashion-MNIST was not lent from the kit: $(cat "$work/out5/versions.txt")"
 grep -q '^| 1 | versions | .* | libraries complete; CUDA: CUDA runtime' "$work/out5/summary.md" ||
   fail "the real kit's versions part: $(cat "$work/out5/summary.md") $(cat "$work/out5/versions.txt")"
-grep -qE '^\| 4 \| ring \| .* \| np1: 0 passed, [0-9]+ skipped; np3: 0 passed, [0-9]+ skipped; np4: 0 passed, [0-9]+ skipped' "$work/out5/summary.md" ||
+grep -qE '^\| 4 \| ring \| .* \| np1: 0 passed, [0-9]+ skipped; powersgd_products: [^;|]*; np3: 0 passed, [0-9]+ skipped; np4: 0 passed, [0-9]+ skipped' "$work/out5/summary.md" ||
   fail "the real kit's ring part: $(cat "$work/out5/summary.md") $(tail -n 30 "$work/out5/suites.log")"
 echo "check_gpu_test: passed"
