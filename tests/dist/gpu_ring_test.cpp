@@ -58,6 +58,20 @@ namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
+// Gradients that land late: `values` in page-locked memory (returned; the caller copies from it),
+// behind a 200 ms sleep queued on the compute stream. From pageable memory a copy may wait on the
+// host for the sleep, and the gradients would be in place before the reducer is told.
+std::shared_ptr<void> stage_behind_a_sleep(const std::vector<float>& values) {
+  const size_t bytes = sizeof(float) * values.size();
+  std::shared_ptr<void> staged = allocate_host_staging(Device::kCuda, bytes);
+  std::memcpy(staged.get(), values.data(), bytes);
+  EXPECT_EQ(
+      cudaLaunchHostFunc(
+          cuda::context().stream, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr),
+      cudaSuccess);
+  return staged;
+}
+
 class DeviceRingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -327,14 +341,9 @@ TEST_F(DeviceRingTest, GradReducerBucketsWaitForTheComputeStream) {
                       make_device_ring(std::make_unique<StagedExchange>(), Wire::kFp32, test_stall()), /*overlap=*/true,
                       nullptr);
   const std::vector<float> mine = contribution(count, w.rank());
-  // Page-locked, so that no copy below can wait on the host for the sleep before it: the
-  // gradients must still be in flight when the reducer is told they are ready.
-  const std::shared_ptr<void> staged = allocate_host_staging(Device::kCuda, bytes);
-  std::memcpy(staged.get(), mine.data(), bytes);
   const cudaStream_t compute = cuda::context().stream;
   reducer.begin_step(0);
-  CUDA_OK(cudaLaunchHostFunc(
-      compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
+  const std::shared_ptr<void> staged = stage_behind_a_sleep(mine);
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamExtent& p = params[i];
     CUDA_OK(cudaMemcpyAsync(static_cast<float*>(arena.get()) + p.offset,
@@ -509,14 +518,9 @@ struct CompressedSide {
     const size_t bytes = sizeof(float) * grads.size();
     std::shared_ptr<void> staged;  // held past the copy out below, which waits for the copy from it
     if (device == Device::kCuda) {
-      // Page-locked, so that the copy cannot wait on the host for the sleep before it.
-      staged = allocate_host_staging(device, bytes);
-      std::memcpy(staged.get(), grads.data(), bytes);
-      const cudaStream_t compute = cuda::context().stream;
-      EXPECT_EQ(cudaLaunchHostFunc(
-                    compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr),
+      staged = stage_behind_a_sleep(grads);
+      EXPECT_EQ(cudaMemcpyAsync(arena.get(), staged.get(), bytes, cudaMemcpyHostToDevice, cuda::context().stream),
                 cudaSuccess);
-      EXPECT_EQ(cudaMemcpyAsync(arena.get(), staged.get(), bytes, cudaMemcpyHostToDevice, compute), cudaSuccess);
     } else {
       copy_bytes(arena.get(), device, grads.data(), Device::kCpu, bytes);
     }
