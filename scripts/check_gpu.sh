@@ -356,9 +356,8 @@ estimate() {
   echo "$e"
 }
 saw() { [[ -n ${seen[$1]:-} ]] && awk "BEGIN { exit !(${seen[$1]} >= $2) }" || seen[$1]=$2; }
-may_start() {  # may_start KIND WHAT: whether a run of KIND fits in what is left
-  local e
-  e=$(estimate "$1")
+may_start() {  # may_start SECONDS WHAT: whether a run (or a pair) estimated at SECONDS fits in what is left
+  local e=$1
   shift
   if awk "BEGIN { exit !($(allowed) < $e) }"; then
     echo "== left for lack of time (about $e s needed, $(left) s left): $*"; skipped_runs=$((skipped_runs + 1)); return 1
@@ -406,11 +405,12 @@ timed_run() {
   fi
   table
 }
-rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY: one ringtrain bench run, unless held or out of time
-  local model=$1 precision=$2 graph=$3 replay=$4 kind step what
+rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [NEED]: one ringtrain bench run, unless held or out of time
+  local model=$1 precision=$2 graph=$3 replay=$4 kind step what need
   kind=$(kind_of "$graph" "$replay") what="ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay"
   speed_py held bench "$model" "$precision" "$graph" "$replay" && return 0
-  may_start "$kind" "$what" || return 0
+  need=${5:-$(estimate "$kind")}
+  may_start "$need" "$what" || return 0
   rt_bench_step "$model" "$precision" "$graph" "$replay"
   timed_run "$kind" "$what" \
     "$(printf '"run": "ringtrain", "model": "%s", "precision": "%s", "conv_algorithm": "winograd", "cudnn_graph": "%s", "cuda_graph": %s, "profiled": false' \
@@ -420,7 +420,7 @@ rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY: one ringtrain bench run, 
 torch_bench() {  # torch_bench MODEL PRECISION: PyTorch's step in its best layout, unless held or out of time
   local model=$1 precision=$2 step
   speed_py held torch "$model" "$precision" && return 0
-  may_start torch "PyTorch $model $precision" || return 0
+  may_start "$(estimate torch)" "PyTorch $model $precision" || return 0
   torch_step "$model" "$precision"
   timed_run torch "PyTorch $model $precision" \
     "$(printf '"run": "torch", "model": "%s", "precision": "%s"' "$model" "$precision")" \
@@ -431,14 +431,36 @@ table() {  # speed_table.txt and summary.md's speed tables, after every run
     PYTHON=$py bash bench/gpu_vs_pytorch.sh --table-only --results "$speed"; } >"$out/speed_table.txt" 2>&1
   write_summary
 }
-# The order: every model's bf16 ratio (PyTorch, then ringtrain with the legacy cuDNN API), then
+# plain_ran MODEL: false, and said, where MODEL's plain bf16 run failed.
+plain_ran() {
+  speed_py failed "$1" bf16 off false || return 0
+  echo "== ringtrain $1 bf16: its plain run failed; its runs with replay and the graph API are not started"
+  after_failure=$((${after_failure:-0} + 1))
+  return 1
+}
+# ratio MODEL PRECISION GRAPH REPLAY: a ratio's two runs, ringtrain's first. The pair starts only
+# where both fit, and PyTorch's run only where ringtrain's gave a rate, so no time goes to half a
+# ratio: a ringtrain that fails leaves it to the other models and precisions, and a fault in one
+# path (16-bit NHWC, say) cannot spend the part without a ratio.
+ratio() {
+  local model=$1 precision=$2 graph=$3 replay=$4 need
+  need=$(estimate "$(kind_of "$graph" "$replay")")
+  speed_py held torch "$model" "$precision" || need=$(calc "$need + $(estimate torch)")
+  rt_bench "$model" "$precision" "$graph" "$replay" "$need"
+  if speed_py rated "$model" "$precision" "$graph" "$replay"; then
+    torch_bench "$model" "$precision"
+  elif speed_py failed "$model" "$precision" "$graph" "$replay"; then
+    echo "== PyTorch $model $precision not started: ringtrain's run failed"
+  fi
+}
+# The order: every model's bf16 ratio (ringtrain with the legacy cuDNN API, then PyTorch), then
 # CUDA-graph replay, then cuDNN's graph API (where_faster, with replay where replay was faster),
-# the first model (ResNet-101) first; then each other precision with each model's fastest bf16
-# setting beside PyTorch.
+# the first model (ResNet-101) first; a model whose plain bf16 run failed gets neither (they would
+# fail alike). Then each other precision with each model's fastest bf16 setting beside PyTorch.
 speed() {
   local precision model graph replay kind seconds runs
   : >>"$speed"
-  skipped_runs=0 speed_failures=0
+  skipped_runs=0 speed_failures=0 after_failure=""
   if [[ -s $work/from.jsonl ]]; then
     cat "$work/from.jsonl" >>"$speed"
     while read -r kind seconds; do saw "$kind" "$seconds"; done < <(speed_py seconds)
@@ -446,25 +468,22 @@ speed() {
   fi
   for precision in $precisions; do
     if [[ $precision == bf16 ]]; then
+      for model in $models; do ratio "$model" bf16 off false; done
+      for model in $models; do plain_ran "$model" && rt_bench "$model" bf16 off true; done
       for model in $models; do
-        torch_bench "$model" bf16
-        rt_bench "$model" bf16 off false
-      done
-      for model in $models; do rt_bench "$model" bf16 off true; done
-      for model in $models; do
+        plain_ran "$model" || continue
         read -r replay < <(speed_py faster-replay "$model")
         rt_bench "$model" bf16 where_faster "$replay"
       done
     else
       for model in $models; do
-        torch_bench "$model" "$precision"
         read -r graph replay < <(speed_py best-setting "$model")
-        rt_bench "$model" "$precision" "$graph" "$replay"
+        ratio "$model" "$precision" "$graph" "$replay"
       done
     fi
   done
   runs=$(grep -c '^{' "$speed" || true)
-  note "$runs runs, $speed_failures failed, $skipped_runs left or stopped for lack of time"
+  note "$runs runs, $speed_failures failed, $skipped_runs left or stopped for lack of time${after_failure:+, $after_failure not started after a failed plain bf16 run}"
   [[ $speed_failures == 0 ]] || part_bad=1
 }
 

@@ -9,6 +9,10 @@ deadline is a "stopped" line, a failed one a "failed" line):
   check_gpu_speed.py FILE held torch MODEL PRECISION
   check_gpu_speed.py FILE held bench MODEL PRECISION GRAPH REPLAY
                                                 exit status 0 where FILE holds that run, done or failed
+  check_gpu_speed.py FILE rated MODEL PRECISION GRAPH REPLAY
+                                                exit status 0 where FILE holds that ringtrain run with its rate
+  check_gpu_speed.py FILE failed MODEL PRECISION GRAPH REPLAY
+                                                exit status 0 where that ringtrain run failed and none gave a rate
   check_gpu_speed.py FILE seconds               "KIND SECONDS" per kind of run (torch, plain, replay, graph): its
                                                 longest run_s, stopped runs included
   check_gpu_speed.py FILE summary               ringtrain / PyTorch, each model and precision at its fastest
@@ -60,6 +64,12 @@ def held(rows, what, key):
     return False
 
 
+def runs_of(rows, kind, key):
+    """ringtrain's runs of one [model, precision, cudnn_graph, cuda_graph] with this kind."""
+    return [r for r in rows if r.get("kind") == kind and not is_torch(r)
+            and [r["model"], r["precision"], r["cudnn_graph"], replay(r)] == key]
+
+
 def summary(rows):
     torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
     print("\n## ringtrain / PyTorch, batch 64 (each row's fastest ringtrain setting; medians of 3 windows)\n")
@@ -109,6 +119,10 @@ elif what == "faster-replay":
     print(replay(r) if r else "false")
 elif what == "held":
     sys.exit(0 if held(rows, args[0], args[1:]) else 1)
+elif what == "rated":
+    sys.exit(0 if runs_of(rows, "bench", args) else 1)
+elif what == "failed":
+    sys.exit(0 if runs_of(rows, "failed", args) and not runs_of(rows, "bench", args) else 1)
 elif what == "seconds":
     longest = {}
     for r in rows:
@@ -126,4 +140,4 @@ elif what == "worst":
         k, r = min(rated.items(), key=lambda kr: kr[1]["median_images_per_s"] / torch[kr[0]])
         print(k[0], k[1], setting(r))
 else:
-    sys.exit(f"check_gpu_speed.py: no command '{what}' (best-setting, faster-replay, held, seconds, summary, worst)")
+    sys.exit(f"check_gpu_speed.py: no command '{what}' (best-setting, faster-replay, held, rated, failed, seconds, summary, worst)")

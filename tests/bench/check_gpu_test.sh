@@ -4,13 +4,14 @@
 # 1. a stand-in kit whose programs answer as the real ones do: every part runs in order within its
 #    deadline, a suite that hangs is stopped at its part's deadline and the next part still runs, a
 #    failed test and a failed ringtrain run are named, the speed part gives every model's bf16 ratio
-#    (PyTorch, then ringtrain) before replay and before cuDNN's graph API, carries the fastest bf16
+#    (ringtrain, then PyTorch) before replay and before cuDNN's graph API, carries the fastest bf16
 #    setting to tf32, the worst ratio is profiled with the legacy API where its row used the graph
 #    API, the ring part's launches bind no rank and let NCCL warn, and the header's time table is
 #    the code's and fits in 540 s;
 # 2. the speed part with stand-ins that take as long as the GPU's runs are estimated to, and a
 #    graph-API run that plans for 100 s: all three bf16 ratios are still in summary.md, the slow run
 #    is stopped at the deadline and recorded with its seconds, and the part keeps its deadline;
+#    where every bf16 run fails, the part skips what would fail alike and gives every tf32 ratio;
 #    then the narrow rerun exactly as docs/gpu.md gives it carries on from there within its seconds;
 # 3. a check killed from outside mid-run keeps what its finished parts wrote;
 # 4. a launch stopped at its deadline leaves a process running: its part kills it, and each part
@@ -112,7 +113,8 @@ SH
 chmod +x "$kit/bin/mpirun" "$kit/bin/nvidia-smi"
 # ringtrain: info, train (an epoch line) and bench (one JSON line at 100 img/s; VGG-16 in fp16
 # fails; --profile writes a profile at once). A timed bench run takes stub_seconds of its kind
-# (plain, replay or where_faster), which is also its plan_s.
+# (plain, replay or where_faster), which is also its plan_s; every run at the precision STUB_FAIL
+# names fails after it.
 cat >"$kit/bin/ringtrain" <<'SH'
 #!/usr/bin/env bash
 cmd=$1; shift
@@ -141,6 +143,7 @@ plan=0
 [[ -z $profile ]] && plan=$(stub_seconds "$kind")
 sleep "$plan"
 if [[ $model == vgg16 && $precision == fp16 ]]; then echo "ringtrain: error: the stand-in refuses this one" >&2; exit 3; fi
+if [[ $precision == "${STUB_FAIL:-}" ]]; then echo "ringtrain: error: a stand-in fault at $precision" >&2; exit 3; fi
 [[ -n $profile ]] && printf 'model %s\nforward_s 0.01\nlayer conv1 0.002\n' "$model" >"$profile"
 # where_faster is faster on resnet101 (bf16 picks it) and inception_v3, replay faster on vgg16.
 rate=100
@@ -213,24 +216,25 @@ grep -q '^powersgd_products --gpu$' "$work/calls" || fail "the ring part did not
 ring_order=$(grep -E '^(powersgd_products|mpirun .*-np [34] test_gpu_ring)' "$work/calls" | sed 's/^mpirun .*-np \([34]\).*/np\1/;s/ .*//')
 [[ $ring_order == $'powersgd_products\nnp3\nnp4' ]] ||
   fail "PowerSGD's products are not timed before the launches of 3 and 4 ranks: $ring_order"
-# The speed part: every model's bf16 ratio first, then replay, then the graph API (with replay where
-# replay was faster), then tf32 with each model's fastest bf16 setting.
-expected_calls="torch resnet101 bf16
-bench resnet101 bf16 off false
-torch vgg16 bf16
+# The speed part: every model's bf16 ratio first (ringtrain, then PyTorch), then replay, then the
+# graph API (with replay where replay was faster), then tf32 with each model's fastest bf16 setting;
+# PyTorch's VGG-16 fp16 run is not started after ringtrain's failed.
+expected_calls="bench resnet101 bf16 off false
+torch resnet101 bf16
 bench vgg16 bf16 off false
-torch inception_v3 bf16
+torch vgg16 bf16
 bench inception_v3 bf16 off false
+torch inception_v3 bf16
 bench resnet101 bf16 off true
 bench vgg16 bf16 off true
 bench inception_v3 bf16 off true
 bench resnet101 bf16 where_faster false
 bench vgg16 bf16 where_faster true
 bench inception_v3 bf16 where_faster false
-torch resnet101 tf32
 bench resnet101 tf32 where_faster false
-torch vgg16 tf32
-bench vgg16 tf32 off true"
+torch resnet101 tf32
+bench vgg16 tf32 off true
+torch vgg16 tf32"
 got=$(grep -E '^(bench|torch) ' "$work/calls" | head -n 16)
 [[ $got == "$expected_calls" ]] || fail "the speed part ran, in order:
 $got
@@ -238,6 +242,8 @@ expected:
 $expected_calls"
 grep -q '"kind":"failed".*"model":"vgg16","precision":"fp16"\|"kind": "failed", "run": "ringtrain", "model": "vgg16", "precision": "fp16"' "$out/speed.jsonl" ||
   fail "the failed run is not recorded: $(grep failed "$out/speed.jsonl")"
+grep -q '^bench vgg16 fp16 ' "$work/calls" && ! grep -q '^torch vgg16 fp16' "$work/calls" ||
+  fail "PyTorch's VGG-16 fp16 run ran after ringtrain's failed, or neither ran: $(grep fp16 "$work/calls")"
 grep -q '"run_s": [0-9.]*}$' "$out/speed.jsonl" || fail "speed.jsonl lacks the runs' seconds: $(head -n 2 "$out/speed.jsonl")"
 grep -q '^| resnet101 | bf16 | where_faster | false | 120.0 | 40.0 | 3.00 | 0.0 |$' "$out/summary.md" || fail "summary's speed table: $(cat "$out/summary.md")"
 grep -q '^| inception_v3 | bf16 | where_faster | false | 104.0 | 200.0 | 0.52 | ' "$out/summary.md" || fail "inception_v3's ratio: $(cat "$out/summary.md")"
@@ -279,6 +285,34 @@ grep -q '^| resnet101 | bf16 | where_faster | false | stopped at the deadline | 
 grep -qE '^\| 1 \| speed \| 33.00 \| [0-9.]+ \| [0-9]+ runs, 0 failed, [1-9][0-9]* left or stopped for lack of time' "$out/summary.md" ||
   fail "speed row: $(cat "$out/summary.md")"
 deadlines_held "$out/summary.md"
+# A fault in one path: every ringtrain run at bf16 fails, each after planning as long as a plain
+# run. Its PyTorch runs, its replay and graph-API runs are not started, and the part's time goes
+# to tf32, whose three ratios are in summary.md (running them all, as before, left none).
+: >"$work/calls"
+STUB_FAIL=bf16 STUB_TIMES="torch=15 plain=12 replay=12 where_faster=12" STUB_SCALE=0.2 bash "$script" --kit "$kit" \
+  --out "$work/out2f" --parts speed --scale 0.2 --precisions "bf16 tf32" >"$work/log2f" 2>&1 || true
+expected_calls="bench resnet101 bf16 off false
+bench vgg16 bf16 off false
+bench inception_v3 bf16 off false
+bench resnet101 tf32 off false
+torch resnet101 tf32
+bench vgg16 tf32 off false
+torch vgg16 tf32
+bench inception_v3 tf32 off false
+torch inception_v3 tf32"
+got=$(grep -E '^(bench|torch) ' "$work/calls")
+[[ $got == "$expected_calls" ]] || fail "with every bf16 run failing, the speed part ran, in order:
+$got
+expected:
+$expected_calls"
+for model in resnet101 vgg16 inception_v3; do
+  grep -qE "^\| $model \| tf32 \| off \| false \| 100.0 \| 40.0 \| 2.50 \| " "$work/out2f/summary.md" ||
+    fail "no tf32 ratio for $model after the bf16 runs failed: $(cat "$work/out2f/summary.md")"
+done
+grep -q "^| 1 | speed | 33.00 | [0-9.]* | 9 runs, 3 failed, 0 left or stopped for lack of time, 6 not started after a failed plain bf16 run" \
+  "$work/out2f/summary.md" || fail "speed row after the bf16 faults: $(grep speed "$work/out2f/summary.md")"
+deadlines_held "$work/out2f/summary.md"
+
 # The rerun docs/gpu.md gives, word for word but for the kit's and the folders' places, with a
 # graph-API run of 60 s: ResNet-101's where_faster gets its time and a rate, planned in 12 s.
 rerun=$(sed -n 's/^\(bash scripts\/check_gpu.sh .*--from .*\)$/\1/p' "$source_dir/docs/gpu.md")
