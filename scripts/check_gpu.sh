@@ -431,12 +431,11 @@ table() {  # speed_table.txt and summary.md's speed tables, after every run
     PYTHON=$py bash bench/gpu_vs_pytorch.sh --table-only --results "$speed"; } >"$out/speed_table.txt" 2>&1
   write_summary
 }
-# plain_ran MODEL: false, and said, where MODEL's plain bf16 run failed.
-plain_ran() {
-  speed_py failed "$1" bf16 off false || return 0
+# plain_bf16_failed MODEL: whether MODEL's plain bf16 run failed; said, and counted, where it did.
+plain_bf16_failed() {
+  speed_py failed "$1" bf16 off false || return 1
   echo "== ringtrain $1 bf16: its plain run failed; its runs with replay and the graph API are not started"
   after_failure=$((${after_failure:-0} + 1))
-  return 1
 }
 # ratio MODEL PRECISION GRAPH REPLAY: a ratio's two runs, ringtrain's first. The pair starts only
 # where both fit, and PyTorch's run only where ringtrain's gave a rate, so no time goes to half a
@@ -469,9 +468,9 @@ speed() {
   for precision in $precisions; do
     if [[ $precision == bf16 ]]; then
       for model in $models; do ratio "$model" bf16 off false; done
-      for model in $models; do plain_ran "$model" && rt_bench "$model" bf16 off true; done
+      for model in $models; do plain_bf16_failed "$model" || rt_bench "$model" bf16 off true; done
       for model in $models; do
-        plain_ran "$model" || continue
+        plain_bf16_failed "$model" && continue
         read -r replay < <(speed_py faster-replay "$model")
         rt_bench "$model" bf16 where_faster "$replay"
       done
