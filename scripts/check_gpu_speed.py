@@ -53,21 +53,18 @@ def kind_of(r):
     return "replay" if replay(r) == "true" else "plain"
 
 
-def held(rows, what, key):
-    for r in rows:
-        if r.get("kind") not in ("bench", "torch_gpu", "failed"):
-            continue
-        if what == "torch" and is_torch(r) and [r["model"], r["precision"]] == key:
-            return True
-        if what == "bench" and not is_torch(r) and [r["model"], r["precision"], r["cudnn_graph"], replay(r)] == key:
-            return True
-    return False
-
-
 def runs_of(rows, kind, key):
     """ringtrain's runs of one [model, precision, cudnn_graph, cuda_graph] with this kind."""
     return [r for r in rows if r.get("kind") == kind and not is_torch(r)
             and [r["model"], r["precision"], r["cudnn_graph"], replay(r)] == key]
+
+
+def held(rows, what, key):
+    """Whether the run is done or failed (a stopped one is not: it runs again)."""
+    if what == "bench":
+        return bool(runs_of(rows, "bench", key) or runs_of(rows, "failed", key))
+    return any(is_torch(r) and r.get("kind") in ("torch_gpu", "failed") and [r["model"], r["precision"]] == key
+               for r in rows)
 
 
 def summary(rows):
