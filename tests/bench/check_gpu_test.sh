@@ -208,13 +208,15 @@ grep -q '^| 8 | images | .*train loss 2.3021, data wait 1.5%' "$out/summary.md" 
 [[ $(grep -c '^train ' "$work/calls") == 1 ]] && grep -q "train.optimizer=sgd .*eval.batch=64" "$work/calls" ||
   fail "images: one SGD training evaluated at the training batch expected: $(grep '^train' "$work/calls")"
 grep -q '^| 2 | ops | .*parity: 3 passed, 1 skipped' "$out/summary.md" || fail "ops row: $(grep ops "$out/summary.md")"
-# The ring part: NCCL warns, and the launches of 3 and 4 ranks bind no rank.
+# The ring part: NCCL warns; every launch (1, 3 and 4 ranks) goes through mpirun and binds no rank.
 [[ $(grep -c '^test_gpu_ring  NCCL_DEBUG=WARN$' "$work/calls") == 8 ]] || fail "the ring's runs (1 + 3 + 4 ranks) without NCCL_DEBUG=WARN: $(grep test_gpu_ring "$work/calls")"
-grep -q '^mpirun .*--bind-to none -np 3 test_gpu_ring$' "$work/calls" && grep -q '^mpirun .*--bind-to none -np 4 test_gpu_ring$' "$work/calls" ||
-  fail "the ring's launches bind ranks: $(grep mpirun "$work/calls")"
+for np in 1 3 4; do
+  grep -q "^mpirun .*--bind-to none -np $np test_gpu_ring\$" "$work/calls" ||
+    fail "the ring's launch of $np ranks is missing or binds ranks: $(grep mpirun "$work/calls")"
+done
 grep -q '^powersgd_products --gpu$' "$work/calls" || fail "the ring part did not time PowerSGD's products on the GPU"
-ring_order=$(grep -E '^(powersgd_products|mpirun .*-np [34] test_gpu_ring)' "$work/calls" | sed 's/^mpirun .*-np \([34]\).*/np\1/;s/ .*//')
-[[ $ring_order == $'powersgd_products\nnp3\nnp4' ]] ||
+ring_order=$(grep -E '^(powersgd_products|mpirun .*-np [134] test_gpu_ring)' "$work/calls" | sed 's/^mpirun .*-np \([134]\).*/np\1/;s/ .*//')
+[[ $ring_order == $'np1\npowersgd_products\nnp3\nnp4' ]] ||
   fail "PowerSGD's products are not timed before the launches of 3 and 4 ranks: $ring_order"
 # The speed part: every model's bf16 ratio first (ringtrain, then PyTorch), then replay, then the
 # graph API (with replay where replay was faster), then tf32 with each model's fastest bf16 setting;
