@@ -148,6 +148,13 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # PMIx's shared-memory data store (segments and locks shared between processes) is what a sandbox
 # such as gVisor may break; its hash store keeps the same data in each process instead.
 export PMIX_MCA_gds=hash
+# Without an executable ssh or rsh on PATH (many containers) Open MPI refuses even a job on this
+# machine alone; its isolated launcher starts the ranks here, which is all the kit's jobs need.
+# (command -v would also name a file that is there but cannot run.)
+remote_shell=""
+IFS=: read -ra path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do [[ -x $d/ssh || -x $d/rsh ]] && remote_shell=$d/; done
+[[ -n $remote_shell || -n ${OMPI_MCA_plm:-} ]] || export OMPI_MCA_plm=isolated
 SH
 }
 

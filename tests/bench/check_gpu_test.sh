@@ -401,8 +401,8 @@ if [[ $(id -u) != 0 ]] || ! unshare -m --propagation private true 2>/dev/null; t
   exit 0
 fi
 # Hide, in a mount namespace of its own, the system's copy of every library the kit carries, Open
-# MPI's whole installation and Fashion-MNIST; then unpack the kit and run the check's suite parts
-# (their tests skip without a GPU, but the binaries load and Open MPI launches 3 and 4 ranks), and
+# MPI's whole installation, ssh and Fashion-MNIST; then unpack the kit and run the check's suite parts
+# (their tests skip without a GPU, but the binaries load and Open MPI launches 1, 3 and 4 ranks), and
 # see that the Fashion-MNIST the check lent is taken away again.
 cat >"$work/hidden.sh" <<'SH'
 set -e
@@ -412,6 +412,10 @@ for d in $(ompi_info --parsable --path all | sed -n 's/^path:\(pkglibdir\|pkgdat
   [[ -d $d ]] && mount -t tmpfs none "$d"
 done
 for f in /usr/bin/orted /usr/bin/orterun; do mount --bind /dev/null "$f"; done
+# No ssh or rsh, as in many containers: Open MPI then refuses even a job on this host alone.
+for f in ssh rsh; do
+  if p=$(command -v "$f"); then mount --bind /dev/null "$(readlink -f "$p")"; fi
+done
 [[ -d /usr/share/datasets ]] && mount -t tmpfs none /usr/share/datasets  # no Fashion-MNIST: the check lends the kit's
 for l in "$kit_lib"/*; do
   for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu; do
