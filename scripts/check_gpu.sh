@@ -134,7 +134,7 @@ summary=$out/summary.md suites=$out/suites.log speed=$out/speed.jsonl
   echo "# ringtrain GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   sed 's/^/- kit: /' "$kit/VERSION" 2>/dev/null
-  echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+  echo "- GPU: $(timeout 5 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || echo none)"
   echo "- scale of the deadlines: $scale${seconds:+; deadlines given: $seconds}${from:+; speed runs carried on from $from}"
   echo
   echo "| # | part | expected s | took s | result |"
@@ -212,10 +212,14 @@ reap() {
 # bounded LABEL LOG CMD...: CMD within allowed(), its output into LOG, then reaped; CMD's status
 # (124 or 137: stopped at the deadline). Callers check that time is left first.
 bounded() {
-  local label=$1 log=$2 rc=0 token
+  local label=$1 log=$2 rc=0 token limit
   shift 2
   launched=$((launched + 1)) token="$$.$launched"
-  env RINGTRAIN_CHECK_RUN="$token" timeout -k 1 "$(allowed)" "$@" >"$log" 2>&1 || rc=$?
+  # At least 0.1 s: the deadline may pass between the caller's check and here, and timeout reads
+  # 0 as no limit at all (a negative value as an error). The 1.5 s kept back covers the excess.
+  limit=$(allowed)
+  limit=$(calc "$limit < 0.1 ? 0.1 : $limit")
+  env RINGTRAIN_CHECK_RUN="$token" timeout -k 1 "$limit" "$@" >"$log" 2>&1 || rc=$?
   reap "$token" "$label"
   return "$rc"
 }
@@ -299,7 +303,7 @@ ring() {
   run powersgd_products powersgd_products --gpu
   run np3 bash scripts/mpi_launch.sh --testing --bind-to none -np 3 test_gpu_ring
   run np4 bash scripts/mpi_launch.sh --testing --bind-to none -np 4 test_gpu_ring
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  gpus=$(timeout 5 nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   if [[ ${gpus:-0} -ge 2 ]]; then
     run np2_nccl bash scripts/mpi_launch.sh --testing --bind-to none -np 2 test_gpu_ring
   else
