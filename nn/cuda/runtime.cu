@@ -1,5 +1,6 @@
 #include "nn/cuda/runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -96,10 +97,17 @@ void reserve_workspace(size_t bytes) {
 void* workspace() { return g_workspace.ptr; }
 size_t workspace_bytes() { return g_workspace.bytes; }
 
+// A scratch buffer starts at 64 KiB, which holds the agreed reductions' per-chunk results for
+// tensors of up to 512 M elements, the finite flag and a loss of thousands of rows: grown from the
+// 4 bytes of a first finite check, it would be freed and made again in the first steps, and cudaFree
+// waits for the whole device, the other stream's collectives included (sharded LARS's norms run on
+// the communication stream, beside its reduce-scatters).
+constexpr size_t kScratchFloor = size_t{64} << 10;
+
 void* scratch(size_t bytes) {
   context();
   Buffer& b = t_scoped ? t_scratch : g_scratch;
-  b.grow_to(bytes);
+  b.grow_to(std::max(bytes, kScratchFloor));
   return b.ptr;
 }
 

@@ -6,8 +6,9 @@
 // Note [CUDA memory]: every buffer a step touches is allocated when the graph is planned: the
 // parameter, gradient and activation arenas, each op's own small buffers, cuBLAS's workspace, and
 // the convolutions' workspace, which grows only while ops are planned (reserve_workspace). The
-// step loop allocates nothing, except that scratch() grows the first time an op needs a larger
-// scratch (evaluation's loss, the finite check); a training step's loss has memory of its own.
+// step loop allocates nothing, except that scratch() grows the first time an op needs more than
+// its first 64 KiB (one per thread: the compute thread's, and the communication thread's for
+// sharded LARS's norms); a training step's loss has memory of its own.
 #pragma once
 
 #include <cublas_v2.h>
