@@ -151,7 +151,9 @@ void Trainer::forward_and_loss(const float* images, const int32_t* labels, Devic
 // (the end of forward, the start of backward) follow, which the host must then issue with nothing
 // banked. After backward the wait ends on the last gradient ready, the compute time Note [Naming
 // the straggler] takes, and leaves the collective's stream running. A loss gone non-finite then
-// stops the run after a backward on it, still before any update or checkpoint.
+// stops the run after a backward on it, before any checkpoint; under dist.sharded_update, which
+// updates each bucket as its average lands, some parameters in memory may already be updated, but
+// nothing writes them.
 LossResult Trainer::read_loss() {
   const LossResult loss = step_loss_->result();
   RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",

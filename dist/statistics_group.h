@@ -19,8 +19,9 @@ class StatisticsGroup {
  public:
   virtual ~StatisticsGroup() = default;
   virtual int size() const = 0;
-  // values[0, count), host memory, becomes the average over the group's ranks: the same bits on
-  // every rank of the group. Every rank of the group calls it at the same point of its schedule.
+  // values[0, count), in the memory of the layer's device (host memory on the CPU, GPU memory for
+  // the group over NCCL), becomes the average over the group's ranks: the same bits on every rank of
+  // the group. Every rank of the group calls it at the same point of its schedule.
   virtual void average(float* values, int64_t count) = 0;
 };
 
