@@ -507,8 +507,9 @@ profile() {
       echo "(profiled with cudnn_graph=off: the row's $graph would plan again)" >>"$profile"
       graph=off
     fi
+    # Two windows of 5 steps: bench.windows is at least 2 (a window's spread needs two).
     rt_bench_step "$model" "$precision" "$graph" "$replay"
-    if run ringtrain_profile "${step[@]}" --set bench.windows=1 --set bench.steps_per_window=5 \
+    if run ringtrain_profile "${step[@]}" --set bench.windows=2 --set bench.steps_per_window=5 \
       --profile "$work/ringtrain.profile"; then
       { echo; echo "## ringtrain bench --profile (seconds per step)"; cat "$work/ringtrain.profile"; } >>"$profile"
     fi

@@ -6,8 +6,9 @@
 #    failed test and a failed ringtrain run are named, the speed part gives every model's bf16 ratio
 #    (ringtrain, then PyTorch) before replay and before cuDNN's graph API, carries the fastest bf16
 #    setting to tf32, the worst ratio is profiled with the legacy API where its row used the graph
-#    API, the ring part's launches bind no rank and let NCCL warn, and the header's time table is
-#    the code's and fits in 540 s;
+#    API, the ring part's launches bind no rank and let NCCL warn, every bench line the stand-in
+#    was given gets as far as asking for a GPU in the real ringtrain, and the header's time table
+#    is the code's and fits in 540 s;
 # 2. the speed part with stand-ins that take as long as the GPU's runs are estimated to, and a
 #    graph-API run that plans for 100 s: all three bf16 ratios are still in summary.md, the slow run
 #    is stopped at the deadline and recorded with its seconds, and the part keeps its deadline;
@@ -117,6 +118,7 @@ chmod +x "$kit/bin/mpirun" "$kit/bin/nvidia-smi"
 # names fails after it.
 cat >"$kit/bin/ringtrain" <<'SH'
 #!/usr/bin/env bash
+[[ $1 == bench ]] && echo "$(printf '%q ' ringtrain "$@")" >>"$STUB_BENCH_LINES"
 cmd=$1; shift
 case "$cmd" in
   info) printf 'ringtrain (stand-in)\n  CPU backend: none\n  CUDA: CUDA runtime 13.0, cuDNN 9.19.0, driver 580\n  NCCL: 2.28.9\n'; exit 0 ;;
@@ -173,7 +175,7 @@ esac
 exec env \${STUB_LIB:+LD_LIBRARY_PATH=\$STUB_LIB} $real_python "\$@"
 SH
 chmod +x "$work/python"
-export PYTHON=$work/python STUB_CALLS=$work/calls
+export PYTHON=$work/python STUB_CALLS=$work/calls STUB_BENCH_LINES=$work/bench_lines
 # Each part's row in summary.md took at most its deadline (plus 0.3 s of bookkeeping).
 deadlines_held() {
   awk -F'|' '$2 ~ /^ [0-9]+ $/ && $5 > $4 + 0.3 { print "part" $3 "took" $5 "s, its deadline" $4; bad = 1 } END { exit bad }' "$1" ||
@@ -259,6 +261,20 @@ grep -q '^| 10 | profile | .* | inception_v3 bf16; profiled with cudnn_graph=off
 grep -q '^bench inception_v3 bf16 off false profile$' "$work/calls" && grep -q '^torch inception_v3 bf16 profile$' "$work/calls" ||
   fail "the profiles did not run on the worst ratio with the legacy API: $(tail -n 3 "$work/calls")"
 grep -q 'layer conv1' "$out/profile.txt" && grep -q 'stand-in profiler table' "$out/profile.txt" || fail "profile.txt: $(cat "$out/profile.txt")"
+# Every ringtrain bench line the speed and profile parts gave the stand-in is one the real ringtrain
+# accepts: run without a GPU, each gets as far as asking for one, past the config's checks.
+while read -r line; do
+  eval "set -- $line"
+  shift
+  rc=0
+  (cd "$source_dir" && CUDA_VISIBLE_DEVICES="" timeout 60 "$build_dir/ringtrain" "$@") >"$work/replay.log" 2>&1 || rc=$?
+  [[ $rc != 0 ]] && grep -qE '^ringtrain: error: (device = "cuda" but|.*built without CUDA)' "$work/replay.log" ||
+    fail "the real ringtrain does not reach the GPU with the check's line (exit $rc): $line
+$(tail -n 3 "$work/replay.log")"
+done < <(sort -u "$work/bench_lines")
+grep -q -- '--profile' "$work/bench_lines" || fail "no profiled bench line was replayed: $(cat "$work/bench_lines")"
+echo "check_gpu_test: $(sort -u "$work/bench_lines" | wc -l) bench lines of the check reach the GPU in the real ringtrain"
+
 # The header's time table is the code's, and adds up to at most 540 s: 60 s of a 600-s limit left.
 total=0
 while read -r name seconds; do
