@@ -20,7 +20,7 @@
 # The kit and each part run under their own deadline, so a hang or a slow part cannot take the
 # others' time: a command is stopped 1.5 s before its part's deadline, and whatever it left
 # running (a rank its launcher lost) is found by a token in its environment and killed. The
-# deadlines add up to 520 s, 9 minutes with room for the check's own bookkeeping. They are the
+# deadlines add up to 535 s, 9 minutes with room for the check's own bookkeeping. They are the
 # code's `budget` table below (the dry run checks that the two agree). No GPU has run this check
 # yet, so every figure is an estimate for one H100 or H200 with 16 cores; the "took s" column of the
 # first window's summary.md is the measurement that replaces it.
@@ -37,8 +37,8 @@
 # | 7 | steps     | 45  | estimated | model steps against the CPU: ResNet-101 fp32, VGG-16 fp32, ResNet-101 bf16, then Inception-v3 fp32 |
 # | 8 | images    | 25  | estimated | ResNet-50 trained from a JPEG folder on the GPU (page-locked slots, decoding threads), evaluated at the training batch |
 # | 9 | speed     | 165 | estimated | ringtrain bench beside PyTorch, batch 64: every model's bf16 ratio first, CUDA-graph replay, then cuDNN's graph API; tf32, fp32 and fp16 as time allows |
-# | 10 | profile  | 30  | estimated | ringtrain bench --profile and PyTorch's profiler on the worst ratio's step |
-# |   | total     | 520 |           |                                                              |
+# | 10 | profile  | 45  | estimated | ringtrain bench --profile and PyTorch's profiler on the worst ratio's step, each where its estimate fits |
+# |   | total     | 535 |           |                                                              |
 #
 # The results in DIR: summary.md (each part's time and verdict as it ends; the speed tables after
 # it), versions.txt, suites.log (the suites' own output), speed.jsonl (one JSON line per run, as
@@ -47,7 +47,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-declare -A budget=([kit]=15 [versions]=25 [ops]=45 [ops16]=40 [ring]=45 [trainer]=60 [graph_api]=25 [steps]=45 [images]=25 [speed]=165 [profile]=30)
+declare -A budget=([kit]=15 [versions]=25 [ops]=45 [ops16]=40 [ring]=45 [trainer]=60 [graph_api]=25 [steps]=45 [images]=25 [speed]=165 [profile]=45)
 parts=(versions ops ops16 ring trainer graph_api steps images speed profile)
 
 selected="${parts[*]}" kit="" out="" from="" scale=1 models="resnet101 vgg16 inception_v3" precisions="bf16 tf32 fp32 fp16"
@@ -509,15 +509,26 @@ profile() {
     fi
     # Two windows of 5 steps: bench.windows is at least 2 (a window's spread needs two).
     rt_bench_step "$model" "$precision" "$graph" "$replay"
-    if run ringtrain_profile "${step[@]}" --set bench.windows=2 --set bench.steps_per_window=5 \
-      --profile "$work/ringtrain.profile"; then
+    if profile_fits "$(kind_of "$graph" "$replay")" "ringtrain's profile" &&
+      run ringtrain_profile "${step[@]}" --set bench.windows=2 --set bench.steps_per_window=5 \
+        --profile "$work/ringtrain.profile"; then
       { echo; echo "## ringtrain bench --profile (seconds per step)"; cat "$work/ringtrain.profile"; } >>"$profile"
     fi
     torch_step "$model" "$precision"
-    if run pytorch_profile "${step[@]}" --steps 5 --windows 1 --profile "$work/torch.profile"; then
+    if profile_fits torch "PyTorch's profile" &&
+      run pytorch_profile "${step[@]}" --steps 5 --windows 1 --profile "$work/torch.profile"; then
       { echo; echo "## PyTorch's profiler"; cat "$work/torch.profile"; } >>"$profile"
     fi
   fi
+}
+# profile_fits KIND WHAT: whether a profiled run, estimated as the speed part's runs of KIND took,
+# fits in what is left; noted where not (a run cut off at the deadline would give no table).
+profile_fits() {
+  local need
+  need=$(estimate "$1")
+  may_start "$need" "$2" >/dev/null && return 0
+  note "$2 not started: about $need s needed, $(allowed) s left"
+  return 1
 }
 
 # --- the parts, in order, each under its deadline --------------------------------------------------

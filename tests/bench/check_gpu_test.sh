@@ -12,6 +12,7 @@
 # 2. the speed part with stand-ins that take as long as the GPU's runs are estimated to, and a
 #    graph-API run that plans for 100 s: all three bf16 ratios are still in summary.md, the slow run
 #    is stopped at the deadline and recorded with its seconds, and the part keeps its deadline;
+#    both profiles fit in theirs, and a PyTorch run too long for what is left is not started;
 #    where every bf16 run fails, the part skips what would fail alike and gives every tf32 ratio;
 #    then the narrow rerun exactly as docs/gpu.md gives it carries on from there within its seconds;
 # 3. a check killed from outside mid-run keeps what its finished parts wrote;
@@ -113,7 +114,7 @@ esac
 SH
 chmod +x "$kit/bin/mpirun" "$kit/bin/nvidia-smi"
 # ringtrain: info, train (an epoch line) and bench (one JSON line at 100 img/s; VGG-16 in fp16
-# fails; --profile writes a profile at once). A timed bench run takes stub_seconds of its kind
+# fails; --profile writes a profile). A bench run, profiled or not, takes stub_seconds of its kind
 # (plain, replay or where_faster), which is also its plan_s; every run at the precision STUB_FAIL
 # names fails after it.
 cat >"$kit/bin/ringtrain" <<'SH'
@@ -141,8 +142,7 @@ echo "bench $model $precision $graph $replay${profile:+ profile}" >>"$STUB_CALLS
 kind=plain
 [[ $replay == true ]] && kind=replay
 [[ $graph != off ]] && kind=$graph
-plan=0
-[[ -z $profile ]] && plan=$(stub_seconds "$kind")
+plan=$(stub_seconds "$kind")
 sleep "$plan"
 if [[ $model == vgg16 && $precision == fp16 ]]; then echo "ringtrain: error: the stand-in refuses this one" >&2; exit 3; fi
 if [[ $precision == "${STUB_FAIL:-}" ]]; then echo "ringtrain: error: a stand-in fault at $precision" >&2; exit 3; fi
@@ -157,7 +157,7 @@ printf '{"kind":"bench","model":"%s","precision":"%s","conv_algorithm":"winograd
 SH
 chmod +x "$kit/bin/ringtrain"
 # python: PyTorch's step at 40 img/s (inception_v3 in bf16 at 200, the worst ratio) after
-# stub_seconds torch unless profiled, the photo tree (empty folders, or with STUB_LIB a real one),
+# stub_seconds torch, profiled or not, the photo tree (empty folders, or with STUB_LIB a real one),
 # a -c program checked to compile; anything else (the script's own tables) goes to the real
 # python3, given the libraries STUB_LIB names where the system's are hidden.
 cat >"$work/python" <<SH
@@ -165,7 +165,7 @@ cat >"$work/python" <<SH
 case "\$1" in
   bench/torch_gpu_train.py)
     echo "torch \$2 \$5\$([[ \$* == *--profile* ]] && echo ' profile')" >>"\$STUB_CALLS"
-    [[ \$* == *--profile* ]] || sleep "\$($kit/bin/stub_seconds torch)"
+    sleep "\$($kit/bin/stub_seconds torch)"
     rate=40; [[ \$2 == inception_v3 && \$5 == bf16 ]] && rate=200
     for ((i = 1; i <= \$#; i++)); do [[ \${!i} == --profile ]] && { j=\$((i + 1)); echo "stand-in profiler table" >"\${!j}"; }; done
     echo "{\"kind\": \"torch_gpu\", \"model\": \"\$2\", \"precision\": \"\$5\", \"images_per_s\": \$rate}"; exit 0 ;;
@@ -302,7 +302,17 @@ grep -q '^| resnet101 | bf16 | where_faster | false | stopped at the deadline | 
   fail "summary.md does not say how long the stopped graph-API run planned: $(cat "$out/summary.md")"
 grep -qE '^\| 1 \| speed \| 33.00 \| [0-9.]+ \| [0-9]+ runs, 0 failed, [1-9][0-9]* left or stopped for lack of time' "$out/summary.md" ||
   fail "speed row: $(cat "$out/summary.md")"
+# Both profiles, each as long as a run of its kind, fit in the profile part's time.
+grep -qE '^\| 2 \| profile \| 9.00 \| [0-9.]+ \| .*; ringtrain_profile: passed; pytorch_profile: passed \|$' "$out/summary.md" ||
+  fail "profile row: $(grep profile "$out/summary.md")"
 deadlines_held "$out/summary.md"
+# Where PyTorch's run is as long as what the profile part has left after ringtrain's, it is not
+# started, and summary.md says so, rather than stopped half-way at the deadline.
+STUB_TIMES="torch=30 plain=12 replay=12 where_faster=12" STUB_SCALE=0.2 bash "$script" --kit "$kit" --out "$work/out2p" \
+  --parts "speed profile" --models resnet101 --precisions bf16 --scale 0.2 >"$work/log2p" 2>&1 || true
+grep -qE "^\| 2 \| profile \| 9.00 \| [0-9.]+ \| .*; ringtrain_profile: passed; PyTorch's profile not started: about [0-9.]+ s needed, [0-9.]+ s left \|\$" \
+  "$work/out2p/summary.md" || fail "profile row, PyTorch's run too long: $(grep profile "$work/out2p/summary.md")"
+deadlines_held "$work/out2p/summary.md"
 # A fault in one path: every ringtrain run at bf16 fails, each after planning as long as a plain
 # run. Its PyTorch runs, its replay and graph-API runs are not started, and the part's time goes
 # to tf32, whose three ratios are in summary.md (running them all, as before, left none).
