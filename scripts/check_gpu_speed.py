@@ -78,6 +78,15 @@ def summary(rows):
         plan = f"{r['plan_s']:.1f}" if "plan_s" in r else "-"
         print(f"| {model} | {precision} | {r['cudnn_graph']} | {replay(r)} | "
               f"{r['median_images_per_s']:.1f} | {t or 0:.1f} | {ratio} | {plan} |")
+    # fp16's loss scale: a skipped update, or a step recorded again for a new scale, makes a window
+    # do other work than the rest (the run's counts include warm-up, so this may be a false alarm).
+    uneven = [f"{model} {precision} ({r.get('skipped_steps', 0)} skipped, "
+              f"recorded {r.get('cuda_graph_recordings', 0)} times)"
+              for (model, precision), r in fastest(rows).items()
+              if r.get("skipped_steps", 0) > 0 or r.get("cuda_graph_recordings", 0) > 1]
+    if uneven:
+        print("\nSteps skipped or recorded again for a new loss scale, maybe inside a timed window: "
+              + "; ".join(uneven))
     graph = [r for r in rows if r.get("kind") in ("bench", "stopped", "failed") and not is_torch(r)
              and r.get("cudnn_graph", "off") != "off"]
     if not graph:
