@@ -269,6 +269,7 @@ grep -q '^bench inception_v3 bf16 off false profile$' "$work/calls" && grep -q '
 grep -q 'layer conv1' "$out/profile.txt" && grep -q 'stand-in profiler table' "$out/profile.txt" || fail "profile.txt: $(cat "$out/profile.txt")"
 # Every ringtrain bench line the speed and profile parts gave the stand-in is one the real ringtrain
 # accepts: run without a GPU, each gets as far as asking for one, past the config's checks.
+bench_lines=$(sort -u "$work/bench_lines")
 while read -r line; do
   eval "set -- $line"
   shift
@@ -277,9 +278,9 @@ while read -r line; do
   [[ $rc != 0 ]] && grep -qE '^ringtrain: error: (device = "cuda" but|.*built without CUDA)' "$work/replay.log" ||
     fail "the real ringtrain does not reach the GPU with the check's line (exit $rc): $line
 $(tail -n 3 "$work/replay.log")"
-done < <(sort -u "$work/bench_lines")
-grep -q -- '--profile' "$work/bench_lines" || fail "no profiled bench line was replayed: $(cat "$work/bench_lines")"
-echo "check_gpu_test: $(sort -u "$work/bench_lines" | wc -l) bench lines of the check reach the GPU in the real ringtrain"
+done <<<"$bench_lines"
+grep -q -- '--profile' <<<"$bench_lines" || fail "no profiled bench line was replayed: $bench_lines"
+echo "check_gpu_test: $(wc -l <<<"$bench_lines") bench lines of the check reach the GPU in the real ringtrain"
 
 # The header's time table is the code's, and adds up to at most 540 s: 60 s of a 600-s limit left.
 total=0
@@ -433,9 +434,9 @@ if [[ $(id -u) != 0 ]] || ! unshare -m --propagation private true 2>/dev/null; t
   exit 0
 fi
 # Hide, in a mount namespace of its own, the system's copy of every library the kit carries, Open
-# MPI's whole installation, ssh and Fashion-MNIST; then unpack the kit and run the check's suite parts
-# (their tests skip without a GPU, but the binaries load and Open MPI launches 1, 3 and 4 ranks), and
-# see that the Fashion-MNIST the check lent is taken away again.
+# MPI's whole installation, ssh and Fashion-MNIST; then unpack the kit and run the check's suite
+# parts (their tests skip without a GPU, but the binaries load and Open MPI launches 1, 3 and 4
+# ranks), and see that the Fashion-MNIST the check lent is taken away again.
 cat >"$work/hidden.sh" <<'SH'
 set -e
 kit_lib=$1; shift
