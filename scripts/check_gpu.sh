@@ -368,6 +368,16 @@ may_start() {  # may_start SECONDS WHAT: whether a run (or a pair) estimated at 
   fi
 }
 speed_py() { "$py" scripts/check_gpu_speed.py "$speed" "$@"; }
+# What the plan asks of speed.jsonl, read once after each change of it: asked one start of Python
+# at a time, the fifty-odd questions of a plan whose time is spent took 1.2-1.9 s past the deadline.
+declare -A answers=()
+read_answers() {
+  local question answer
+  answers=()
+  while IFS=$'\t' read -r question answer; do answers[$question]=$answer; done < <(speed_py answers)
+}
+yes_to() { [[ ${answers["$*"]:-} == yes ]]; }  # yes_to QUESTION...: held, rated or failed
+answer() { echo "${answers[$1]:-$2}"; }        # answer QUESTION DEFAULT: best-setting or faster-replay
 # The two sides' steps as the speed and profile parts run them, into the array `step`. ringtrain,
 # batch 64 from the model's config: rt_bench_step MODEL PRECISION GRAPH REPLAY. PyTorch, in its
 # best layout for the precision (channels_last for 16 bits), at the model's size: torch_step MODEL
@@ -407,12 +417,13 @@ timed_run() {
     tail -n 8 "$log"
     speed_failures=$((speed_failures + 1))
   fi
+  read_answers
   table
 }
 rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [NEED]: one ringtrain bench run, unless held or out of time
   local model=$1 precision=$2 graph=$3 replay=$4 kind step what need
   kind=$(kind_of "$graph" "$replay") what="ringtrain $model $precision cudnn_graph=$graph cuda_graph=$replay"
-  speed_py held bench "$model" "$precision" "$graph" "$replay" && return 0
+  yes_to held bench "$model" "$precision" "$graph" "$replay" && return 0
   need=${5:-$(estimate "$kind")}
   may_start "$need" "$what" || return 0
   rt_bench_step "$model" "$precision" "$graph" "$replay"
@@ -423,7 +434,7 @@ rt_bench() {  # rt_bench MODEL PRECISION GRAPH REPLAY [NEED]: one ringtrain benc
 }
 torch_bench() {  # torch_bench MODEL PRECISION: PyTorch's step in its best layout, unless held or out of time
   local model=$1 precision=$2 step
-  speed_py held torch "$model" "$precision" && return 0
+  yes_to held torch "$model" "$precision" && return 0
   may_start "$(estimate torch)" "PyTorch $model $precision" || return 0
   torch_step "$model" "$precision"
   timed_run torch "PyTorch $model $precision" \
@@ -437,7 +448,7 @@ table() {  # speed_table.txt and summary.md's speed tables, after every run
 }
 # plain_bf16_failed MODEL: whether MODEL's plain bf16 run failed; said, and counted, where it did.
 plain_bf16_failed() {
-  speed_py failed "$1" bf16 off false || return 1
+  yes_to failed "$1" bf16 off false || return 1
   echo "== ringtrain $1 bf16: its plain run failed; its runs with replay and the graph API are not started"
   after_failure=$((${after_failure:-0} + 1))
 }
@@ -448,11 +459,11 @@ plain_bf16_failed() {
 ratio() {
   local model=$1 precision=$2 graph=$3 replay=$4 need
   need=$(estimate "$(kind_of "$graph" "$replay")")
-  speed_py held torch "$model" "$precision" || need=$(calc "$need + $(estimate torch)")
+  yes_to held torch "$model" "$precision" || need=$(calc "$need + $(estimate torch)")
   rt_bench "$model" "$precision" "$graph" "$replay" "$need"
-  if speed_py rated "$model" "$precision" "$graph" "$replay"; then
+  if yes_to rated "$model" "$precision" "$graph" "$replay"; then
     torch_bench "$model" "$precision"
-  elif speed_py failed "$model" "$precision" "$graph" "$replay"; then
+  elif yes_to failed "$model" "$precision" "$graph" "$replay"; then
     echo "== PyTorch $model $precision not started: ringtrain's run failed"
   fi
 }
@@ -469,18 +480,19 @@ speed() {
     while read -r kind seconds; do saw "$kind" "$seconds"; done < <(speed_py seconds)
     echo "== carried on from $from: $(grep -c '^{' "$speed") runs; estimates: $(for k in torch plain replay graph; do echo -n "$k $(estimate $k) s; "; done)"
   fi
+  read_answers
   for precision in $precisions; do
     if [[ $precision == bf16 ]]; then
       for model in $models; do ratio "$model" bf16 off false; done
       for model in $models; do plain_bf16_failed "$model" || rt_bench "$model" bf16 off true; done
       for model in $models; do
         plain_bf16_failed "$model" && continue
-        read -r replay < <(speed_py faster-replay "$model")
+        replay=$(answer "faster-replay $model" false)
         rt_bench "$model" bf16 where_faster "$replay"
       done
     else
       for model in $models; do
-        read -r graph replay < <(speed_py best-setting "$model")
+        read -r graph replay <<<"$(answer "best-setting $model" "off false")"
         ratio "$model" "$precision" "$graph" "$replay"
       done
     fi

@@ -3,16 +3,16 @@
 bench/gpu_vs_pytorch.sh keeps them, with each run's seconds as run_s; a run stopped at the
 deadline is a "stopped" line, a failed one a "failed" line):
 
-  check_gpu_speed.py FILE best-setting MODEL    "GRAPH REPLAY" of MODEL's fastest bf16 run ("off false" before any)
-  check_gpu_speed.py FILE faster-replay MODEL   "true" where MODEL's bf16 run with CUDA-graph replay beat the one
+  check_gpu_speed.py FILE answers               every answer the plan asks for, one "QUESTION<TAB>ANSWER" a line
+                                                (the check reads them once per change of FILE, not one start of
+                                                Python per question); a yes/no question not printed is answered "no":
+    best-setting MODEL                          "GRAPH REPLAY" of MODEL's fastest bf16 run ("off false" before any)
+    faster-replay MODEL                         "true" where MODEL's bf16 run with CUDA-graph replay beat the one
                                                 without (both with cudnn_graph off), else "false"
-  check_gpu_speed.py FILE held torch MODEL PRECISION
-  check_gpu_speed.py FILE held bench MODEL PRECISION GRAPH REPLAY
-                                                exit status 0 where FILE holds that run, done or failed
-  check_gpu_speed.py FILE rated MODEL PRECISION GRAPH REPLAY
-                                                exit status 0 where FILE holds that ringtrain run with its rate
-  check_gpu_speed.py FILE failed MODEL PRECISION GRAPH REPLAY
-                                                exit status 0 where that ringtrain run failed and none gave a rate
+    held torch MODEL PRECISION                  "yes" where FILE holds that run, done or failed
+    held bench MODEL PRECISION GRAPH REPLAY     (the same for a ringtrain run)
+    rated MODEL PRECISION GRAPH REPLAY          "yes" where FILE holds that ringtrain run with its rate
+    failed MODEL PRECISION GRAPH REPLAY         "yes" where that ringtrain run failed and none gave a rate
   check_gpu_speed.py FILE seconds               "KIND SECONDS" per kind of run (torch, plain, replay, graph): its
                                                 longest run_s, stopped runs included
   check_gpu_speed.py FILE summary               ringtrain / PyTorch, each model and precision at its fastest
@@ -59,12 +59,24 @@ def runs_of(rows, kind, key):
             and [r["model"], r["precision"], r["cudnn_graph"], replay(r)] == key]
 
 
-def held(rows, what, key):
-    """Whether the run is done or failed (a stopped one is not: it runs again)."""
-    if what == "bench":
-        return bool(runs_of(rows, "bench", key) or runs_of(rows, "failed", key))
-    return any(is_torch(r) and r.get("kind") in ("torch_gpu", "failed") and [r["model"], r["precision"]] == key
-               for r in rows)
+def answers(rows):
+    """(question, answer) for every question whose answer is not "no" (see the usage above)."""
+    for (model, precision), r in fastest(rows).items():
+        if precision == "bf16":
+            yield f"best-setting {model}", setting(r)
+    for (model, precision), r in fastest(rows, lambda r: r["cudnn_graph"] == "off").items():
+        if precision == "bf16":
+            yield f"faster-replay {model}", replay(r)
+    # Held: done or failed (a stopped run is not: it runs again).
+    keys = {(r["model"], r["precision"], r["cudnn_graph"], replay(r)) for r in rows
+            if not is_torch(r) and r.get("kind") in ("bench", "failed")}
+    for key in sorted(keys):
+        rated = bool(runs_of(rows, "bench", list(key)))
+        yield "held bench " + " ".join(key), "yes"
+        yield ("rated " if rated else "failed ") + " ".join(key), "yes"
+    for key in sorted({(r["model"], r["precision"]) for r in rows
+                       if is_torch(r) and r.get("kind") in ("torch_gpu", "failed")}):
+        yield "held torch " + " ".join(key), "yes"
 
 
 def summary(rows):
@@ -117,18 +129,9 @@ def summary(rows):
 
 path, what, *args = sys.argv[1:]
 rows = [json.loads(l) for l in open(path) if l.startswith("{")]
-if what == "best-setting":
-    r = fastest(rows).get((args[0], "bf16"))
-    print(setting(r) if r else "off false")
-elif what == "faster-replay":
-    r = fastest(rows, lambda r: r["cudnn_graph"] == "off").get((args[0], "bf16"))
-    print(replay(r) if r else "false")
-elif what == "held":
-    sys.exit(0 if held(rows, args[0], args[1:]) else 1)
-elif what == "rated":
-    sys.exit(0 if runs_of(rows, "bench", args) else 1)
-elif what == "failed":
-    sys.exit(0 if runs_of(rows, "failed", args) and not runs_of(rows, "bench", args) else 1)
+if what == "answers":
+    for question, answer in answers(rows):
+        print(f"{question}\t{answer}")
 elif what == "seconds":
     longest = {}
     for r in rows:
@@ -146,4 +149,4 @@ elif what == "worst":
         k, r = min(rated.items(), key=lambda kr: kr[1]["median_images_per_s"] / torch[kr[0]])
         print(k[0], k[1], setting(r))
 else:
-    sys.exit(f"check_gpu_speed.py: no command '{what}' (best-setting, faster-replay, held, rated, failed, seconds, summary, worst)")
+    sys.exit(f"check_gpu_speed.py: no command '{what}' (answers, seconds, summary, worst)")
