@@ -160,7 +160,9 @@ TrialVerdict judge_trials(const std::vector<std::vector<std::vector<double>>>& s
   return v;
 }
 
-BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_steps) : t_(trainer), folder_(folder) {
+BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_steps)
+    : t_(trainer), folder_(folder), saved_(trainer.saved_state().add_for_now("tuner", state_)) {
+  if (state_.settled()) resume_settled();
   const DistConfig& d = t_.config().dist;
   if (!t_.reducer() || d.autotune == Autotune::kOff) return;
   if (d.autotune == Autotune::kReplay) {
@@ -169,7 +171,7 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
     replay_for(t_.position().step);
     return;
   }
-  if (t_.position().tuned_buckets) return;  // a resumed run that settled: Trainer::resume restored the caps
+  if (state_.settled()) return;  // a resumed run that settled, its caps restored
   if (d.autotune == Autotune::kAuto) {
     if (t_.reducer()->compression() || t_.graph().device() != Device::kCpu) return;
     if (static_cast<double>(kLongestTuning) > d.autotune_max_share * static_cast<double>(run_steps)) return;
@@ -180,14 +182,41 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
   phase_ = Phase::kWarmup;
   started_step_ = t_.position().step;
   // From the config's caps, also after a run that stopped while tuning (its trials stay on record).
-  t_.use_bucket_caps(t_.configured_bucket_caps(), false);
+  apply({d.bucket_mb, d.first_bucket_mb}, false);
+}
+
+// Where the checkpoint's run settled its tuning: its caps, unless the config turns tuning off or
+// they cannot apply here. Rank 0 says which.
+void BucketTuner::resume_settled() {
+  const BucketCaps tuned = *state_.settled();
+  const char* instead = t_.config().dist.autotune == Autotune::kOff ? "dist.autotune = \"off\""
+                        : t_.graph().device() != Device::kCpu
+                            ? "the GPU's collective sizes its buffers once, and the tuner timed CPUs"
+                        : t_.reducer() && t_.reducer()->compression() ? "PowerSGD's state follows the config's buckets"
+                                                                      : nullptr;
+  if (!instead) {
+    apply(tuned, /*settled=*/true);
+    if (t_.world().rank() == 0)
+      t_.out() << "ringtrain: the checkpoint's tuned buckets apply: dist.bucket_mb = " << tuned.bucket_mb
+               << ", dist.first_bucket_mb = " << tuned.first_bucket_mb << "\n";
+    return;
+  }
+  state_.forget_settled();
+  if (t_.world().rank() == 0)
+    t_.out() << "ringtrain: the checkpoint's tuned buckets (" << tuned.text() << " MiB) are set aside: " << instead
+             << "; the config's dist.bucket_mb and dist.first_bucket_mb apply\n";
+}
+
+void BucketTuner::apply(const BucketCaps& caps, bool settled) {
+  state_.record(t_.position().step, caps, settled);
+  t_.use_bucket_caps(caps);
 }
 
 void BucketTuner::replay_for(int64_t step) {
   size_t k = 0;
   while (k + 1 < replayed_.size() && replayed_[k + 1].from_step <= step) ++k;
   const bool settled = k + 1 == replayed_.size() && replayed_[k].from_step <= step;
-  t_.use_bucket_caps(replayed_[k].caps, settled);
+  apply(replayed_[k].caps, settled);
   if (settled) phase_ = Phase::kDone;
 }
 
@@ -215,7 +244,7 @@ void BucketTuner::after_step(double step_s, double compute_s) {
       if (++visit_step_ <= visit_len_) return;
       if (++visit_ == visits_.size()) return settle();
       visit_step_ = 0;
-      t_.use_bucket_caps(candidates_[visits_[visit_].first].caps, false);
+      apply(candidates_[visits_[visit_].first].caps, false);
       return;
   }
 }
@@ -265,7 +294,7 @@ void BucketTuner::plan_trials() {
   double predicted = 0;
   while (in >> caps >> predicted) candidates_.push_back({BucketCaps::parse(caps, "the tuner's plan"), predicted});
   if (candidates_.size() == 1) {  // nothing else to try
-    t_.use_bucket_caps(candidates_[0].caps, /*settled=*/true);
+    apply(candidates_[0].caps, /*settled=*/true);
     phase_ = Phase::kDone;
     const std::string line = str_cat("kept the config's ", caps_keys(candidates_[0].caps),
                                      ": every other caps cut this model's gradients into the same buckets");
@@ -294,7 +323,7 @@ void BucketTuner::plan_trials() {
   phase_ = Phase::kTrials;
   visit_ = 0;
   visit_step_ = 0;
-  t_.use_bucket_caps(candidates_[visits_[0].first].caps, false);
+  apply(candidates_[visits_[0].first].caps, false);
 }
 
 void BucketTuner::settle() {
@@ -308,7 +337,7 @@ void BucketTuner::settle() {
   world.broadcast(verdict_text, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's choice")});
   const size_t chosen = static_cast<size_t>(std::stoul(verdict_text));
   const BucketCaps caps = candidates_.at(chosen).caps;
-  t_.use_bucket_caps(caps, /*settled=*/true);
+  apply(caps, /*settled=*/true);
   phase_ = Phase::kDone;
   if (world.rank() != 0) return;
   const int64_t steps = t_.position().step - started_step_;
@@ -358,7 +387,7 @@ void BucketTuner::write_tuned_toml(const BucketCaps& chosen, const std::string& 
   c.dist.bucket_mb = chosen.bucket_mb;
   c.dist.first_bucket_mb = chosen.first_bucket_mb;
   c.dist.autotune = Autotune::kReplay;
-  c.dist.autotune_trials = autotune_trials_text(t_.position().bucket_trials);
+  c.dist.autotune_trials = autotune_trials_text(state_.trials());
   const std::string text =
       str_cat("# dist.autotune ", why,
               "\n# As written, this file repeats the tuned run bit for bit (dist.autotune = \"replay\" follows "

@@ -33,6 +33,7 @@
 
 #include "app/run_folder.h"
 #include "app/trainer.h"
+#include "app/tuned_buckets.h"
 #include "base/bucket_caps.h"
 #include "dist/step_simulator.h"
 
@@ -90,8 +91,9 @@ TrialVerdict judge_trials(const std::vector<std::vector<std::vector<double>>>& s
 class BucketTuner {
  public:
   // Active where dist.autotune asks and can work: several ranks, a run long enough under "auto"
-  // (`run_steps` of this run), not already settled (a resumed tuned run). `folder`: where the
-  // records and tuned.toml go; null in `ringtrain bench`, which prints the choice only.
+  // (`run_steps` of this run), not already settled (a resumed tuned run, whose caps it puts back
+  // where they apply). `folder`: where the records and tuned.toml go; null in `ringtrain bench`,
+  // which prints the choice only. What it put in force is its part of each checkpoint.
   BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_steps);
   // After each step: its seconds on this rank, and of them its compute (StepOutcome::compute_s).
   void after_step(double step_s, double compute_s);
@@ -99,8 +101,10 @@ class BucketTuner {
 
  private:
   enum class Phase { kWarmup, kBase, kTrials, kReplay, kDone };
-  void plan_trials();  // after kBase
-  void settle();       // after the trials
+  void resume_settled();                             // a resumed run's choice
+  void apply(const BucketCaps& caps, bool settled);  // recorded, then the trainer's
+  void plan_trials();                                // after kBase
+  void settle();                                     // after the trials
   void replay_for(int64_t step);
   void write_tuned_toml(const BucketCaps& chosen, const std::string& why) const;
 
@@ -119,6 +123,8 @@ class BucketTuner {
   size_t visit_ = 0;
   int64_t visit_step_ = 0, visit_len_ = 0;
   std::vector<BucketTrial> replayed_;  // dist.autotune = "replay": dist.autotune_trials
+  TunedBuckets state_;
+  SavedState::Registration saved_;
 };
 
 }  // namespace rt

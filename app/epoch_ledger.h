@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app/checkpoint.h"
+#include "app/epoch_sums.h"
 #include "app/straggler_report.h"
 #include "dist/world.h"
 

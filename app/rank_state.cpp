@@ -54,4 +54,21 @@ void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::st
   compression.state_from_host();
 }
 
+void SavedPowerSgd::save(StFile& into) {
+  StFile state = powersgd_state(compression_, names_);
+  into.metadata.insert(into.metadata.end(), state.metadata.begin(), state.metadata.end());
+  for (auto& t : state.tensors) into.tensors.push_back(std::move(t));
+}
+
+void SavedPowerSgd::load(const StFile& from, const std::string& source) {
+  load_powersgd_state(compression_, names_, from, source);
+}
+
+std::string SavedPowerSgd::afresh(int64_t missing, int ranks, const std::string& example) {
+  if (!resumed_ || resumed_->step <= start_step_) return "";  // no compressed step was made
+  return str_cat("PowerSGD's errors and Q's start afresh: ", missing, " of ", ranks,
+                 " ranks have no file of their own beside the checkpoint, like ", example,
+                 " (saved at another rank count, or without compression)");
+}
+
 }  // namespace rt

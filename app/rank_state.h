@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "app/saved_state.h"
+#include "app/training_position.h"
 #include "dist/powersgd_buckets.h"
 #include "formats/safetensors.h"
 
@@ -24,5 +26,24 @@ StFile powersgd_state(PowerSgdBuckets& compression, const std::vector<std::strin
 // Reads them back from `file` (called `source` in messages), each checked for its shape (Q as k x m: its columns).
 void load_powersgd_state(PowerSgdBuckets& compression, const std::vector<std::string>& names, const StFile& file,
                          const std::string& source);
+
+// PowerSGD's errors and Q's as a per-rank part of the checkpoint (Note [Saved parts] in
+// app/saved_state.h). `resumed`: the position a resume loaded, to say whether compressed steps
+// were made before the state that starts afresh.
+class SavedPowerSgd final : public SavedPart {
+ public:
+  SavedPowerSgd(PowerSgdBuckets& compression, std::vector<std::string> names, int64_t start_step,
+                const std::optional<TrainingPosition>& resumed)
+      : compression_(compression), names_(std::move(names)), start_step_(start_step), resumed_(resumed) {}
+  void save(StFile& into) override;
+  void load(const StFile& from, const std::string& source) override;
+  std::string afresh(int64_t missing, int ranks, const std::string& example) override;
+
+ private:
+  PowerSgdBuckets& compression_;
+  std::vector<std::string> names_;
+  int64_t start_step_;
+  const std::optional<TrainingPosition>& resumed_;
+};
 
 }  // namespace rt

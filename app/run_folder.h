@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "app/checkpoint.h"
+#include "app/training_position.h"
 #include "app/tensorboard_log.h"
 #include "config/config.h"
 

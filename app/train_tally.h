@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "app/checkpoint.h"
+#include "app/epoch_sums.h"
 #include "nn/ops/softmax_cross_entropy.h"
 
 namespace rt {

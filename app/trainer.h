@@ -1,6 +1,7 @@
 // What makes the steps of one rank (Note [The run and the engine] in app/training_run.h): data
 // (this rank's shard), model, optimizer and schedule built from a resolved Config; gradients
-// averaged across ranks by the GradReducer; evaluation, checkpoints and resume.
+// averaged across ranks by the GradReducer; evaluation; the state a checkpoint needs made whole,
+// and its parts (Note [Saved parts] in app/saved_state.h).
 #pragma once
 
 #include <functional>
@@ -9,16 +10,19 @@
 #include <optional>
 #include <string>
 
-#include "app/checkpoint.h"
 #include "app/cuda_graph_replay.h"
 #include "app/loss_scaling.h"
 #include "app/rank_bn_group.h"
+#include "app/saved_state.h"
 #include "app/step_clock.h"
 #include "app/trainer_data.h"
+#include "app/training_position.h"
 #include "app/training_schedule.h"
+#include "base/bucket_caps.h"
 #include "dist/grad_reducer.h"
 #include "nn/graph_loss.h"
 #include "nn/optim/clip_grad_norm.h"
+#include "nn/optim/optimizer.h"
 
 namespace rt {
 
@@ -47,13 +51,17 @@ class Trainer {
   Trainer(const Config& config, std::ostream& out, const World& world);
   ~Trainer();
 
-  // Continues from DIR's newest checkpoint (app/checkpoint_files.h), at the step it was saved
-  // after, possibly inside an epoch and at another world size (Note [Resuming inside an epoch]).
+  // Continues from DIR's newest checkpoint (app/checkpoint_files.h), every registered part loaded,
+  // at the step it was saved after, possibly inside an epoch and at another world size (Note
+  // [Resuming inside an epoch]). Every rank calls it.
   void resume(const std::string& dir);
-  // Saves a checkpoint of the current position, `sums` this rank's share of the epoch's figures
-  // so far, `run_seconds` the run's time; the ranks' live state is as before (Note [Checkpoint
-  // files]). Every rank calls it.
-  std::string save(const EpochSums& sums, double run_seconds);
+  // Makes the state whole (the sharded optimizer state gathered, the replicas checked, batch-norm
+  // statistics averaged for the file) and saves every registered part as a checkpoint of the
+  // current position; the ranks' live state is as before (Note [Checkpoint files]). Every rank
+  // calls it; rank 0 returns the path.
+  std::string save();
+  // Where a part of the run's registers (Note [Saved parts]).
+  SavedState& saved_state() { return saved_; }
   // Top-1/top-5 and mean loss on the test set, sharded over ranks, with running batch-norm
   // statistics averaged over ranks first.
   EvalResult evaluate();
@@ -81,17 +89,14 @@ class Trainer {
   // While `times` is set, train_step waits for the device between phases and around every layer's
   // backward, and adds where the time went to *times. Null: off.
   void profile_steps(StepTimes* times);
-  // The epoch is done: the position counts it, its samples and figures cleared (the run).
+  // The epoch is done: the position counts it, its samples cleared (the run).
   void end_epoch();
   // From the next step on, gradients travel in buckets cut at `caps` (dist.bucket_mb and
   // dist.first_bucket_mb; Note [Online bucket tuning] in app/bucket_tuner.h): the reducer is made
-  // anew over the same collective, after the sharded update's state is made whole. The position
-  // records the change in bucket_trials; `settled`: also in tuned_buckets, which a resume
-  // restores. Every rank calls it between steps with the same caps.
-  void use_bucket_caps(const BucketCaps& caps, bool settled);
-  BucketCaps bucket_caps() const { return {config_.dist.bucket_mb, config_.dist.first_bucket_mb}; }
-  // The caps the config gave, whatever is in force now.
-  BucketCaps configured_bucket_caps() const { return configured_caps_; }
+  // anew over the same collective, after the sharded update's state is made whole. The config
+  // keeps the caps it gave. Every rank calls it between steps with the same caps.
+  void use_bucket_caps(const BucketCaps& caps);
+  BucketCaps bucket_caps() const { return caps_; }  // in force now
 
   const Config& config() const { return config_; }
   const World& world() const { return world_; }
@@ -117,7 +122,7 @@ class Trainer {
   const CudaGraphReplay& replay() const { return replay_; }
   // How the step scales its loss: fp16's dynamic scaler, else one that scales nothing. Mutable
   // for a run that starts from another scale than GradScaler's (tests of the back-off, through
-  // resume()).
+  // load()).
   LossScaling& loss_scaling() const { return *loss_scaling_; }
 
  private:
@@ -126,10 +131,7 @@ class Trainer {
   // then the reducer that overlaps it with backward.
   std::unique_ptr<Collective> build_model(const PlanContext& plan_context);
   void attach_reducer(std::unique_ptr<Collective> collective);
-  // After resume() read `checkpoint` (saved at `saved`): each rank's own state beside it, where
-  // every rank has its own (Note [Rank state] in app/rank_state.h).
-  void resume_rank_state(const std::string& checkpoint, const TrainingPosition& saved);
-  void resume_tuned_buckets(const BucketCaps& tuned);
+  void register_parts();  // the engine's (Note [Saved parts])
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   void forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
@@ -141,8 +143,8 @@ class Trainer {
   void check_replicas_now(const std::string& when, bool with_momentum);
   void average_buffers();  // running batch-norm statistics, over ranks
 
-  Config config_;
-  BucketCaps configured_caps_;  // config_.dist's caps as given; use_bucket_caps changes config_'s
+  const Config config_;
+  BucketCaps caps_;  // the gradient buckets' in force (use_bucket_caps)
   std::ostream& out_;
   const World& world_;
   StallPolicy between_steps_;
@@ -162,6 +164,7 @@ class Trainer {
   GradNorm grad_norm_;
   TrainingPosition position_;
   std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
+  SavedState saved_;
 };
 
 // The step the training loop is in (for fatal-error reports): set as a step begins, -1 once its

@@ -88,13 +88,14 @@ std::unique_ptr<Collective> make_rank_collective(const Config& config, const Wor
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     : config_(config),
-      configured_caps_{config.dist.bucket_mb, config.dist.first_bucket_mb},
+      caps_{config.dist.bucket_mb, config.dist.first_bucket_mb},
       out_(out),
       world_(world),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
       // one may.
       between_steps_(stall_policy(config_.dist, world,
-                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})) {
+                                  world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})),
+      saved_(world) {
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const ThreadSplit split =
@@ -122,6 +123,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   if (config.train.accumulate_steps > 1)
     accumulation_ = std::make_unique<GradientAccumulation>(*graph_, reducer_.get());
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
+  register_parts();
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(*this, split, gpu.how);
 }
@@ -154,7 +156,9 @@ std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context
 }
 
 void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
-  const DistConfig& dc = config_.dist;
+  DistConfig dc = config_.dist;
+  dc.bucket_mb = caps_.bucket_mb;
+  dc.first_bucket_mb = caps_.first_bucket_mb;
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
@@ -177,22 +181,15 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
 }
 
-void Trainer::use_bucket_caps(const BucketCaps& caps, bool settled) {
-  std::vector<BucketTrial>& trials = position_.bucket_trials;
-  if (trials.empty() || trials.back().caps != caps || settled) {
-    if (!trials.empty() && trials.back().from_step == position_.step) trials.pop_back();  // replaced before use
-    trials.push_back({position_.step, caps});
-  }
-  if (settled) position_.tuned_buckets = caps;
-  if (!reducer_ || caps == bucket_caps()) return;
+void Trainer::use_bucket_caps(const BucketCaps& caps) {
+  if (!reducer_ || caps == caps_) return;
   RT_CHECK(!reducer_->compression(),
            "the gradient buckets cannot change under dist.compression = \"powersgd\": its "
            "errors and Q's follow the buckets it was made with");
   // Each rank holds its own parts of the momentum under a sharded update; the new buckets part it
   // otherwise.
   gather_optimizer_state();
-  config_.dist.bucket_mb = caps.bucket_mb;
-  config_.dist.first_bucket_mb = caps.first_bucket_mb;
+  caps_ = caps;
   accumulation_.reset();  // its hook holds the reducer
   attach_reducer(reducer_->release_collective());
   if (config_.train.accumulate_steps > 1)

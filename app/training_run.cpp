@@ -11,7 +11,9 @@
 #include "app/bucket_tuner.h"
 #include "app/epoch_ledger.h"
 #include "app/epoch_report.h"
+#include "app/epoch_sums.h"
 #include "app/progress.h"
+#include "app/run_clock.h"
 #include "app/run_folder.h"
 #include "app/step_agreement.h"
 #include "app/stop_signals.h"
@@ -40,6 +42,7 @@ class Loop {
   int64_t begin_epoch(int64_t epoch);  // returns the epoch's first step
   void logged_step(int64_t epoch, int64_t step);
   void write_step_record(int64_t epoch, double loss);
+  std::string save(const EpochSums& own);  // `own`: this rank's share of the epoch's figures
   TrainResult stop_on_signal(const AfterStep& agreed);
   void end_epoch(int64_t epoch);
   EpochReport epoch_report(int64_t epoch, const EpochSums& sums) const;
@@ -47,9 +50,6 @@ class Loop {
   void report_stragglers_now();  // on SIGUSR2, at the step every rank agreed
   void end_run();                // the target's outcome
   CollectiveWatch watched(std::string what) const { return {&t_.between_steps(), std::move(what)}; }
-  double run_seconds() const {
-    return seconds_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  }
   // The result as it stands, with the run's training time (and, where it ran to its end, speed).
   TrainResult done(bool finished = false);
 
@@ -67,12 +67,14 @@ class Loop {
   std::shared_ptr<void> image_memory_;  // one micro-batch, page-locked where the device reads it
   std::vector<int32_t> labels_;
   int64_t last_epoch_;  // where this run ends: train.epochs, or sooner under TrainLimits
-  BucketTuner tuner_;   // dist.autotune (Note [Online bucket tuning])
+  BucketTuner tuner_;   // dist.autotune (Note [Online bucket tuning]), with its part of each checkpoint
   TrainResult result_;
-  // This part's start, and the run's seconds before it (Note [Stopping at a target] in
-  // run_target.h).
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  double seconds_before_;
+  // The run's parts of each checkpoint (Note [Saved parts] in app/saved_state.h), loaded as they
+  // register where the Trainer resumed: the clock over every part of the run, and the epoch's
+  // figures at a save inside it.
+  RunClock clock_;
+  SavedEpochSums sums_;
+  SavedState::Registration clock_saved_, sums_saved_;
 };
 
 Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
@@ -94,7 +96,8 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
       last_epoch_(limits.epochs > 0 ? std::min(config_.train.epochs, t.position().epochs_done + limits.epochs)
                                     : config_.train.epochs),
       tuner_(t, &folder_, run_steps(t, last_epoch_, limits)),
-      seconds_before_(t.position().run_seconds) {
+      clock_saved_(t.saved_state().add_for_now("run clock", clock_)),
+      sums_saved_(t.saved_state().add_for_now("epoch sums", sums_)) {
   result_.target.target = config_.eval.target_top1;
 }
 
@@ -110,7 +113,7 @@ TrainResult Loop::run() {
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
       const bool epoch_saves = s + 1 == t_.steps_per_epoch() && agreement_.saves_after_epoch(epoch + 1);
       if (agreed.save && (agreed.stop || !epoch_saves)) {
-        result_.last_checkpoint = t_.save(tally_.sums(t_.data().train->skipped()), run_seconds());
+        result_.last_checkpoint = save(tally_.sums(t_.data().train->skipped()));
         agreement_.reset_clock();
       }
       if (agreed.stop) return stop_on_signal(agreed);
@@ -134,7 +137,7 @@ int64_t Loop::begin_epoch(int64_t epoch) {
   const int64_t first_step = t_.steps_per_epoch() - sampler_.steps_from(t_.position().epoch_positions);
   // What a save inside this epoch had summed over ranks: rank 0 carries it, the others start from
   // zero.
-  const EpochSums carried = world_.rank() == 0 ? t_.position().epoch_sums : EpochSums{};
+  const EpochSums carried = world_.rank() == 0 ? sums_.value : EpochSums{};
   t_.data().train->start(epoch, sampler_.epoch_indices(epoch, t_.position().epoch_positions),
                          config_.train.batch_per_rank);
   progress_.begin_epoch(epoch, config_.train.epochs, t_.steps_per_epoch());
@@ -191,6 +194,14 @@ void Loop::write_step_record(int64_t epoch, double loss) {
   folder_.write_metric(record);
 }
 
+// The epoch's figures summed over ranks for the checkpoint, then the Trainer's save.
+std::string Loop::save(const EpochSums& own) {
+  sums_.value = own;
+  world_.allreduce_sum(sums_.value.data(), EpochSums::kCount,
+                       watched(str_cat("the save after step ", t_.position().step, ": the epoch's figures")));
+  return t_.save();
+}
+
 TrainResult Loop::stop_on_signal(const AfterStep& agreed) {
   StopSignals::saved();  // a second SIGTERM from here on has nothing left to cut short
   set_current_training_step(-1);
@@ -210,6 +221,7 @@ void Loop::end_epoch(int64_t epoch) {
   progress_.end_epoch();
   mlperf_.epoch_stop(epoch + 1);
   t_.end_epoch();
+  sums_.value = EpochSums{};  // a save inside the epoch left its figures there
   const EpochTotals totals =
       sum_epoch(tally_.sums(t_.data().train->skipped()), stragglers_, world_, t_.between_steps().hosts,
                 watched(str_cat("epoch ", epoch + 1, "'s training figures")));
@@ -225,7 +237,7 @@ void Loop::end_epoch(int64_t epoch) {
   folder_.write_metric(record);
   // The model that reached the target is saved whatever checkpoint.every_epochs says.
   if (agreement_.saves_after_epoch(epoch + 1) || result_.target.reached) {
-    result_.last_checkpoint = t_.save(EpochSums{}, run_seconds());
+    result_.last_checkpoint = save(EpochSums{});
     agreement_.reset_clock();
   }
 }
@@ -255,7 +267,7 @@ void Loop::evaluate(int64_t epoch, EpochReport& report) {
   TargetOutcome& target = result_.target;
   target.epoch = epoch + 1;
   target.top1 = eval.top1;
-  target.run_seconds = run_seconds();
+  target.run_seconds = clock_.seconds();
   target.reached = target.set() && target.top1 >= target.target;
 }
 

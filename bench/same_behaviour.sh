@@ -14,6 +14,14 @@
 #   mlperf         ResNet-50 at 2 ranks with MLPerf's log and a target it does not reach: the log's
 #                  events, keys, values and epochs (not their times, nor the file and line that
 #                  logged them)
+#   powersgd       LeNet at 2 ranks with PowerSGD from step 5, one epoch, then --auto-resume to two:
+#                  every rank's own file (errors and Q's) compared too
+#   replay         LeNet at 2 ranks repeating a tuning's trials (dist.autotune = "replay"), one
+#                  epoch, then --auto-resume to two
+#   lars_resume    resnet_mini at 2 ranks with LARS and the sharded update, one epoch, then
+#                  --auto-resume to two
+# Each checkpoint's metadata is compared too, but for the run's seconds and the resolved config's
+# bucket caps (a tuned run's are in the metadata of their own).
 # usage: same_behaviour.sh BEFORE AFTER [WORK]      (prints one line per run; exit 1 on a difference)
 set -u
 before=$1 after=$2
@@ -87,6 +95,25 @@ mlperf() {  # a target out of reach: the run ends with status 3 (kExitTargetMiss
     --set log.mlperf=true --set mlperf.submission_org=ringtrain --set mlperf.submission_platform=a-2-core-vm
   [[ $? -eq 3 ]] || fail "$1 mlperf: expected exit 3 (target missed)"
 }
+# NAME SETTINGS...: one epoch, then a resume to the second.
+resumed() {
+  local which=$1 name=$2
+  shift 2
+  run "$which" "$name" 2 --set train.epochs=1 "$@" || fail "$which $name: the first epoch"
+  run "$which" "$name" 2 --set train.epochs=2 "$@" --auto-resume || fail "$which $name: the resume"
+}
+powersgd() {
+  resumed "$1" powersgd --set model.name=lenet --set train.batch_per_rank=32 --set dist.compression=powersgd \
+    --set dist.powersgd_rank=2 --set dist.powersgd_start_step=5
+}
+replay() {
+  resumed "$1" replay --set model.name=lenet --set train.batch_per_rank=32 --set dist.autotune=replay \
+    --set 'dist.autotune_trials="0:25/1 20:0.05/0.01 150:0.2/0.05"'
+}
+lars_resume() {
+  resumed "$1" lars_resume --set model.name=resnet_mini --set train.batch_per_rank=32 --set train.optimizer=lars \
+    --set dist.sharded_update=true
+}
 shards() {
   run "$1" shards 2 --set model.name=lenet --set train.epochs=1 --set train.batch_per_rank=16 --set data.source=shards \
     --set data.dir="$work/shards" --set data.channels=1 --set data.image_size=28 || fail "$1 shards"
@@ -101,11 +128,31 @@ for which in before after; do
   shards "$which"
   stragglers "$which"
   mlperf "$which"
+  powersgd "$which"
+  replay "$which"
+  lars_resume "$which"
 done
-for name in lenet_signal mini_accum two_level lars_sharded shards stragglers mlperf; do
+# The metadata of a checkpoint, but for the run's seconds (a timing) and its folder, one key a line.
+metadata() { python3 -c '
+import json, re, struct, sys
+b = open(sys.argv[1], "rb").read()
+m = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]]).get("__metadata__", {})
+m.pop("run_seconds", None)
+m["config"] = re.sub(" +", " ", m.get("config", "").replace("/before/", "/after/"))  # the runs'"'"' own folders
+# The caps in force are tuned_buckets'"'"' and bucket_trials'"'"'; the config once carried them too.
+m["config"] = re.sub("\\n(first_)?bucket_mb = [^\\n]*", "", m["config"])
+print(json.dumps(m, sort_keys=True, indent=0))' "$1"; }
+for name in lenet_signal mini_accum two_level lars_sharded shards stragglers mlperf powersgd replay lars_resume; do
   a=$work/before/$name b=$work/after/$name
   python3 "$src/tests/support/same_tensors.py" "$a/checkpoint.safetensors" "$b/checkpoint.safetensors" ||
     fail "$name: the checkpoints differ"
+  cmp -s <(metadata "$(readlink -f "$a/checkpoint.safetensors")") <(metadata "$(readlink -f "$b/checkpoint.safetensors")") ||
+    fail "$name: the checkpoints' metadata differ: $(diff <(metadata "$(readlink -f "$a/checkpoint.safetensors")") \
+      <(metadata "$(readlink -f "$b/checkpoint.safetensors")") | head -n 6)"
+  for own in "$a"/checkpoint-*.rank*-of-*.safetensors; do
+    [[ -e $own ]] || continue
+    python3 "$src/tests/support/same_tensors.py" "$own" "$b/${own##*/}" || fail "$name: ${own##*/} differs"
+  done
   # Metric records without their timings: every loss, rate, norm and test figure. The straggler
   # figures are timings too; where a straggler is named, who it is is kept. An epoch's mean train
   # loss is summed over ranks where the signal's save fell, a step that differs from run to run: it

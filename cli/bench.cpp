@@ -175,7 +175,7 @@ BenchResult run_bench(Trainer& trainer, std::ostream& out, const std::string& pr
   // dist.autotune = "replay" (a tuned.toml): bench times the choice, not the trials before it.
   const bool replay = trainer.config().dist.autotune == Autotune::kReplay;
   if (replay && trainer.reducer())
-    trainer.use_bucket_caps(parse_autotune_trials(trainer.config().dist.autotune_trials).back().caps, true);
+    trainer.use_bucket_caps(parse_autotune_trials(trainer.config().dist.autotune_trials).back().caps);
   for (int64_t s = 0; s < b.warmup_steps; ++s) step();
   // dist.autotune = "on": tuned after the warm-up, the windows then time the choice.
   if (!replay) {

@@ -49,11 +49,12 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
                 "bench: %lld warm-up steps, then %lld windows of %lld steps, on one batch held in %s memory\n",
                 c.model.name.c_str(), world, run.hosts, run.threads, per_rank.c_str(),
                 static_cast<long long>(global_batch(c.train, world)), shape_str(trainer.input_shape()).c_str(),
-                run.collective.c_str(), c.dist.bucket_mb, c.dist.first_bucket_mb, c.dist.overlap ? "on" : "off",
-                std::string(name_of(c.train.device)).c_str(), std::string(name_of(c.train.precision)).c_str(),
-                std::string(name_of(c.train.conv_algorithm)).c_str(), run.winograd, run.convolutions,
-                graph_note.c_str(), static_cast<long long>(b.warmup_steps), static_cast<long long>(b.windows),
-                static_cast<long long>(b.steps_per_window), std::string(name_of(device)).c_str());
+                run.collective.c_str(), trainer.bucket_caps().bucket_mb, trainer.bucket_caps().first_bucket_mb,
+                c.dist.overlap ? "on" : "off", std::string(name_of(c.train.device)).c_str(),
+                std::string(name_of(c.train.precision)).c_str(), std::string(name_of(c.train.conv_algorithm)).c_str(),
+                run.winograd, run.convolutions, graph_note.c_str(), static_cast<long long>(b.warmup_steps),
+                static_cast<long long>(b.windows), static_cast<long long>(b.steps_per_window),
+                std::string(name_of(device)).c_str());
   std::string text = line;
   if (c.train.cuda_graph && b.warmup_steps < 2)
     text +=
@@ -109,8 +110,8 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"image_size", trainer.input_shape()[1]},
             {"allreduce", world > 1 ? name_of(c.dist.allreduce) : std::string_view("none")},
             {"collective", run.collective},
-            {"bucket_mb", c.dist.bucket_mb},
-            {"first_bucket_mb", c.dist.first_bucket_mb},
+            {"bucket_mb", trainer.bucket_caps().bucket_mb},
+            {"first_bucket_mb", trainer.bucket_caps().first_bucket_mb},
             {"overlap", c.dist.overlap},
             {"sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters()},
             {"wire", name_of(c.dist.wire)},

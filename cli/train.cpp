@@ -7,6 +7,7 @@
 #include <iostream>
 #include <vector>
 
+#include "app/checkpoint_files.h"
 #include "app/stop_signals.h"
 #include "app/trainer.h"
 #include "app/training_run.h"

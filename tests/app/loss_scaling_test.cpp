@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "base/check.h"
 #include "models/registry.h"
 
 namespace rt {
@@ -28,11 +29,14 @@ TEST(LossScaling, OtherPrecisionsScaleNothingAndApplyEveryStep) {
     EXPECT_EQ(s->scale(), 1);
     EXPECT_TRUE(s->gradients_apply(*g, 0));
     EXPECT_FALSE(s->state().has_value());
-    s->resume({.loss_scale = 1024});
+    s->load(StFile{{{"loss_scale", "1024"}}, {}}, "fp16.safetensors");
     EXPECT_EQ(s->scale(), 1) << "a saved fp16 scale does not scale another precision";
-    TrainingPosition kept{.loss_scale = 1024};
+    StFile kept;
     s->save(kept);
-    EXPECT_EQ(kept.loss_scale, 1024) << "kept for a later fp16 run";
+    EXPECT_EQ(kept.meta("loss_scale"), "1024") << "kept for a later fp16 run";
+    StFile none;
+    make_loss_scaling(p)->save(none);
+    EXPECT_TRUE(none.metadata.empty()) << "nothing resumed, nothing saved";
   }
 }
 
@@ -47,14 +51,34 @@ TEST(LossScaling, Fp16SkipsAStepWithANonFiniteGradientAndHalvesItsScale) {
   ASSERT_TRUE(s->state().has_value());
   EXPECT_EQ(s->state()->scale, start / 2);
   EXPECT_EQ(s->state()->skipped_steps, 1);
-  TrainingPosition saved;
+  StFile saved;
   s->save(saved);
-  EXPECT_EQ(saved.loss_scale, start / 2);
+  EXPECT_EQ(saved.meta("loss_scale"), "32768");
   auto resumed = make_loss_scaling(Precision::kFp16);
-  resumed->resume(saved);
+  resumed->load(saved, "saved.safetensors");
   EXPECT_EQ(resumed->scale(), start / 2);
-  resumed->resume({});  // a checkpoint of another precision saved none: the scale stays
+  resumed->load(StFile{}, "fp32.safetensors");  // a checkpoint of another precision saved none: the scale stays
   EXPECT_EQ(resumed->scale(), start / 2);
+}
+
+// The scale rides in the checkpoint's metadata exactly (2^24 + 1 needs more than float's digits),
+// and a damaged one is refused naming the file and the key.
+TEST(LossScaling, TheSavedScaleReadsBackExactlyAndABadOneIsRefused) {
+  auto s = make_loss_scaling(Precision::kFp16);
+  s->load(StFile{{{"loss_scale", "16777217"}}, {}}, "a.safetensors");
+  StFile saved;
+  s->save(saved);
+  auto resumed = make_loss_scaling(Precision::kFp16);
+  resumed->load(saved, "b.safetensors");
+  EXPECT_EQ(resumed->scale(), 16777217.0);
+  for (const char* bad : {"-2", "inf", "12x", "0"}) {
+    try {
+      resumed->load(StFile{{{"loss_scale", bad}}, {}}, "c.safetensors");
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("c.safetensors: metadata 'loss_scale'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

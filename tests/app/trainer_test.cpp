@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "app/checkpoint.h"
+#include "app/checkpoint_files.h"
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "app/trainer.h"
@@ -269,20 +270,78 @@ TEST_F(TrainerTest, FreshRunWhereALaterCheckpointExistsIsRefused) {
   EXPECT_EQ(numbered_checkpoints(config_.checkpoint.dir).size(), 1u);
 }
 
-// fp16's loss scale rides in the checkpoint's metadata, exactly (2^24 + 1 needs more than float's
-// digits); a checkpoint without one (every other precision) reads back as 0.
-TEST_F(TrainerTest, CheckpointKeepsTheLossScaleExactly) {
+// A part the engine and the writer know nothing of rides in the checkpoint (Note [Saved parts] in
+// app/saved_state.h). One with a tensor registers before the resume and is loaded by it; one of
+// metadata registers after (as the run's do) and is loaded as it registers. Two parts that save
+// under one key are refused, naming both.
+class SeenPart final : public SavedPart {
+ public:
+  std::vector<float> values;
+  void save(StFile& into) override {
+    into.tensors.emplace_back("test.seen", make_f32_tensor({int64_t(values.size())}, values.data()));
+  }
+  void load(const StFile& from, const std::string& source) override {
+    const StTensor* t = from.find("test.seen");
+    RT_CHECK(t, source, ": no test.seen");
+    values = as_f32(*t, source);
+  }
+};
+class VisitsPart final : public SavedPart {
+ public:
+  explicit VisitsPart(const char* key = "test.visits") : key_(key) {}
+  int64_t count = 0;
+  void save(StFile& into) override { into.metadata.emplace_back(key_, std::to_string(count)); }
+  void load(const StFile& from, const std::string& source) override {
+    RT_CHECK(!from.meta(key_).empty(), source, ": no ", key_);
+    count = std::stoll(from.meta(key_));
+  }
+
+ private:
+  std::string key_;
+};
+
+TEST_F(TrainerTest, APartOfItsOwnIsSavedAndResumedBesideTheEngines) {
+  fs::create_directories(config_.checkpoint.dir);
   Trainer t(config_, log_, World::get());
-  fs::create_directories(root_ / "scale");
-  TrainingPosition pos;
-  pos.seed = config_.train.seed;
-  pos.loss_scale = 16777217.0;
-  save_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), pos, config_.model.name, "");
-  EXPECT_EQ(load_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), config_.model.name).loss_scale,
-            16777217.0);
-  pos.loss_scale = 0;
-  save_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), pos, config_.model.name, "");
-  EXPECT_EQ(load_checkpoint((root_ / "scale").string(), t.graph(), t.optimizer(), config_.model.name).loss_scale, 0);
+  SeenPart seen;
+  seen.values = {0.25f, -3.5f, 1e-30f};
+  t.saved_state().add("seen", PartScope::kShared, seen);
+  VisitsPart visits;
+  visits.count = 41;
+  {
+    const SavedState::Registration r = t.saved_state().add_for_now("visits", visits);
+    EXPECT_EQ(visits.count, 41) << "nothing resumed: the part keeps its own";
+    EXPECT_NE(t.save(), "");
+  }
+  const StFile file = read_safetensors(newest_checkpoint(config_.checkpoint.dir));
+  EXPECT_EQ(file.meta("test.visits"), "41");
+  EXPECT_EQ(file.meta("step"), "0") << "the engine's parts are saved beside it";
+  ASSERT_NE(file.find("features.0.weight"), nullptr);
+
+  Trainer resumed(config_, log_, World::get());
+  SeenPart seen_back;
+  resumed.saved_state().add("seen", PartScope::kShared, seen_back);
+  resumed.resume(config_.checkpoint.dir);
+  EXPECT_EQ(seen_back.values, seen.values) << "loaded by the resume, bit for bit";
+  VisitsPart visits_back;
+  const SavedState::Registration r = resumed.saved_state().add_for_now("visits", visits_back);
+  EXPECT_EQ(visits_back.count, 41) << "loaded as it registers after the resume";
+  VisitsPart other;
+  EXPECT_NE(error_of([&] {
+              const SavedState::Registration twice = resumed.saved_state().add_for_now("visits", other);
+            }).find("a saved part named 'visits' is registered already"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              resumed.saved_state().add("late", PartScope::kShared, seen_back);
+            }).find("'late' registers after the resume"),
+            std::string::npos);
+
+  Trainer clash(config_, log_, World::get());
+  VisitsPart on_the_step("step");
+  clash.saved_state().add("a step of its own", PartScope::kShared, on_the_step);
+  EXPECT_NE(
+      error_of([&] { clash.save(); }).find("saved parts 'position' and 'a step of its own' both save metadata step"),
+      std::string::npos);
 }
 
 // train.clip_grad_norm in the training step: the first step's update (weight decay off, so SGD
