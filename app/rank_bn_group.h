@@ -17,7 +17,9 @@ struct RankBnGroup {
   BatchNormGroup group;
 };
 
-// Fills `out` for train.bn_group; refused on one rank. Collective; `stall` must outlive `out`.
-void make_rank_bn_group(RankBnGroup& out, const Config& config, const World& world, const StallPolicy& stall);
+// Fills `out` for train.bn_group; refused on one rank. Collective; `stall` and `step` (the step
+// under way, which a stalled average names) must outlive `out`.
+void make_rank_bn_group(RankBnGroup& out, const Config& config, const World& world, const StallPolicy& stall,
+                        const int64_t* step);
 
 }  // namespace rt

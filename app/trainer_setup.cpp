@@ -54,13 +54,13 @@ GpuChoice take_gpu(const World& world) {
   return gpu;
 }
 
-// train.* as planning reads it, the batch-norm group made into `bn_group`.
+// train.* as planning reads it, the batch-norm group made into `bn_group` (`step`: the step under way).
 PlanContext training_plan_context(const Config& config, const World& world, const StallPolicy& stall,
-                                  RankBnGroup& bn_group) {
+                                  RankBnGroup& bn_group, const int64_t* step) {
   const TrainConfig& t = config.train;
   PlanContext context{t.conv_algorithm, t.precision, t.cudnn_graph, nullptr};
   if (t.bn_group > 1) {
-    make_rank_bn_group(bn_group, config, world, stall);
+    make_rank_bn_group(bn_group, config, world, stall, step);
     context.bn_group = &bn_group.group;
   }
   return context;
@@ -107,7 +107,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   require_same_on_all_ranks("config key", config_items(to_toml(config)), world);
   between_steps_.hosts = world.allgather(world.host());
   const GpuChoice gpu = config.train.device == Device::kCuda ? take_gpu(world) : GpuChoice{};
-  const PlanContext plan_context = training_plan_context(config, world, between_steps_, bn_group_);
+  const PlanContext plan_context = training_plan_context(config, world, between_steps_, bn_group_, &position_.step);
   data_ = open_data(config, world, between_steps_, split.decoding);
   inject_fault("open_data", world.rank());
   std::unique_ptr<Collective> collective = build_model(plan_context);
