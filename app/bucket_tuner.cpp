@@ -173,7 +173,7 @@ BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_
   }
   if (state_.settled()) return;  // a resumed run that settled, its caps restored
   if (d.autotune == Autotune::kAuto) {
-    if (t_.reducer()->compression() || t_.graph().device() != Device::kCpu) return;
+    if (fixes_buckets(d.compression) || t_.graph().device() != Device::kCpu) return;
     if (static_cast<double>(kLongestTuning) > d.autotune_max_share * static_cast<double>(run_steps)) return;
   } else if (run_steps < kLongestTuning && t_.world().rank() == 0) {
     t_.out() << "ringtrain: dist.autotune = \"on\": this run's " << run_steps << " steps may end before the tuning "
@@ -192,7 +192,7 @@ void BucketTuner::resume_settled() {
   const char* instead = t_.config().dist.autotune == Autotune::kOff ? "dist.autotune = \"off\""
                         : t_.graph().device() != Device::kCpu
                             ? "the GPU's collective sizes its buffers once, and the tuner timed CPUs"
-                        : t_.reducer() && t_.reducer()->compression() ? "PowerSGD's state follows the config's buckets"
+                        : fixes_buckets(t_.config().dist.compression) ? "PowerSGD's state follows the config's buckets"
                                                                       : nullptr;
   if (!instead) {
     apply(tuned, /*settled=*/true);

@@ -57,16 +57,9 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
         << reducer->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
         << " backward"
         << (reducer->updates_parameters() ? str_cat(", ", t.optimizer().name(), " sharded across ranks") : "") << "\n";
-  if (const GradReducer* reducer = t.reducer(); reducer && reducer->compression()) {
-    const PowerSgdBuckets& c = *reducer->compression();
-    out << "ringtrain: PowerSGD (dist.compression) at rank " << config.dist.powersgd_rank << " on "
-        << c.tensors().size() << " of " << t.graph().params().size() << " tensors from step "
-        << config.dist.powersgd_start_step + 1 << ": " << c.compressed_floats() << " floats a step instead of "
-        << c.plain_floats() << " (" << std::fixed << std::setprecision(1)
-        << static_cast<double>(c.plain_floats()) / static_cast<double>(std::max<int64_t>(c.compressed_floats(), 1))
-        << "x fewer); every rank applies the whole update\n"
-        << std::defaultfloat;
-  }
+  if (const GradReducer* reducer = t.reducer())
+    if (const std::string hook = reducer->hook().describe(t.graph().params().size()); !hook.empty())
+      out << "ringtrain: " << hook << "\n";
 }
 
 }  // namespace rt

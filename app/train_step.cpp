@@ -81,7 +81,13 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     reducer_->finish();
   }
   loss.averages_wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - finished).count();
-  if (reducer_) loss.links = reducer_->collective().links();
+  if (reducer_) {
+    loss.links = reducer_->collective().links();
+    const GradHook& hook = reducer_->hook();
+    loss.averaged_bytes = hook.floats_at(position_.step) * (config_.dist.wire == Wire::kFp32 ? 4 : 2);
+    loss.averaging_error = hook.error();
+    loss.averaging_error_key = hook.error_key();
+  }
   if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
     double grad_scale = 1.0 / loss_scale;
     if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike

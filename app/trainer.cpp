@@ -9,7 +9,6 @@
 
 #include "app/checkpoint.h"
 #include "app/gradient_accumulation.h"
-#include "app/rank_state.h"
 #include "base/check.h"
 #include "data/sampler.h"
 
@@ -18,12 +17,6 @@ namespace {
 
 std::atomic<int64_t> g_step{-1};
 
-std::vector<std::string> param_names(const Graph& graph) {
-  std::vector<std::string> names;
-  for (const ParamRef& p : graph.params()) names.push_back(p.name);
-  return names;
-}
-
 }  // namespace
 
 int64_t current_training_step() { return g_step.load(); }
@@ -31,15 +24,13 @@ void set_current_training_step(int64_t step) { g_step = step; }
 
 Trainer::~Trainer() = default;
 
-// Note [Saved parts] in app/saved_state.h: the engine's, in the checkpoint's order.
+// Note [Saved parts] in app/saved_state.h: the engine's, in the checkpoint's order (the gradient
+// hook's, per rank, as the reducer is made).
 void Trainer::register_parts() {
   saved_.add("model", PartScope::kShared, std::make_unique<SavedModel>(*graph_, config_.model.name, to_toml(config_)));
   saved_.add("optimizer", PartScope::kShared, std::make_unique<SavedOptimizer>(*graph_, *optimizer_));
   saved_.add("position", PartScope::kShared, std::make_unique<SavedPosition>(position_, resumed_));
   saved_.add("loss scaling", PartScope::kShared, *loss_scaling_);
-  if (PowerSgdBuckets* c = reducer_ ? reducer_->compression() : nullptr)
-    saved_.add("compression", PartScope::kPerRank,
-               std::make_unique<SavedPowerSgd>(*c, param_names(*graph_), config_.dist.powersgd_start_step, resumed_));
 }
 
 void Trainer::resume(const std::string& dir) {

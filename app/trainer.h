@@ -41,6 +41,12 @@ struct StepOutcome : LossResult {
   double compute_s = 0;        // batch in to last gradient ready, the waits for data left out
   double averages_wait_s = 0;  // then, the wait for the step's averages
   Links links;                 // the collective's (receive times so far); none on one rank
+  // What this rank handed the collective (0 on one rank), and where the gradient hook averages
+  // approximately (a compression), its error, under the metric record's key it names (Note
+  // [Gradient hooks] in dist/grad_hook.h).
+  int64_t averaged_bytes = 0;
+  std::optional<double> averaging_error;
+  const char* averaging_error_key = "";
 };
 
 class Trainer {

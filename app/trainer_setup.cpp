@@ -12,6 +12,7 @@
 #include "app/config_model.h"
 #include "app/consistency.h"
 #include "app/gradient_accumulation.h"
+#include "app/grad_hook_choice.h"
 #include "app/gradient_buckets.h"
 #include "app/rank_warning.h"
 #include "app/sharded_update.h"
@@ -21,7 +22,6 @@
 #include "base/check.h"
 #include "base/test_fault.h"
 #include "dist/cuda/device_collective.h"
-#include "dist/cuda/device_powersgd.h"
 #include "dist/gpu_choice.h"
 #include "dist/timeline.h"
 
@@ -162,28 +162,23 @@ void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
-  std::unique_ptr<PowerSgdBuckets> compression;
-  if (dc.compression == Compression::kPowerSgd) {
-    const PowerSgdOptions options = powersgd_options(dc, static_cast<uint64_t>(config_.train.seed));
-    compression = config_.train.device == Device::kCuda
-                      ? make_device_powersgd(plan.params, plan.shapes, plan.buckets, options)
-                      : std::make_unique<PowerSgdBuckets>(plan.params, plan.shapes, plan.buckets, options);
-  }
+  GradHookChoice hook = choose_grad_hook(config_, plan, *graph_, resumed_);
   std::optional<ShardUpdate> update;
-  if (dc.sharded_update && !compression)  // a compressed bucket's gradient is final only after both rounds
+  if (dc.sharded_update && !hook.hook)  // a hook's bucket is final only after all its rounds
     update = make_sharded_update(*optimizer_, *graph_, *collective,
                                  config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
                                  world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep, between_steps_.hosts),
                                  &schedule_.lr, &position_.step);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update),
-                                           std::move(compression));
+                                           std::move(hook.hook));
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
+  if (hook.state) saved_.add("gradient hook", PartScope::kPerRank, std::move(hook.state));
 }
 
 void Trainer::use_bucket_caps(const BucketCaps& caps) {
   if (!reducer_ || caps == caps_) return;
-  RT_CHECK(!reducer_->compression(),
+  RT_CHECK(!fixes_buckets(config_.dist.compression),
            "the gradient buckets cannot change under dist.compression = \"powersgd\": its "
            "errors and Q's follow the buckets it was made with");
   // Each rank holds its own parts of the momentum under a sharded update; the new buckets part it

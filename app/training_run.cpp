@@ -41,7 +41,7 @@ class Loop {
  private:
   int64_t begin_epoch(int64_t epoch);  // returns the epoch's first step
   void logged_step(int64_t epoch, int64_t step);
-  void write_step_record(int64_t epoch, double loss);
+  void write_step_record(int64_t epoch, const StepOutcome& step);
   std::string save(const EpochSums& own);  // `own`: this rank's share of the epoch's figures
   TrainResult stop_on_signal(const AfterStep& agreed);
   void end_epoch(int64_t epoch);
@@ -170,26 +170,24 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   result_.step_losses.push_back(step.loss);
   const int64_t steps_left = (last_epoch_ - epoch) * t_.steps_per_epoch() - (s + 1);
   progress_.step(s, step.loss, t_.schedule().lr, tally_.images_per_s(s), tally_.eta_s(steps_left));
-  write_step_record(epoch, step.loss);
+  write_step_record(epoch, step);
   t_.check_replicas_after_step();
   tuner_.after_step(step_s, step.compute_s);  // may change the buckets, between steps
 }
 
-void Loop::write_step_record(int64_t epoch, double loss) {
+void Loop::write_step_record(int64_t epoch, const StepOutcome& step) {
   const TrainingPosition& p = t_.position();
   Json record{{"kind", "step"},
               {"epoch", epoch + 1},
               {"step", p.step},
               {"images_seen", p.images_seen},
-              {"loss", loss},
+              {"loss", step.loss},
               {"lr", t_.schedule().lr},
               {"images_per_s", tally_.last_step_images_per_s()}};
   if (config_.train.clip_grad_norm > 0) record["grad_norm"] = t_.last_grad_norm().total;
-  if (const GradReducer* reducer = t_.reducer(); reducer && reducer->compression()) {
-    // What this rank handed the ring in the step just made, and rank 0's compression error.
-    const int64_t bytes_per_float = config_.dist.wire == Wire::kFp32 ? 4 : 2;
-    record["averaged_mb"] = static_cast<double>(reducer->compression()->floats_at(p.step - 1) * bytes_per_float) / 1e6;
-    record["powersgd_error"] = reducer->compression()->error_relative_norm();
+  if (step.averaging_error) {  // under a compression: what this rank handed the ring, and rank 0's error
+    record["averaged_mb"] = static_cast<double>(step.averaged_bytes) / 1e6;
+    record[step.averaging_error_key] = *step.averaging_error;
   }
   folder_.write_metric(record);
 }

@@ -28,6 +28,11 @@ enum class ProgressMode { kAuto, kBar, kLines, kNone };            // log.progre
 enum class MlperfDivision { kClosed, kOpen };                      // mlperf.submission_division
 enum class MlperfStatus { kOnprem, kCloud, kPreview, kResearch };  // mlperf.submission_status
 
+// Whether a compression keeps state per gradient bucket (PowerSGD's errors and Q's follow the
+// buckets it was made with), so that the buckets cannot change under it: the one place that says
+// so for the config's rules, the tuner and the trainer.
+inline bool fixes_buckets(Compression c) { return c != Compression::kNone; }
+
 // The sources whose samples are image files, decoded and augmented by worker threads.
 inline bool decodes_images(DataSource s) {
   return s == DataSource::kImageFolder || s == DataSource::kShards || s == DataSource::kTfRecord;

@@ -132,7 +132,7 @@ std::vector<Broken> broken_rules(const Config& c) {
   }
   if (dist.autotune == Autotune::kOn || dist.autotune == Autotune::kReplay) {
     const std::string setting = str_cat("dist.autotune = \"", name_of(dist.autotune), "\"");
-    rule(dist.compression == Compression::kNone, "dist.autotune", "dist.compression", setting,
+    rule(!fixes_buckets(dist.compression), "dist.autotune", "dist.compression", setting,
          " with dist.compression = \"powersgd\": PowerSGD's errors and Q's follow the buckets it was made with");
     rule(t.device == Device::kCpu, "dist.autotune", "train.device", setting,
          " on the GPU: the tuner times each bucket's average on the host, where the GPU's collective only enqueues "

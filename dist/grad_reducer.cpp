@@ -11,7 +11,7 @@ namespace rt {
 
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
                          std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-                         std::optional<ShardUpdate> update, std::unique_ptr<PowerSgdBuckets> compression)
+                         std::optional<ShardUpdate> update, std::unique_ptr<GradHook> hook)
     : arena_(grad_arena),
       params_(std::move(params)),
       buckets_(std::move(buckets)),
@@ -19,8 +19,8 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
       overlap_(overlap),
       timeline_(timeline),
       update_(std::move(update)),
-      compression_(std::move(compression)) {
-  RT_CHECK(!(update_ && compression_), "a compressed average cannot carry a sharded update");
+      hook_(std::move(hook)) {
+  RT_CHECK(!(update_ && hook_), "a gradient hook's average cannot carry a sharded update");
   bucket_of_param_.resize(params_.size());
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (size_t p = buckets_[b].first_param; p < buckets_[b].end_param; ++p) bucket_of_param_[p] = b;
@@ -31,6 +31,11 @@ GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std
   for (const Bucket& b : buckets_) largest = std::max(largest, b.count);
   if (StreamOrder* order = collective_->stream_order()) order->prepare(buckets_.size(), largest);
   if (update_ && timeline_) update_ = timed(*update_);
+  if (!hook_) {
+    int64_t floats = 0;
+    for (const Bucket& b : buckets_) floats += b.count;
+    hook_ = std::make_unique<PlainAverage>(floats);
+  }
   thread_ = std::thread([this] { comm_loop(); });
 }
 
@@ -134,12 +139,10 @@ void GradReducer::comm_loop() {
       inject_fault("allreduce", World::get().rank(), step);
       timeline_bucket_ = static_cast<int64_t>(b);
       PhaseSwitch at;
-      if (compression_ && compression_->compresses(b, step))
-        compression_->average(arena_, b, *collective_, context, timeline_);
-      else if (update_)
+      if (update_)
         at = collective_->average(arena_ + bucket.offset, bucket.count, context, update_->at(bucket.offset));
       else
-        at = collective_->average(arena_ + bucket.offset, bucket.count, context);
+        at = hook_->average_bucket(arena_, b, bucket, step, *collective_, context, timeline_);
       bucket_seconds_[b] = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       if (timeline_) {
         timeline_->span("queued", "bucket", ready_us_[b] > 0 ? ready_us_[b] : start, start, 1, static_cast<int64_t>(b));

@@ -5,8 +5,8 @@
 // updates parameters [offset, offset + count) from the averaged gradients at the same offsets,
 // gather is the parameter arena), it also runs it on each bucket, on the part this rank finished
 // averaging (Note [Sharded update]), so that finish() returns with the parameters updated.
-// Given a compression instead, the buckets it compresses are averaged by it (Note [PowerSGD
-// buckets] in dist/powersgd_buckets.h), in two rounds of the same collective.
+// Otherwise each bucket is averaged by its gradient hook (Note [Gradient hooks] in
+// dist/grad_hook.h): the plain average by default, or a compression's.
 //
 // Thread contract: the main thread calls begin_step, on_grad_ready (from Graph::backward) and
 // finish; MPI is called only by the communication thread between begin_step and finish, and
@@ -24,7 +24,7 @@
 
 #include "dist/bucket_plan.h"
 #include "dist/collective.h"
-#include "dist/powersgd_buckets.h"
+#include "dist/grad_hook.h"
 #include "dist/timeline.h"
 
 namespace rt {
@@ -33,7 +33,7 @@ class GradReducer {
  public:
   GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
               std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-              std::optional<ShardUpdate> update = std::nullopt, std::unique_ptr<PowerSgdBuckets> compression = nullptr);
+              std::optional<ShardUpdate> update = std::nullopt, std::unique_ptr<GradHook> hook = nullptr);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -61,9 +61,10 @@ class GradReducer {
   // Stops the communication thread and hands back the collective, for a reducer over other
   // buckets (Trainer::use_bucket_caps). Main thread, outside a step; the reducer is unusable after.
   std::unique_ptr<Collective> release_collective();
-  // The compression, where one was given (its state: a checkpoint's, a test's first Q's).
-  PowerSgdBuckets* compression() { return compression_.get(); }
-  const PowerSgdBuckets* compression() const { return compression_.get(); }
+  // The hook that averages each bucket: the one given (a compression's, whose state a test reads),
+  // else PlainAverage.
+  GradHook& hook() { return *hook_; }
+  const GradHook& hook() const { return *hook_; }
 
  private:
   void launch_ready_buckets();  // under mu_
@@ -79,9 +80,9 @@ class GradReducer {
   std::unique_ptr<Collective> collective_;
   bool overlap_;
   Timeline* timeline_;
-  int64_t timeline_bucket_ = 0;                   // the communication thread's bucket, for timed()'s spans
-  std::optional<ShardUpdate> update_;             // over the whole arena: gather is the parameter arena
-  std::unique_ptr<PowerSgdBuckets> compression_;  // never with update_
+  int64_t timeline_bucket_ = 0;        // the communication thread's bucket, for timed()'s spans
+  std::optional<ShardUpdate> update_;  // over the whole arena: gather is the parameter arena
+  std::unique_ptr<GradHook> hook_;     // a given one never with update_
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "base/check.h"
 #include "base/rng.h"
@@ -56,7 +57,7 @@ PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std
 PowerSgdBuckets::PowerSgdBuckets(const std::vector<ParamExtent>& params,
                                  const std::vector<std::vector<int64_t>>& shapes, const std::vector<Bucket>& buckets,
                                  const PowerSgdOptions& options)
-    : start_step_(options.start_step), floats_(powersgd_floats(params, shapes, buckets, options)) {
+    : start_step_(options.start_step), rank_(options.rank), floats_(powersgd_floats(params, shapes, buckets, options)) {
   RT_CHECK(shapes.size() == params.size(), "PowerSGD: ", shapes.size(), " shapes for ", params.size(), " parameters");
   plans_.resize(buckets.size());
   for (size_t b = 0; b < buckets.size(); ++b) {
@@ -190,6 +191,22 @@ double PowerSgdBuckets::error_relative_norm() const {
     m_squares += plan.m_squares;
   }
   return m_squares > 0 ? std::sqrt(error_squares / m_squares) : 0;
+}
+
+PhaseSwitch PowerSgdBuckets::average_bucket(float* arena, size_t index, const Bucket& bucket, int64_t step,
+                                            Collective& collective, const WaitContext& context, Timeline* timeline) {
+  if (!compresses(index, step)) return collective.average(arena + bucket.offset, bucket.count, context);
+  average(arena, index, collective, context, timeline);
+  return std::nullopt;
+}
+
+std::string PowerSgdBuckets::describe(size_t tensors) const {
+  char fewer[32];
+  std::snprintf(fewer, sizeof fewer, "%.1f",
+                static_cast<double>(floats_.plain) / static_cast<double>(std::max<int64_t>(floats_.compressed, 1)));
+  return str_cat("PowerSGD (dist.compression) at rank ", rank_, " on ", tensors_.size(), " of ", tensors,
+                 " tensors from step ", start_step_ + 1, ": ", floats_.compressed, " floats a step instead of ",
+                 floats_.plain, " (", fewer, "x fewer); every rank applies the whole update");
 }
 
 }  // namespace rt

@@ -15,6 +15,7 @@
 
 #include "dist/bucket_plan.h"
 #include "dist/collective.h"
+#include "dist/grad_hook.h"
 #include "dist/powersgd.h"
 #include "dist/timeline.h"
 
@@ -50,7 +51,7 @@ PowerSgdFloats powersgd_floats(const std::vector<ParamExtent>& params, const std
 // a subclass (dist/cuda/device_powersgd.cu) that overrides the phases below to enqueue them on the
 // collective's communication stream; tensors()' errors and Q's are then the host's copies, brought
 // up to date by state_to_host() before a save and sent back by state_from_host() after a load.
-class PowerSgdBuckets {
+class PowerSgdBuckets : public GradHook {
  public:
   // One compressed tensor: where its gradient lies in the arena, its matrix, this rank's error
   // (n x m, row-major) and the Q carried from step to step (k x m: its columns one after another).
@@ -66,7 +67,7 @@ class PowerSgdBuckets {
   // rank without a message.
   PowerSgdBuckets(const std::vector<ParamExtent>& params, const std::vector<std::vector<int64_t>>& shapes,
                   const std::vector<Bucket>& buckets, const PowerSgdOptions& options);
-  virtual ~PowerSgdBuckets() = default;
+  ~PowerSgdBuckets() override = default;
   PowerSgdBuckets(const PowerSgdBuckets&) = delete;
   PowerSgdBuckets& operator=(const PowerSgdBuckets&) = delete;
 
@@ -78,6 +79,13 @@ class PowerSgdBuckets {
   // "Q = M^T P", "P Q^T", category "powersgd") and the rounds ("average P", "average Q", "ring").
   virtual void average(float* arena, size_t bucket, Collective& collective, const WaitContext& context,
                        Timeline* timeline = nullptr);
+  // The reducer's hook (Note [Gradient hooks]): the buckets compresses() names by average(), the
+  // others plainly.
+  PhaseSwitch average_bucket(float* arena, size_t index, const Bucket& bucket, int64_t step, Collective& collective,
+                             const WaitContext& context, Timeline* timeline) override;
+  std::optional<double> error() const override { return error_relative_norm(); }
+  const char* error_key() const override { return "powersgd_error"; }
+  std::string describe(size_t tensors) const override;
   // Where the live state is elsewhere (a GPU's): tensors()' copies from it, and back. Between steps.
   virtual void state_to_host() {}
   virtual void state_from_host() {}
@@ -89,7 +97,7 @@ class PowerSgdBuckets {
   // Floats a rank hands the collective in a step: every bucket plainly, and with compression.
   int64_t plain_floats() const { return floats_.plain; }
   int64_t compressed_floats() const { return floats_.compressed; }
-  int64_t floats_at(int64_t step) const { return step >= start_step_ ? floats_.compressed : floats_.plain; }
+  int64_t floats_at(int64_t step) const override { return step >= start_step_ ? floats_.compressed : floats_.plain; }
   // ||M - P Q^T|| / ||M|| over this rank's compressed tensors, each bucket's as its last
   // compressed step left it; 0 before any. Read between steps.
   virtual double error_relative_norm() const;
@@ -117,7 +125,7 @@ class PowerSgdBuckets {
   virtual void carry_q(size_t tensor, const float* q);  // the averaged Q, for the next step
 
  private:
-  int64_t start_step_;
+  int64_t start_step_, rank_;
   std::vector<Tensor> tensors_;
   std::vector<Plan> plans_;  // per bucket; no tensors where the bucket is averaged plainly
   int64_t first_round_floats_ = 0, second_round_floats_ = 0;

@@ -570,9 +570,9 @@ TEST_F(DeviceRingTest, PowerSgdOnTheGpuAveragesAsTheHostDoes) {
     for (int r = 0; r < w.size(); ++r) EXPECT_EQ(all[static_cast<size_t>(r)], all[0]) << "rank " << r << ", step " << s;
   }
   // The state a save writes: the GPU's errors and Q's brought to the host, near the host's.
-  gpu.reducer->compression()->state_to_host();
-  const auto& on_gpu_state = gpu.reducer->compression()->tensors();
-  const auto& on_cpu_state = cpu.reducer->compression()->tensors();
+  dynamic_cast<PowerSgdBuckets&>(gpu.reducer->hook()).state_to_host();
+  const auto& on_gpu_state = dynamic_cast<PowerSgdBuckets&>(gpu.reducer->hook()).tensors();
+  const auto& on_cpu_state = dynamic_cast<PowerSgdBuckets&>(cpu.reducer->hook()).tensors();
   ASSERT_EQ(on_gpu_state.size(), 2u);
   for (size_t t = 0; t < on_gpu_state.size(); ++t)
     for (const auto& [a, b] :
@@ -585,8 +585,8 @@ TEST_F(DeviceRingTest, PowerSgdOnTheGpuAveragesAsTheHostDoes) {
       }
       EXPECT_LT(worst, 1e-3 * scale) << "tensor " << t;
     }
-  EXPECT_NEAR(gpu.reducer->compression()->error_relative_norm(), cpu.reducer->compression()->error_relative_norm(),
-              1e-4);
+  EXPECT_NEAR(dynamic_cast<PowerSgdBuckets&>(gpu.reducer->hook()).error_relative_norm(),
+              dynamic_cast<PowerSgdBuckets&>(cpu.reducer->hook()).error_relative_norm(), 1e-4);
   // A resume: a fresh GPU compression given that state goes on with the same bits.
   std::unique_ptr<PowerSgdBuckets> fresh = make_device_powersgd(params, shapes, buckets, options);
   for (size_t t = 0; t < on_gpu_state.size(); ++t) {

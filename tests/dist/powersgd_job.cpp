@@ -17,6 +17,7 @@
 
 #include "base/check.h"
 #include "dist/grad_reducer.h"
+#include "dist/powersgd_buckets.h"
 #include "dist/world.h"
 #include "formats/safetensors.h"
 #include "tests/dist/test_stall.h"
@@ -86,7 +87,7 @@ int run(int argc, char** argv) {
   write_safetensors(str_cat(out, ".rank", w.rank(), ".safetensors"), result);
   if (w.rank() == 0)
     std::printf("powersgd_job: %lld steps of %zu tensors (%zu compressed) on %d ranks\n", static_cast<long long>(steps),
-                names.size(), reducer.compression()->tensors().size(), w.size());
+                names.size(), dynamic_cast<PowerSgdBuckets&>(reducer.hook()).tensors().size(), w.size());
   return 0;
 }
 
