@@ -45,121 +45,6 @@ std::string caps_short(const BucketCaps& c) {
 
 }  // namespace
 
-BucketCostFit fit_bucket_costs(const std::vector<double>& bytes, const std::vector<double>& seconds) {
-  RT_ASSERT(bytes.size() == seconds.size() && !bytes.empty());
-  const double n = static_cast<double>(bytes.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) mx += bytes[i] / n, my += seconds[i] / n;
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    sxx += (bytes[i] - mx) * (bytes[i] - mx);
-    sxy += (bytes[i] - mx) * (seconds[i] - my);
-  }
-  BucketCostFit fit;
-  if (sxx > 0) {
-    fit.s_per_byte = sxy / sxx;
-    fit.fixed_s = my - fit.s_per_byte * mx;
-  }
-  // One size only, or a line that a noisy bucket tilted below zero: all of it per byte.
-  if (!(sxx > 0) || fit.s_per_byte <= 0 || fit.fixed_s < 0) {
-    fit.fixed_s = 0;
-    fit.s_per_byte = mx > 0 ? my / mx : 0;
-  }
-  return fit;
-}
-
-// Note [Ring cost] in dist/step_simulator.h: 2(p - 1) (latency + B / (p bandwidth)) on one host's link = fixed + per byte x B.
-ClusterModel fitted_cluster(const BucketCostFit& fit, int ranks) {
-  RT_ASSERT(ranks > 1);
-  const double steps = 2.0 * (ranks - 1);
-  ClusterModel c;
-  c.ranks_per_host = ranks;
-  c.intra_host.latency_s = fit.fixed_s / steps;
-  c.intra_host.bytes_per_s = fit.s_per_byte > 0 ? steps / (ranks * fit.s_per_byte) : 1e30;
-  c.inter_host = c.intra_host;
-  return c;
-}
-
-std::vector<RankedCaps> rank_bucket_caps(const Graph& graph, const DistConfig& dist, const ComputeProfile& profile,
-                                         int ranks, const ClusterModel& cluster, Hierarchy hierarchy,
-                                         double bytes_per_element, int64_t micro_batches, const BucketCaps& own,
-                                         int count) {
-  // Each candidate's buckets, as (first parameter, end) pairs, and its predicted step.
-  struct Priced {
-    RankedCaps ranked;
-    std::vector<std::pair<size_t, size_t>> cuts;
-  };
-  const auto price = [&](const BucketCaps& caps) {
-    DistConfig d = dist;
-    d.bucket_mb = caps.bucket_mb;
-    d.first_bucket_mb = caps.first_bucket_mb;
-    const GradientBuckets planned = plan_gradient_buckets(graph, d);
-    Priced p{{caps, with_accumulation(simulate_step(profile, planned.params, planned.buckets, ranks, d.overlap, cluster,
-                                                    bytes_per_element, hierarchy),
-                                      profile, micro_batches)
-                        .step_s},
-             {}};
-    for (const Bucket& b : planned.buckets) p.cuts.emplace_back(b.first_param, b.end_param);
-    return p;
-  };
-  std::vector<Priced> grid;
-  for (double cap : {1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 32.0, 64.0, 128.0, 256.0, 512.0})
-    for (double first : {0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0})
-      if (first <= cap) grid.push_back(price({cap, first}));
-  // Ties go to the smaller caps, listed first.
-  std::stable_sort(grid.begin(), grid.end(),
-                   [](const Priced& a, const Priced& b) { return a.ranked.predicted_s < b.ranked.predicted_s; });
-  // Caps that cut the same buckets are one candidate (a small model may leave only the config's),
-  // and neighbours are spaced kCapSpacing apart: the model misprices what overlap costs the
-  // cores, so the trials span the range it ranks rather than one corner of it.
-  std::vector<Priced> chosen{price(own)};
-  for (const Priced& p : grid) {
-    if (static_cast<int>(chosen.size()) == count + 1) break;
-    const bool near = std::any_of(chosen.begin(), chosen.end(), [&](const Priced& k) {
-      const double a = k.ranked.caps.bucket_mb, b = p.ranked.caps.bucket_mb;
-      return k.cuts == p.cuts || std::max(a, b) < kCapSpacing * std::min(a, b);
-    });
-    if (!near) chosen.push_back(p);
-  }
-  std::vector<RankedCaps> ranked;
-  for (const Priced& p : chosen) ranked.push_back(p.ranked);
-  return ranked;
-}
-
-double relative_spread(std::vector<double> seconds) {
-  RT_ASSERT(!seconds.empty());
-  const double m = median(seconds);
-  for (double& s : seconds) s = std::abs(s - m);
-  return m > 0 ? 1.4826 * median(seconds) / m : 0;
-}
-
-// The median of n samples has a standard error of about 1.2533 sigma / sqrt(n).
-int64_t visit_steps(double spread) {
-  const double n = std::pow(1.2533 * spread / (kMinGain / 2), 2) / kRounds;
-  return std::clamp(static_cast<int64_t>(std::ceil(n)), kMinVisitSteps, kMaxVisitSteps);
-}
-
-TrialVerdict judge_trials(const std::vector<std::vector<std::vector<double>>>& seconds) {
-  TrialVerdict v;
-  std::vector<double> round_gaps;
-  for (const auto& rounds : seconds) {
-    std::vector<double> all;
-    for (const auto& r : rounds) all.insert(all.end(), r.begin(), r.end());
-    RT_ASSERT(!all.empty());
-    v.median_s.push_back(median(all));
-    if (rounds.size() >= 2) {
-      const double a = median(rounds[0]), b = median(rounds[1]);
-      round_gaps.push_back(std::abs(a - b) / ((a + b) / 2));
-    }
-  }
-  v.noise = std::max(kMinGain, round_gaps.empty() ? 0.0 : median(round_gaps));
-  v.fastest = static_cast<size_t>(std::min_element(v.median_s.begin(), v.median_s.end()) - v.median_s.begin());
-  const double gain = 1 - v.median_s[v.fastest] / v.median_s[0];
-  v.chosen = gain > v.noise ? v.fastest : 0;
-  v.gain = 1 - v.median_s[v.chosen] / v.median_s[0];
-  return v;
-}
-
 BucketTuner::BucketTuner(Trainer& trainer, const RunFolder* folder, int64_t run_steps)
     : t_(trainer), folder_(folder), saved_(trainer.saved_state().add_for_now("tuner", state_)) {
   if (state_.settled()) resume_settled();
@@ -232,10 +117,10 @@ void BucketTuner::after_step(double step_s, double compute_s) {
       return;
     case Phase::kBase:
       tuning_s_ += step_s;
-      base_steps_.push_back(step_s);
-      base_compute_.push_back(compute_s);
-      base_buckets_.push_back(t_.reducer()->bucket_seconds());
-      if (static_cast<int64_t>(base_steps_.size()) == kBaseSteps) plan_trials();
+      base_.step_s.push_back(step_s);
+      base_.compute_s.push_back(compute_s);
+      base_.bucket_s.push_back(t_.reducer()->bucket_seconds());
+      if (static_cast<int64_t>(base_.step_s.size()) == kBaseSteps) plan();
       return;
     case Phase::kTrials:
       tuning_s_ += step_s;
@@ -244,128 +129,127 @@ void BucketTuner::after_step(double step_s, double compute_s) {
       if (++visit_step_ <= visit_len_) return;
       if (++visit_ == visits_.size()) return settle();
       visit_step_ = 0;
-      apply(candidates_[visits_[visit_].first].caps, false);
+      apply(plan_.candidates[visits_[visit_].first].caps, false);
       return;
   }
 }
 
-void BucketTuner::plan_trials() {
+// Rank 0 plans from its base steps (its steps are everyone's: the ranks step together) and every
+// rank receives the plan as numbers; no numbers: the plan failed on rank 0.
+void BucketTuner::plan() {
   const World& world = t_.world();
-  const Config& config = t_.config();
-  std::string plan, failed;
+  std::vector<double> numbers;
+  std::string failed;
   if (world.rank() == 0) try {
-      const std::vector<Bucket>& buckets = t_.reducer()->buckets();
-      std::vector<double> bytes, bucket_s;
-      for (size_t b = 0; b < buckets.size(); ++b) {
-        std::vector<double> s;
-        for (const std::vector<double>& step : base_buckets_) s.push_back(step[b]);
-        bytes.push_back(static_cast<double>(buckets[b].count) * 4);
-        bucket_s.push_back(median(s));
-      }
-      fit_ = fit_bucket_costs(bytes, bucket_s);
-      spread_ = relative_spread(base_steps_);
-      const int64_t K = config.train.accumulate_steps;
-      const ComputeProfile profile =
-          profile_from_multiply_adds(t_.graph(), median(base_compute_) / static_cast<double>(K));
-      const std::vector<RankedCaps> ranked =
-          rank_bucket_caps(t_.graph(), config.dist, profile, world.size(), fitted_cluster(fit_, world.size()),
-                           Hierarchy::kFlat, 4, K, t_.bucket_caps(), kCandidates);
-      std::ostringstream out;
-      out.precision(17);
-      out << spread_ << " " << fit_.fixed_s << " " << fit_.s_per_byte;
-      for (const RankedCaps& r : ranked) out << " " << r.caps.text() << " " << r.predicted_s;
-      plan = out.str();
+      for (const Bucket& b : t_.reducer()->buckets()) base_.bucket_floats.push_back(b.count);
+      numbers = plan_trials(base_, t_.graph(), t_.config().dist, world.size(), t_.config().train.accumulate_steps,
+                            t_.bucket_caps())
+                    .numbers();
     } catch (const Error& e) {
-      // An optional speed-up must not end the run: every rank learns of it from the empty plan.
-      failed = e.what();
-      plan.clear();
+      failed = e.what();  // an optional speed-up must not end the run
+      numbers.clear();
     }
-  world.broadcast(plan, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's candidates")});
-  if (plan.empty()) {
+  world.broadcast(numbers, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's candidates")});
+  if (numbers.empty()) {
     phase_ = Phase::kDone;
     if (world.rank() == 0)
       t_.out() << "ringtrain: dist.autotune could not plan its trials (" << failed << "); kept the config's "
                << caps_keys(t_.bucket_caps()) << "\n";
     return;
   }
-  std::istringstream in(plan);
-  in >> spread_ >> fit_.fixed_s >> fit_.s_per_byte;
-  std::string caps;
-  double predicted = 0;
-  while (in >> caps >> predicted) candidates_.push_back({BucketCaps::parse(caps, "the tuner's plan"), predicted});
-  if (candidates_.size() == 1) {  // nothing else to try
-    apply(candidates_[0].caps, /*settled=*/true);
-    phase_ = Phase::kDone;
-    const std::string line = str_cat("kept the config's ", caps_keys(candidates_[0].caps),
-                                     ": every other caps cut this model's gradients into the same buckets");
-    if (world.rank() == 0) {
-      t_.out() << "ringtrain: dist.autotune " << line << "\n" << std::flush;
-      if (folder_) write_tuned_toml(candidates_[0].caps, line);
-    }
-    return;
-  }
-  visit_len_ = visit_steps(spread_);
-  measured_.assign(candidates_.size(), std::vector<std::vector<double>>(kRounds));
+  plan_ = TrialPlan::from_numbers(numbers);
+  if (plan_.candidates.size() == 1) return keep_the_only_candidate();
+  start_trials();
+}
+
+void BucketTuner::keep_the_only_candidate() {
+  apply(plan_.candidates[0].caps, /*settled=*/true);
+  phase_ = Phase::kDone;
+  const std::string line = str_cat("kept the config's ", caps_keys(plan_.candidates[0].caps),
+                                   ": every other caps cut this model's gradients into the same buckets");
+  if (t_.world().rank() != 0) return;
+  t_.out() << "ringtrain: dist.autotune " << line << "\n" << std::flush;
+  if (folder_) write_tuned_toml(plan_.candidates[0].caps, line);
+}
+
+void BucketTuner::start_trials() {
+  const std::vector<RankedCaps>& candidates = plan_.candidates;
+  visit_len_ = visit_steps(plan_.spread);
+  measured_.assign(candidates.size(), std::vector<std::vector<double>>(kRounds));
   for (int r = 0; r < kRounds; ++r)
-    for (size_t i = 0; i < candidates_.size(); ++i) visits_.push_back({r % 2 == 0 ? i : candidates_.size() - 1 - i, r});
-  if (world.rank() == 0) {
+    for (size_t i = 0; i < candidates.size(); ++i) visits_.push_back({r % 2 == 0 ? i : candidates.size() - 1 - i, r});
+  if (t_.world().rank() == 0) {
     std::string tried;
-    for (size_t i = 1; i < candidates_.size(); ++i)
-      tried += str_cat(i > 1 ? ", " : "", caps_short(candidates_[i].caps));
+    for (size_t i = 1; i < candidates.size(); ++i) tried += str_cat(i > 1 ? ", " : "", caps_short(candidates[i].caps));
     char cost[96];
-    std::snprintf(cost, sizeof cost, "a bucket's average %.3g ms + %.3g ms a MB", fit_.fixed_s * 1e3,
-                  fit_.s_per_byte * 1e9);
-    t_.out() << "ringtrain: dist.autotune: " << base_steps_.size() << " steps at the config's "
-             << caps_short(candidates_[0].caps) << " (steps spread " << percent(spread_) << "; " << cost << "); trying "
-             << tried << " against them, " << kRounds << " rounds of " << visit_len_ << " steps each\n"
+    std::snprintf(cost, sizeof cost, "a bucket's average %.3g ms + %.3g ms a MB", plan_.fit.fixed_s * 1e3,
+                  plan_.fit.s_per_byte * 1e9);
+    t_.out() << "ringtrain: dist.autotune: " << base_.step_s.size() << " steps at the config's "
+             << caps_short(candidates[0].caps) << " (steps spread " << percent(plan_.spread) << "; " << cost
+             << "); trying " << tried << " against them, " << kRounds << " rounds of " << visit_len_ << " steps each\n"
              << std::flush;
   }
   phase_ = Phase::kTrials;
   visit_ = 0;
   visit_step_ = 0;
-  apply(candidates_[visits_[0].first].caps, false);
+  apply(candidates[visits_[0].first].caps, false);
 }
 
+// Rank 0 judges and every rank receives the choice, as a number.
 void BucketTuner::settle() {
   const World& world = t_.world();
-  std::string verdict_text;
   TrialVerdict verdict;
+  std::vector<double> chosen_number;
   if (world.rank() == 0) {
     verdict = judge_trials(measured_);
-    verdict_text = std::to_string(verdict.chosen);
+    chosen_number = {static_cast<double>(verdict.chosen)};
   }
-  world.broadcast(verdict_text, 0, {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's choice")});
-  const size_t chosen = static_cast<size_t>(std::stoul(verdict_text));
-  const BucketCaps caps = candidates_.at(chosen).caps;
+  world.broadcast(chosen_number, 0,
+                  {&t_.between_steps(), str_cat("step ", t_.position().step, ": the tuner's choice")});
+  const size_t chosen = static_cast<size_t>(chosen_number.at(0));
+  const BucketCaps caps = plan_.candidates.at(chosen).caps;
   apply(caps, /*settled=*/true);
   phase_ = Phase::kDone;
   if (world.rank() != 0) return;
   const int64_t steps = t_.position().step - started_step_;
   const double cost = tuning_s_ - static_cast<double>(steps - kWarmupSteps) * verdict.median_s[chosen];
-  const auto counted = static_cast<int64_t>(kRounds) * visit_len_;
-  std::string why;
-  if (chosen != 0)
-    why = str_cat(percent(verdict.gain), " faster a step than the config's ", caps_short(candidates_[0].caps), " (",
-                  seconds(verdict.median_s[chosen]), " against ", seconds(verdict.median_s[0]), ", medians of ",
-                  counted, " steps each; noise ", percent(verdict.noise), ")");
-  else if (verdict.fastest == 0)
-    why = str_cat("the config's own were the fastest (", seconds(verdict.median_s[0]), " a step, medians of ", counted,
-                  " steps each; noise ", percent(verdict.noise), ")");
-  else
-    why = str_cat("the fastest, ", caps_short(candidates_[verdict.fastest].caps), ", gained ",
-                  percent(1 - verdict.median_s[verdict.fastest] / verdict.median_s[0]), ", within the noise (",
-                  percent(verdict.noise), "; medians of ", counted, " steps each)");
   const std::string line = str_cat(chosen != 0 ? "settled on " : "kept the config's ", caps_keys(caps), " after ",
                                    steps, " steps of tuning (", seconds(tuning_s_), ", ", seconds(std::max(cost, 0.0)),
-                                   " more than at the choice): ", why);
+                                   " more than at the choice): ", why(verdict));
   t_.out() << "ringtrain: dist.autotune " << line << "\n" << std::flush;
   if (!folder_) return;
-  for (size_t i = 0; i < candidates_.size(); ++i)
+  write_records(verdict, steps, std::max(cost, 0.0));
+  write_tuned_toml(caps, line);
+}
+
+// Why the verdict chose as it did, with the medians it compared.
+std::string BucketTuner::why(const TrialVerdict& verdict) const {
+  const std::vector<RankedCaps>& candidates = plan_.candidates;
+  const auto counted = static_cast<int64_t>(kRounds) * visit_len_;
+  const size_t chosen = verdict.chosen;
+  if (chosen != 0)
+    return str_cat(percent(verdict.gain), " faster a step than the config's ", caps_short(candidates[0].caps), " (",
+                   seconds(verdict.median_s[chosen]), " against ", seconds(verdict.median_s[0]), ", medians of ",
+                   counted, " steps each; noise ", percent(verdict.noise), ")");
+  if (verdict.fastest == 0)
+    return str_cat("the config's own were the fastest (", seconds(verdict.median_s[0]), " a step, medians of ", counted,
+                   " steps each; noise ", percent(verdict.noise), ")");
+  return str_cat("the fastest, ", caps_short(candidates[verdict.fastest].caps), ", gained ",
+                 percent(1 - verdict.median_s[verdict.fastest] / verdict.median_s[0]), ", within the noise (",
+                 percent(verdict.noise), "; medians of ", counted, " steps each)");
+}
+
+// metrics.jsonl: each candidate as predicted and measured, then the choice.
+void BucketTuner::write_records(const TrialVerdict& verdict, int64_t steps, double cost_s) const {
+  const std::vector<RankedCaps>& candidates = plan_.candidates;
+  const auto counted = static_cast<int64_t>(kRounds) * visit_len_;
+  const BucketCaps& caps = candidates[verdict.chosen].caps;
+  for (size_t i = 0; i < candidates.size(); ++i)
     folder_->write_metric(Json{{"kind", "autotune_candidate"},
                                {"step", t_.position().step},
-                               {"bucket_mb", candidates_[i].caps.bucket_mb},
-                               {"first_bucket_mb", candidates_[i].caps.first_bucket_mb},
-                               {"predicted_s", candidates_[i].predicted_s},
+                               {"bucket_mb", candidates[i].caps.bucket_mb},
+                               {"first_bucket_mb", candidates[i].caps.first_bucket_mb},
+                               {"predicted_s", candidates[i].predicted_s},
                                {"measured_s", verdict.median_s[i]},
                                {"steps", counted}});
   folder_->write_metric(Json{{"kind", "autotune"},
@@ -373,13 +257,12 @@ void BucketTuner::settle() {
                              {"bucket_mb", caps.bucket_mb},
                              {"first_bucket_mb", caps.first_bucket_mb},
                              {"config_step_s", verdict.median_s[0]},
-                             {"chosen_step_s", verdict.median_s[chosen]},
+                             {"chosen_step_s", verdict.median_s[verdict.chosen]},
                              {"gain", verdict.gain},
                              {"noise", verdict.noise},
                              {"tuning_steps", steps},
                              {"tuning_s", tuning_s_},
-                             {"cost_s", std::max(cost, 0.0)}});
-  write_tuned_toml(caps, line);
+                             {"cost_s", cost_s}});
 }
 
 void BucketTuner::write_tuned_toml(const BucketCaps& chosen, const std::string& why) const {

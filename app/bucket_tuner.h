@@ -27,64 +27,16 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/run_folder.h"
 #include "app/trainer.h"
 #include "app/tuned_buckets.h"
+#include "app/tuner_statistics.h"
 #include "base/bucket_caps.h"
-#include "dist/step_simulator.h"
 
 namespace rt {
-
-inline constexpr int64_t kWarmupSteps = 2;                         // the run's first steps, not measured
-inline constexpr int64_t kBaseSteps = 8;                           // at the config's caps
-inline constexpr int kCandidates = 3;                              // besides the config's own
-inline constexpr int kRounds = 2;                                  // visits to each candidate
-inline constexpr int64_t kMinVisitSteps = 3, kMaxVisitSteps = 15;  // each visit, after its first step
-inline constexpr double kMinGain = 0.01;                           // never act on less than 1%
-inline constexpr double kCapSpacing = 4;                           // candidates' bucket_mb at least this factor apart
-
-// A bucket's average as `fixed_s` + `s_per_byte` x its bytes, least squares over the buckets.
-struct BucketCostFit {
-  double fixed_s = 0;
-  double s_per_byte = 0;
-};
-BucketCostFit fit_bucket_costs(const std::vector<double>& bytes, const std::vector<double>& seconds);
-// A cluster on which the simulator's ring over `ranks` costs what `fit` says a bucket costs.
-ClusterModel fitted_cluster(const BucketCostFit& fit, int ranks);
-
-struct RankedCaps {
-  BucketCaps caps;
-  double predicted_s = 0;  // the simulator's step
-};
-// `own` first, then up to `count` caps of the grid the simulator predicts fastest, each cutting
-// other buckets than every one before it, its bucket_mb kCapSpacing times above or below theirs.
-std::vector<RankedCaps> rank_bucket_caps(const Graph& graph, const DistConfig& dist, const ComputeProfile& profile,
-                                         int ranks, const ClusterModel& cluster, Hierarchy hierarchy,
-                                         double bytes_per_element, int64_t micro_batches, const BucketCaps& own,
-                                         int count);
-// The most steps a tuning takes, warm-up to choice: what dist.autotune = "auto" weighs.
-inline constexpr int64_t kLongestTuning =
-    kWarmupSteps + kBaseSteps + (kCandidates + 1) * kRounds * (kMaxVisitSteps + 1);
-
-// The spread of step times, relative: 1.4826 x the median absolute deviation over the median.
-double relative_spread(std::vector<double> seconds);
-// Steps a visit counts so that a candidate's median over kRounds visits has a standard error under
-// half of kMinGain at this spread.
-int64_t visit_steps(double spread);
-
-struct TrialVerdict {
-  size_t chosen = 0;             // index into the candidates; 0: the config's own
-  std::vector<double> median_s;  // each candidate's, over its counted steps
-  size_t fastest = 0;
-  double noise = 0;  // the median over candidates of |round 1 - round 2| / their mean, at least kMinGain
-  double gain = 0;   // 1 - chosen / own
-};
-// seconds[c][r]: candidate c's counted steps in round r.
-TrialVerdict judge_trials(const std::vector<std::vector<std::vector<double>>>& seconds);
 
 // The run's side (app/training_run.cpp): after every step, what the step took; it changes the
 // trainer's caps between steps, the same on every rank.
@@ -103,8 +55,12 @@ class BucketTuner {
   enum class Phase { kWarmup, kBase, kTrials, kReplay, kDone };
   void resume_settled();                             // a resumed run's choice
   void apply(const BucketCaps& caps, bool settled);  // recorded, then the trainer's
-  void plan_trials();                                // after kBase
-  void settle();                                     // after the trials
+  void plan();                                       // after kBase
+  void keep_the_only_candidate();
+  void start_trials();
+  void settle();  // after the trials
+  std::string why(const TrialVerdict& verdict) const;
+  void write_records(const TrialVerdict& verdict, int64_t steps, double cost_s) const;
   void replay_for(int64_t step);
   void write_tuned_toml(const BucketCaps& chosen, const std::string& why) const;
 
@@ -113,11 +69,8 @@ class BucketTuner {
   Phase phase_ = Phase::kDone;
   int64_t started_step_ = 0;
   double tuning_s_ = 0;  // from the measured steps on
-  std::vector<double> base_steps_, base_compute_;
-  std::vector<std::vector<double>> base_buckets_;  // per step: each bucket's seconds
-  double spread_ = 0;
-  BucketCostFit fit_;
-  std::vector<RankedCaps> candidates_;
+  BaseSteps base_;
+  TrialPlan plan_;
   std::vector<std::vector<std::vector<double>>> measured_;  // [candidate][round][step]
   std::vector<std::pair<size_t, int>> visits_;              // (candidate, round), in order
   size_t visit_ = 0;

@@ -262,6 +262,19 @@ void World::broadcast(std::string& value, int root, const CollectiveWatch& watch
   }
 }
 
+void World::broadcast(std::vector<double>& values, int root, const CollectiveWatch& watch) const {
+  if (size_ == 1) return;
+  int64_t count = static_cast<int64_t>(values.size());
+  MPI_Request r;
+  check_mpi(MPI_Ibcast(&count, 1, MPI_INT64_T, root, comm_, &r), "MPI_Ibcast");
+  complete(r, "MPI_Ibcast", watch);
+  values.resize(static_cast<size_t>(count));
+  if (count == 0) return;
+  RT_CHECK(count <= INT32_MAX, "broadcast of ", count, " doubles: more than one MPI call carries");
+  check_mpi(MPI_Ibcast(values.data(), static_cast<int>(count), MPI_DOUBLE, root, comm_, &r), "MPI_Ibcast");
+  complete(r, "MPI_Ibcast", watch);
+}
+
 void World::barrier() const {
   if (size_ > 1) check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }

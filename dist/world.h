@@ -69,6 +69,7 @@ class World {
   void broadcast(float* values, int64_t count, int root) const;
   // root's value, on every rank.
   void broadcast(std::string& value, int root, const CollectiveWatch& watch = {}) const;
+  void broadcast(std::vector<double>& values, int root, const CollectiveWatch& watch = {}) const;
   void barrier() const;
 
  private:

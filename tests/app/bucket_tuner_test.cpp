@@ -2,8 +2,10 @@
 // fit recovers a line it was given and the ring model built from it costs that line (Note [Ring
 // cost]); the spread is the scaled MAD worked by hand; visits lengthen with the spread as the
 // median's standard error says; the trials' verdict takes a gain only past the noise; candidates
-// cut distinct buckets at caps spaced apart; and the text the tuner writes reads back.
-#include "app/bucket_tuner.h"
+// cut distinct buckets at caps spaced apart; the plan made from base steps fits their buckets and
+// travels between ranks as numbers that read back exactly; and the text the tuner writes reads
+// back. None of it needs ranks.
+#include "app/tuner_statistics.h"
 
 #include <gtest/gtest.h>
 
@@ -113,6 +115,44 @@ TEST(BucketTuner, CandidatesCutDistinctBucketsAndFollowTheModel) {
   }
   // The first candidate: LeNet's one bucket, five fixed costs fewer than the config's six.
   EXPECT_NEAR(slow_start[0].predicted_s - slow_start[1].predicted_s, 5.0, 0.05);
+}
+
+// The plan from base steps whose buckets cost 0.5 ms + 1 ns a byte exactly: the fit recovers that
+// line, the spread is the steps' own, the config's caps come first, and the plan's numbers read
+// back to the same doubles.
+TEST(TrialPlan, FromBaseStepsFitsTheBucketsAndTravelsAsNumbers) {
+  auto graph = build_model("lenet", ModelOptions{});
+  graph->plan(4, Device::kCpu);
+  DistConfig dist;
+  const BucketCaps own{0.02, 0.01};
+  dist.bucket_mb = own.bucket_mb, dist.first_bucket_mb = own.first_bucket_mb;
+  BaseSteps base;
+  for (const Bucket& b : plan_gradient_buckets(*graph, dist).buckets) base.bucket_floats.push_back(b.count);
+  ASSERT_GE(base.bucket_floats.size(), 3u);
+  for (int s = 0; s < kBaseSteps; ++s) {
+    base.step_s.push_back(0.1 + 0.001 * (s % 3));
+    base.compute_s.push_back(0.05);
+    std::vector<double> buckets;
+    for (int64_t floats : base.bucket_floats) buckets.push_back(5e-4 + 1e-9 * 4 * static_cast<double>(floats));
+    base.bucket_s.push_back(buckets);
+  }
+  const TrialPlan plan = plan_trials(base, *graph, dist, 4, 1, own);
+  EXPECT_NEAR(plan.fit.fixed_s, 5e-4, 1e-12);
+  EXPECT_NEAR(plan.fit.s_per_byte, 1e-9, 1e-18);
+  EXPECT_EQ(plan.spread, relative_spread(base.step_s));
+  ASSERT_GE(plan.candidates.size(), 2u);
+  EXPECT_EQ(plan.candidates[0].caps, own);
+
+  TrialPlan odd{1.0 / 3, {std::ldexp(1.0, -40) / 7, 2.0 / 3e9}, {{{0.1, 0.3 / 7}, 0.7 / 9}, {{25, 1}, 1e-300}}};
+  const TrialPlan back = TrialPlan::from_numbers(odd.numbers());
+  EXPECT_EQ(back.spread, odd.spread);
+  EXPECT_EQ(back.fit.fixed_s, odd.fit.fixed_s);
+  EXPECT_EQ(back.fit.s_per_byte, odd.fit.s_per_byte);
+  ASSERT_EQ(back.candidates.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.candidates[i].caps, odd.candidates[i].caps);
+    EXPECT_EQ(back.candidates[i].predicted_s, odd.candidates[i].predicted_s);
+  }
 }
 
 TEST(BucketCaps, TextReadsBackAndBadTrialsAreNamed) {
