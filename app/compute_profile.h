@@ -1,6 +1,6 @@
 // A model's compute profile for the step simulator (dist/step_simulator.h): when backward finishes
 // each gradient, from the layers' multiply-adds and one step's time, or from a measured profile
-// (`ringtrain bench --profile`). `ringtrain simulate` and the online tuner (app/bucket_tuner.h)
+// (`ringtrain bench --profile`). `ringtrain simulate` and the online tuner (app/run/bucket_tuner.h)
 // both price steps from it.
 #pragma once
 

@@ -2,7 +2,7 @@
 // under names of its own and registers once, with a name, here; the writer and the reader below
 // know no part's keys. The engine registers the model, the optimizer, the position, loss scaling
 // and a compression's per-rank state; the run registers its tallies, its clock and its tuning
-// (app/training_run.cpp). The shape is Caffe's Solver::Snapshot, which writes the net and then
+// (app/run/training_run.cpp). The shape is Caffe's Solver::Snapshot, which writes the net and then
 // calls each solver's own SnapshotSolverState, and PyTorch's, where the script composes the
 // state_dict()s and a communication hook's state is saved beside them.
 //

@@ -1,6 +1,6 @@
 // The Trainer's state across steps: its saved parts, resume, save, and the position an epoch
 // moves. It is built in trainer_setup.cpp, its step is train_step.cpp, its evaluation
-// trainer_eval.cpp; the loop that drives it is the run's (app/training_run.cpp).
+// trainer_eval.cpp; the loop that drives it is the run's (app/run/training_run.cpp).
 #include "app/trainer.h"
 
 #include <atomic>

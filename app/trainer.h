@@ -1,4 +1,4 @@
-// What makes the steps of one rank (Note [The run and the engine] in app/training_run.h): data
+// What makes the steps of one rank (Note [The run and the engine] in app/run/training_run.h): data
 // (this rank's shard), model, optimizer and schedule built from a resolved Config; gradients
 // averaged across ranks by the GradReducer; evaluation; the state a checkpoint needs made whole,
 // and its parts (Note [Saved parts] in app/saved_state.h).
@@ -36,7 +36,7 @@ struct EvalResult {
 };
 
 // What a step did: its loss (the micro-batches' mean) and hits, and where its time went, for the
-// run's tallies (Note [Naming the straggler] in app/straggler_report.h).
+// run's tallies (Note [Naming the straggler] in app/run/straggler_report.h).
 struct StepOutcome : LossResult {
   double compute_s = 0;        // batch in to last gradient ready, the waits for data left out
   double averages_wait_s = 0;  // then, the wait for the step's averages
@@ -98,7 +98,7 @@ class Trainer {
   // The epoch is done: the position counts it, its samples cleared (the run).
   void end_epoch();
   // From the next step on, gradients travel in buckets cut at `caps` (dist.bucket_mb and
-  // dist.first_bucket_mb; Note [Online bucket tuning] in app/bucket_tuner.h): the reducer is made
+  // dist.first_bucket_mb; Note [Online bucket tuning] in app/run/bucket_tuner.h): the reducer is made
   // anew over the same collective, after the sharded update's state is made whole. The config
   // keeps the caps it gave. Every rank calls it between steps with the same caps.
   void use_bucket_caps(const BucketCaps& caps);

@@ -1,7 +1,7 @@
 // How a Trainer is built, in the constructor's order: threads and device, this rank's data
 // (trainer_data.cpp), the model planned on its device, the checks that every rank agrees, the
 // learning-rate schedule, and (on several ranks) the gradient reducer. The loop that uses all this
-// is the run's (app/training_run.cpp); what rank 0 prints at start, in start_banner.cpp.
+// is the run's (app/run/training_run.cpp); what rank 0 prints at start, in start_banner.cpp.
 #include <omp.h>
 
 #include <cstdlib>

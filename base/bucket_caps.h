@@ -1,6 +1,6 @@
 // dist.bucket_mb and dist.first_bucket_mb as one value, and the text form the online tuner writes
 // them in (checkpoints, tuned.toml's dist.autotune_trials; Note [Online bucket tuning] in
-// app/bucket_tuner.h).
+// app/run/bucket_tuner.h).
 #pragma once
 
 #include <cstdint>

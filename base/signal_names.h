@@ -1,5 +1,5 @@
 // The signals a run can be asked to stop on (checkpoint.signals), by name: the config checks the
-// names, app/stop_signals.h watches the signals.
+// names, app/run/stop_signals.h watches the signals.
 #pragma once
 
 #include <string>

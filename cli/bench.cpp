@@ -10,9 +10,9 @@
 #include <optional>
 #include <ostream>
 
-#include "app/bucket_tuner.h"
+#include "app/run/bucket_tuner.h"
 #include "app/replica_check.h"
-#include "app/step_agreement.h"
+#include "app/run/step_agreement.h"
 #include "base/check.h"
 #include "base/rng.h"
 #include "cli/bench_report.h"

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string_view>
 
-#include "app/stop_signals.h"
+#include "app/run/stop_signals.h"
 #include "app/trainer.h"
 #include "base/check.h"
 #include "base/stderr_line.h"

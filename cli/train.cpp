@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "app/checkpoint_files.h"
-#include "app/stop_signals.h"
+#include "app/run/stop_signals.h"
 #include "app/trainer.h"
-#include "app/training_run.h"
+#include "app/run/training_run.h"
 #include "base/check.h"
 #include "cli/commands.h"
 
@@ -23,7 +23,7 @@ int train_command(const CliArgs& args) {
     std::cout << "# resolved config (also saved as "
               << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string() << ")\n"
               << to_toml(config) << std::endl;
-  // Note [Stopping on a signal] in app/stop_signals.h: from here, before the data loads, a signal
+  // Note [Stopping on a signal] in app/run/stop_signals.h: from here, before the data loads, a signal
   // waits for the first step's end. Giving up ends every rank with the status a requeue script
   // tests.
   StopSignals signals(parse_signal_list(config.checkpoint.signals), config.checkpoint.signal_grace_s,

@@ -80,7 +80,7 @@ class Collective {
   }
   // A collective on GPU memory's ordering against the compute stream; null on the host.
   virtual StreamOrder* stream_order() { return nullptr; }
-  // This rank's ring links (Note [Naming the straggler] in app/straggler_report.h): under the
+  // This rank's ring links (Note [Naming the straggler] in app/run/straggler_report.h): under the
   // two-level ring, those of the ring across hosts, the network's. The communication thread
   // writes their receive times: read them after the step's averages are done.
   virtual Links links() const { return {}; }

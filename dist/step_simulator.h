@@ -95,7 +95,7 @@ StepPrediction simulate_step(const ComputeProfile& profile, const std::vector<Pa
 // one step.
 StepPrediction with_accumulation(const StepPrediction& one, const ComputeProfile& profile, int64_t micro_batches);
 // One rank's compute `factor` times as long (a straggler, Note [Naming the straggler] in
-// app/straggler_report.h): every bucket's ring waits for its gradients and the step for its
+// app/run/straggler_report.h): every bucket's ring waits for its gradients and the step for its
 // optimizer, so the job steps at this profile's pace.
 ComputeProfile slowed(const ComputeProfile& profile, double factor);
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "app/bucket_tuner.h"
+#include "app/run/bucket_tuner.h"
 #include "app/compute_profile.h"
 #include "app/config_model.h"
 #include "app/gradient_buckets.h"

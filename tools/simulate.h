@@ -51,7 +51,7 @@ std::string suggest_report(const Config& config, const std::vector<int>& ranks, 
                            double cycle_s = 0, const std::string& profile_path = "");
 
 // `simulate --autotune`: for each rank count, the bucket caps dist.autotune would measure (the
-// config's and the best the simulator ranks, app/bucket_tuner.h) with their predicted steps, and
+// config's and the best the simulator ranks, app/run/bucket_tuner.h) with their predicted steps, and
 // the one it would settle on if the steps went as predicted.
 std::string autotune_report(const Config& config, const std::vector<int>& ranks, const std::string& network_path,
                             double cycle_s = 0, const std::string& profile_path = "");

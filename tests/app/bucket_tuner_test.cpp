@@ -5,7 +5,7 @@
 // cut distinct buckets at caps spaced apart; the plan made from base steps fits their buckets and
 // travels between ranks as numbers that read back exactly; and the text the tuner writes reads
 // back. None of it needs ranks.
-#include "app/tuner_statistics.h"
+#include "app/run/tuner_statistics.h"
 
 #include <gtest/gtest.h>
 

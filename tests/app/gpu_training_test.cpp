@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "app/trainer.h"
-#include "app/training_run.h"
+#include "app/run/training_run.h"
 #include "dist/world.h"
 #include "nn/device.h"
 #include "tests/support/synthetic_idx.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MLPerf's log (Note [MLPerf's log] in app/mlperf_log.h) from a short LARS run of ResNet-50 at 2
+# MLPerf's log (Note [MLPerf's log] in app/run/mlperf_log.h) from a short LARS run of ResNet-50 at 2
 # ranks with a target, read by mlperf_log_checker.py (MLPerf's closed ResNet rules, written from
 # them): accepted, and the reference-point checker's reading says it converged at the epoch the run
 # says it reached the target. The same log with a required key removed, or a rule-bound value

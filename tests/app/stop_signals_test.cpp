@@ -1,6 +1,6 @@
 // StopSignals with real signals raised in this process: the first watched one is reported, a
 // second SIGTERM and an expired grace period give up, and the previous handlers come back.
-#include "app/stop_signals.h"
+#include "app/run/stop_signals.h"
 
 #include <gtest/gtest.h>
 

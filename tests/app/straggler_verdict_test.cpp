@@ -2,7 +2,7 @@
 // ranks build them (StragglerTally, one epoch of steps each): silent on what the cited runs
 // without a straggler showed (+16% over the median, +40% of a 1.5 ms median, a link 4.5x slower
 // costing 0.2 ms), and naming a slow rank or link just past each threshold, not just before it.
-#include "app/straggler_report.h"
+#include "app/run/straggler_report.h"
 
 #include <gtest/gtest.h>
 

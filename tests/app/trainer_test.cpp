@@ -15,7 +15,7 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "app/trainer.h"
-#include "app/training_run.h"
+#include "app/run/training_run.h"
 #include "base/check.h"
 #include "base/rng.h"
 #include "dist/world.h"
@@ -96,7 +96,7 @@ TEST_F(TrainerTest, ResumedRunRepeatsTheUninterruptedOneStepForStep) {
   EXPECT_FALSE(fs::exists(numbered_checkpoint_path(split.checkpoint.dir, 30 * 32) + ".tmp"));
 }
 
-// Note [Stopping at a target] in app/run_target.h: the run stops at the first evaluation that
+// Note [Stopping at a target] in app/run/run_target.h: the run stops at the first evaluation that
 // reaches eval.target_top1 and says so in metrics.jsonl; a run resumed from a checkpoint counts its
 // seconds from the first part's start. (A missed target: tests/app/mlperf_log_test.sh.)
 TEST_F(TrainerTest, ATargetStopsTheRunAndAResumedRunKeepsCountingItsTime) {

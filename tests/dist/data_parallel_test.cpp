@@ -10,7 +10,7 @@
 
 #include "tools/simulate.h"
 #include "app/trainer.h"
-#include "app/training_run.h"
+#include "app/run/training_run.h"
 #include "base/check.h"
 #include "dist/world.h"
 #include "nn/optim/lars.h"

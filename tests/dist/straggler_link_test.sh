@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Note [Naming the straggler] (app/straggler_report.h), a slow link: 2 "hosts" x 2 ranks in
+# Note [Naming the straggler] (app/run/straggler_report.h), a slow link: 2 "hosts" x 2 ranks in
 # network namespaces joined by veth, LeNet on a Fashion-MNIST subset, 2 epochs, host rt-a's egress
 # shaped to 20 Mbit/s by tc (the veth itself carries several Gbit/s):
 # - the flat ring over its own TCP (ranks 0 1 | 2 3): rank 1's transfers to rank 2 cross the shaped

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Note [Naming the straggler] (app/straggler_report.h), judged from outside the report's
+# Note [Naming the straggler] (app/run/straggler_report.h), judged from outside the report's
 # arithmetic, LeNet on a Fashion-MNIST subset, 2 epochs:
 # - 4 ranks, a test fault adding 40 ms to rank 2's every step: each epoch's report names rank 2,
 #   as compute, on the flat ring and on the two-level ring (2 fake hosts x 2 ranks, rank 1 slowed

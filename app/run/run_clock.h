@@ -1,5 +1,5 @@
 // The run's wall clock over every part of it that a resume continued (Note [Stopping at a target]
-// in app/run_target.h): what time to a target counts. A part of the checkpoint (Note [Saved parts]
+// in app/run/run_target.h): what time to a target counts. A part of the checkpoint (Note [Saved parts]
 // in app/saved_state.h): the seconds so far, as the metadata 'run_seconds'.
 #pragma once
 

@@ -1,9 +1,9 @@
-#include "app/mlperf_log.h"
+#include "app/run/mlperf_log.h"
 
 #include <chrono>
 #include <filesystem>
 
-#include "app/run_target.h"
+#include "app/run/run_target.h"
 #include "app/training_schedule.h"
 #include "base/check.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "app/mlperf_log.h"
-#include "app/run_target.h"
+#include "app/run/mlperf_log.h"
+#include "app/run/run_target.h"
 #include "app/trainer.h"
 
 namespace rt {

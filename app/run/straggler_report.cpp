@@ -1,4 +1,4 @@
-#include "app/straggler_report.h"
+#include "app/run/straggler_report.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "app/run_target.h"
+#include "app/run/run_target.h"
 
 #include <cstdio>
 

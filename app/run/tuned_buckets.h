@@ -1,4 +1,4 @@
-// What the online tuner put in force (Note [Online bucket tuning] in app/bucket_tuner.h), as a
+// What the online tuner put in force (Note [Online bucket tuning] in app/run/bucket_tuner.h), as a
 // part of the checkpoint (Note [Saved parts] in app/saved_state.h): the caps from each step on,
 // over every part of the run so far (the metadata 'bucket_trials', a tuned.toml's
 // dist.autotune_trials, which a run stopped while tuning carries into its resume), and the caps it

@@ -1,6 +1,6 @@
 // The training loop (Note [The run and the engine]): step -> log -> what the ranks agree (save,
 // stop, report), then each epoch's sums -> evaluation -> report -> save.
-#include "app/training_run.h"
+#include "app/run/training_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,17 +8,17 @@
 #include <ostream>
 #include <vector>
 
-#include "app/bucket_tuner.h"
-#include "app/epoch_ledger.h"
-#include "app/epoch_report.h"
-#include "app/epoch_sums.h"
-#include "app/progress.h"
-#include "app/run_clock.h"
-#include "app/run_folder.h"
-#include "app/step_agreement.h"
-#include "app/stop_signals.h"
-#include "app/straggler_report.h"
-#include "app/train_tally.h"
+#include "app/run/bucket_tuner.h"
+#include "app/run/epoch_ledger.h"
+#include "app/run/epoch_report.h"
+#include "app/run/epoch_sums.h"
+#include "app/run/progress.h"
+#include "app/run/run_clock.h"
+#include "app/run/run_folder.h"
+#include "app/run/step_agreement.h"
+#include "app/run/stop_signals.h"
+#include "app/run/straggler_report.h"
+#include "app/run/train_tally.h"
 #include "base/check.h"
 #include "data/sampler.h"
 #include "formats/json.h"

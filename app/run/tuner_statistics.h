@@ -1,6 +1,6 @@
-// The online tuner's statistics and ranking (Note [Online bucket tuning] in app/bucket_tuner.h):
+// The online tuner's statistics and ranking (Note [Online bucket tuning] in app/run/bucket_tuner.h):
 // pure functions of what the base steps measured, tested without ranks; the driver that measures
-// and acts is app/bucket_tuner.cpp.
+// and acts is app/run/bucket_tuner.cpp.
 #pragma once
 
 #include <cstdint>

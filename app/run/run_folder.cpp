@@ -1,4 +1,4 @@
-#include "app/run_folder.h"
+#include "app/run/run_folder.h"
 
 #include <filesystem>
 #include <system_error>

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "app/epoch_sums.h"
+#include "app/run/epoch_sums.h"
 #include "nn/ops/softmax_cross_entropy.h"
 
 namespace rt {

@@ -1,4 +1,4 @@
-#include "app/tensorboard_log.h"
+#include "app/run/tensorboard_log.h"
 
 #include <array>
 #include <string_view>

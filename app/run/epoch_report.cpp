@@ -1,4 +1,4 @@
-#include "app/epoch_report.h"
+#include "app/run/epoch_report.h"
 
 #include <cstdio>
 

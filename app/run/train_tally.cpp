@@ -1,4 +1,4 @@
-#include "app/train_tally.h"
+#include "app/run/train_tally.h"
 
 #include <algorithm>
 

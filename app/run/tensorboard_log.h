@@ -1,4 +1,4 @@
-// log.tensorboard: rank 0's metric records (app/run_folder.h) also as TensorBoard scalars, in an
+// log.tensorboard: rank 0's metric records (app/run/run_folder.h) also as TensorBoard scalars, in an
 // event file of their own in checkpoint.dir (formats/tfevents.h). Each number of a record is one
 // scalar, tagged "<kind>/<field>" ("step/loss", "epoch/test_top1"), at the record's step;
 // "kind", "step", "epoch" and "images_seen" say where the record belongs and are not drawn. So

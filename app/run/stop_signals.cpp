@@ -1,4 +1,4 @@
-#include "app/stop_signals.h"
+#include "app/run/stop_signals.h"
 
 #include <pthread.h>
 
@@ -57,7 +57,7 @@ StopSignals::StopSignals(std::vector<int> signals, double grace_s, std::function
     previous_.push_back(old);
   }
   // SIGUSR2, where it stops nothing, asks for the straggler report instead (Note [Naming the
-  // straggler] in app/straggler_report.h) rather than ending the job.
+  // straggler] in app/run/straggler_report.h) rather than ending the job.
   g_report = false;
   g_reports = std::find(signals_.begin(), signals_.end(), SIGUSR2) == signals_.end();
   if (g_reports) {

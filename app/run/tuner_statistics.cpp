@@ -1,4 +1,4 @@
-#include "app/tuner_statistics.h"
+#include "app/run/tuner_statistics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The run's folder, checkpoint.dir, as rank 0 keeps it: created and checked before the first step,
 // the resolved config beside the checkpoints (config.toml), and log.metrics (metrics.jsonl), one
 // JSON record per logged step and per epoch, which log.tensorboard also writes as TensorBoard
-// scalars (app/tensorboard_log.h).
+// scalars (app/run/tensorboard_log.h).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "app/training_position.h"
-#include "app/tensorboard_log.h"
+#include "app/run/tensorboard_log.h"
 #include "config/config.h"
 
 namespace rt {

@@ -1,4 +1,4 @@
-#include "app/epoch_ledger.h"
+#include "app/run/epoch_ledger.h"
 
 #include <algorithm>
 

@@ -30,15 +30,15 @@
 #include <string>
 #include <vector>
 
-#include "app/run_folder.h"
+#include "app/run/run_folder.h"
 #include "app/trainer.h"
-#include "app/tuned_buckets.h"
-#include "app/tuner_statistics.h"
+#include "app/run/tuned_buckets.h"
+#include "app/run/tuner_statistics.h"
 #include "base/bucket_caps.h"
 
 namespace rt {
 
-// The run's side (app/training_run.cpp): after every step, what the step took; it changes the
+// The run's side (app/run/training_run.cpp): after every step, what the step took; it changes the
 // trainer's caps between steps, the same on every rank.
 class BucketTuner {
  public:

@@ -1,4 +1,4 @@
-#include "app/epoch_sums.h"
+#include "app/run/epoch_sums.h"
 
 #include <cmath>
 #include <cstdio>

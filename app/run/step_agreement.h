@@ -1,5 +1,5 @@
 // What every rank does after a step: save, stop, report (Note [Checkpoint files] in
-// app/checkpoint_files.h, Note [Stopping on a signal] in app/stop_signals.h). A run saves after
+// app/checkpoint_files.h, Note [Stopping on a signal] in app/run/stop_signals.h). A run saves after
 // every checkpoint.every_epochs epochs and the last, every checkpoint.every_steps steps, at the
 // first step checkpoint.every_minutes after the last save by rank 0's clock, and at once, then
 // stopping, when any rank receives one of checkpoint.signals; it reports its stragglers when any

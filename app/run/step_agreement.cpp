@@ -1,9 +1,9 @@
-#include "app/step_agreement.h"
+#include "app/run/step_agreement.h"
 
 #include <iterator>
 #include <vector>
 
-#include "app/stop_signals.h"
+#include "app/run/stop_signals.h"
 #include "base/check.h"
 
 namespace rt {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "app/epoch_sums.h"
-#include "app/straggler_report.h"
+#include "app/run/epoch_sums.h"
+#include "app/run/straggler_report.h"
 #include "dist/world.h"
 
 namespace rt {

@@ -1,4 +1,4 @@
-#include "app/progress.h"
+#include "app/run/progress.h"
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 // eval.target_top1 set, the run evaluates after epochs eval.offset_epochs + k x eval.every_epochs
 // (and after the last), stops at the first evaluation whose top-1 reaches the target, and says
 // after how many epochs and how many seconds since the run first started: wall-clock time over
-// every resumed part, evaluations and checkpoints included (app/run_clock.h), as
+// every resumed part, evaluations and checkpoints included (app/run/run_clock.h), as
 // MLPerf's run_start to run_stop. train.epochs is then the cap: a run that reaches it without the
 // target says so, and `ringtrain train` ends with kExitTargetMissed.
 #pragma once

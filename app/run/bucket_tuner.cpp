@@ -1,4 +1,4 @@
-#include "app/bucket_tuner.h"
+#include "app/run/bucket_tuner.h"
 
 #include <algorithm>
 #include <cmath>

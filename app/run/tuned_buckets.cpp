@@ -1,4 +1,4 @@
-#include "app/tuned_buckets.h"
+#include "app/run/tuned_buckets.h"
 
 #include "base/check.h"
 
