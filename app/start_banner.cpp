@@ -44,7 +44,7 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
               : std::string())
       << "), learning rate " << t.schedule().rates.base
       << (config.train.lr > 0 ? std::string(" (train.lr)") : str_cat(" (", config.train.lr_per_256, " per 256 images)"))
-      << ", " << t.steps_per_epoch() << " steps per epoch\n";
+      << ", " << t.schedule().steps_per_epoch << " steps per epoch\n";
   if (config.train.clip_grad_norm > 0)
     out << "ringtrain: gradients clipped to global norm " << config.train.clip_grad_norm << "\n";
   if (config.train.bn_group > 1)

@@ -64,7 +64,7 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     forward_and_loss(batch.images, batch.labels, batch.on, ctx, loss_scale / static_cast<double>(K), replay, clock);
     if (!replay || !replay_.covers_backward()) {
       ComputeSpan span(timeline_.get(), "backward");
-      graph_->backward(dy_->views(), ctx);
+      graph_->backward(head_->dy.views(), ctx);
     }
     const LossResult micro = read_loss();
     if (!last) accumulation_->add(k == 0, timeline_.get());
@@ -74,7 +74,7 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
   }
   if (fault_requested("slow_step", world_.rank())) std::this_thread::sleep_for(std::chrono::milliseconds(40));
   loss.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - data_s;
-  inject_fault("backward", world_.rank(), position_.step);  // the reducer's thread is mid-ring
+  inject_fault("backward", world_.rank(), position_.now.step);  // the reducer's thread is mid-ring
   const auto finished = std::chrono::steady_clock::now();
   if (reducer_) {
     ComputeSpan span(timeline_.get(), "wait for allreduce");
@@ -84,11 +84,11 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
   if (reducer_) {
     loss.links = reducer_->collective().links();
     const GradHook& hook = reducer_->hook();
-    loss.averaged_bytes = hook.floats_at(position_.step) * (config_.dist.wire == Wire::kFp32 ? 4 : 2);
+    loss.averaged_bytes = hook.floats_at(position_.now.step) * (config_.dist.wire == Wire::kFp32 ? 4 : 2);
     loss.averaging_error = hook.error();
     loss.averaging_error_key = hook.error_key();
   }
-  if (loss_scaling_->gradients_apply(*graph_, position_.step) && (!reducer_ || !reducer_->updates_parameters())) {
+  if (loss_scaling_->gradients_apply(*graph_, position_.now.step) && (!reducer_ || !reducer_->updates_parameters())) {
     double grad_scale = 1.0 / loss_scale;
     if (config_.train.clip_grad_norm > 0) {  // on the averaged gradients: every rank alike
       grad_norm_ = clip_grad_norm(*graph_, config_.train.clip_grad_norm, grad_scale);
@@ -96,35 +96,35 @@ StepOutcome Trainer::train_step(const std::function<MicroBatch(int64_t)>& next) 
     }
     update(grad_scale, clock);
   }
-  if (fault_requested("flip_parameter_bit", world_.rank(), position_.step)) flip_parameter_bit(*graph_);
+  if (fault_requested("flip_parameter_bit", world_.rank(), position_.now.step)) flip_parameter_bit(*graph_);
   clock.step_done();
   replay_.step_done();
-  ++position_.step;
+  ++position_.now.step;
   const int64_t images = global_batch(config_.train, world_.size());
-  position_.images_seen += images;
-  position_.epoch_positions += images;  // the sampler's, in the epoch
+  position_.now.images_seen += images;
+  position_.now.epoch_positions += images;  // the sampler's, in the epoch
   return loss;
 }
 
 void Trainer::check_replicas_now(const std::string& when, bool with_momentum) {
-  if (fault_requested("freeze_before_replica_check", world_.rank(), position_.step)) freeze_this_process();
+  if (fault_requested("freeze_before_replica_check", world_.rank(), position_.now.step)) freeze_this_process();
   check_replicas(replica_print(*graph_, *optimizer_, loss_scaling_->scale(), grad_norm_.total, with_momentum), world_,
                  when, &between_steps_);
 }
 
 void Trainer::check_replicas_after_step() {
   const int64_t every = config_.dist.check_replicas_every_steps;
-  if (world_.size() == 1 || every == 0 || position_.step % every != 0) return;
+  if (world_.size() == 1 || every == 0 || position_.now.step % every != 0) return;
   // The momentum where every rank holds all of it (Note [Replica check]).
-  check_replicas_now(str_cat("after step ", position_.step), !(reducer_ && reducer_->updates_parameters()));
+  check_replicas_now(str_cat("after step ", position_.now.step), !(reducer_ && reducer_->updates_parameters()));
 }
 
 RunContext Trainer::begin_step() {
-  set_current_training_step(position_.step);
-  inject_fault("step", world_.rank(), position_.step);
-  schedule_.lr = schedule_.rates.at(position_.step);  // before the reducer's begin_step: a sharded update reads it
-  if (reducer_) reducer_->begin_step(position_.step);
-  return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.step)};
+  set_current_training_step(position_.now.step);
+  inject_fault("step", world_.rank(), position_.now.step);
+  schedule_.lr = schedule_.rates.at(position_.now.step);  // before the reducer's begin_step: a sharded update reads it
+  if (reducer_) reducer_->begin_step(position_.now.step);
+  return RunContext{true, static_cast<uint64_t>(config_.train.seed), static_cast<uint64_t>(position_.now.step)};
 }
 
 void Trainer::forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
@@ -135,18 +135,18 @@ void Trainer::forward_and_loss(const float* images, const int32_t* labels, Devic
                                                                 : "forward, replayed");
   graph_->set_input(images, images_on);
   graph_->begin_forward(ctx);
-  step_loss_->set_targets(labels);
+  head_->loss.set_targets(labels);
   if (replay) {
     // Runs once, while recording; it takes its values by copy all the same, as the recording does.
     replay_.replay(loss_scale, [this, ctx, loss_scale, smoothing] {
       graph_->forward_work(ctx);
-      step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
-      if (replay_.covers_backward()) graph_->backward(dy_->views(), ctx);
+      head_->loss.compute(*graph_, smoothing, &head_->dy, loss_scale);
+      if (replay_.covers_backward()) graph_->backward(head_->dy.views(), ctx);
     });
   } else {
     graph_->forward_work(ctx);
     clock.issued(&StepTimes::forward_host_s);
-    step_loss_->compute(*graph_, smoothing, dy_.get(), loss_scale);
+    head_->loss.compute(*graph_, smoothing, &head_->dy, loss_scale);
   }
   clock.done(&StepTimes::forward_s);
 }
@@ -161,8 +161,8 @@ void Trainer::forward_and_loss(const float* images, const int32_t* labels, Devic
 // updates each bucket as its average lands, some parameters in memory may already be updated, but
 // nothing writes them.
 LossResult Trainer::read_loss() {
-  const LossResult loss = step_loss_->result();
-  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.step + 1, " (learning rate ",
+  const LossResult loss = head_->loss.result();
+  RT_CHECK(std::isfinite(loss.loss), "loss became ", loss.loss, " at step ", position_.now.step + 1, " (learning rate ",
            schedule_.lr, "): lower ", config_.train.lr > 0 ? "train.lr" : "train.lr_per_256",
            " or add schedule.warmup_epochs; the last checkpoint is untouched");
   return loss;

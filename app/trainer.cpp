@@ -7,7 +7,6 @@
 #include <ostream>
 #include <vector>
 
-#include "app/checkpoint.h"
 #include "app/gradient_accumulation.h"
 #include "base/check.h"
 #include "data/sampler.h"
@@ -24,48 +23,40 @@ void set_current_training_step(int64_t step) { g_step = step; }
 
 Trainer::~Trainer() = default;
 
-// Note [Saved parts] in app/saved_state.h: the engine's, in the checkpoint's order (the gradient
-// hook's, per rank, as the reducer is made).
-void Trainer::register_parts() {
-  saved_.add("model", PartScope::kShared, std::make_unique<SavedModel>(*graph_, config_.model.name, to_toml(config_)));
-  saved_.add("optimizer", PartScope::kShared, std::make_unique<SavedOptimizer>(*graph_, *optimizer_));
-  saved_.add("position", PartScope::kShared, std::make_unique<SavedPosition>(position_, resumed_));
-  saved_.add("loss scaling", PartScope::kShared, *loss_scaling_);
-}
-
 void Trainer::resume(const std::string& dir) {
   const std::string path = saved_.resume(dir);
-  RT_CHECK(resumed_->seed == config_.train.seed, "cannot resume from '", dir,
-           "': it was trained with train.seed = ", resumed_->seed, ", the config says ", config_.train.seed);
-  position_ = *resumed_;
+  RT_CHECK(position_.resumed->seed == config_.train.seed, "cannot resume from '", dir,
+           "': it was trained with train.seed = ", position_.resumed->seed, ", the config says ", config_.train.seed);
+  position_.now = *position_.resumed;
   // The step is counted at this world size: the epochs done, then as many of this epoch's steps
   // as leave the remaining positions (Note [Resuming inside an epoch]); at the world size that
   // saved, that is the saved step.
   const int64_t per_epoch = schedule_.steps_per_epoch;
   const int64_t left =
-      data_.synthetic ? 0
-                      : training_sampler(config_, world_, data_.train->count()).steps_from(position_.epoch_positions);
-  position_.step = position_.epochs_done * per_epoch + (per_epoch - left);
+      data_.synthetic
+          ? 0
+          : training_sampler(config_, world_, data_.train->count()).steps_from(position_.now.epoch_positions);
+  position_.now.step = position_.now.epochs_done * per_epoch + (per_epoch - left);
   if (world_.rank() == 0) {
     out_ << "ringtrain: resumed from " << path << ", ";
-    if (position_.epoch_positions == 0)
-      out_ << "after epoch " << position_.epochs_done;
+    if (position_.now.epoch_positions == 0)
+      out_ << "after epoch " << position_.now.epochs_done;
     else
-      out_ << "inside epoch " << position_.epochs_done + 1 << " (" << position_.epoch_positions
+      out_ << "inside epoch " << position_.now.epochs_done + 1 << " (" << position_.now.epoch_positions
            << " of its samples done)";
-    out_ << " (" << position_.images_seen << " images seen; now step " << position_.step << ")\n";
+    out_ << " (" << position_.now.images_seen << " images seen; now step " << position_.now.step << ")\n";
   }
   saved_.resume_per_rank(path, out_);
 }
 
 void Trainer::end_epoch() {
-  ++position_.epochs_done;
-  position_.epoch_positions = 0;
+  ++position_.now.epochs_done;
+  position_.now.epoch_positions = 0;
 }
 
 std::string Trainer::save() {
   gather_optimizer_state();
-  const std::string what = str_cat("the save after step ", position_.step);
+  const std::string what = str_cat("the save after step ", position_.now.step);
   check_replicas_now("before " + what, /*with_momentum=*/true);
   // The file holds batch-norm statistics averaged over ranks, as evaluation uses them; each rank
   // goes on from its own, as a run that does not save does.
@@ -76,7 +67,7 @@ std::string Trainer::save() {
   }
   average_buffers();
   const std::string path =
-      saved_.write(config_.checkpoint.dir, position_.images_seen, config_.checkpoint.keep, what, between_steps_);
+      saved_.write(config_.checkpoint.dir, position_.now.images_seen, config_.checkpoint.keep, what, between_steps_);
   for (size_t i = 0; i < own.size(); ++i) {
     const Tensor& v = graph_->buffers()[i].value;
     copy_bytes(const_cast<float*>(v.data()), graph_->device(), own[i].data(), Device::kCpu, v.bytes());

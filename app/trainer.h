@@ -102,17 +102,18 @@ class Trainer {
   // anew over the same collective, after the sharded update's state is made whole. The config
   // keeps the caps it gave. Every rank calls it between steps with the same caps.
   void use_bucket_caps(const BucketCaps& caps);
-  BucketCaps bucket_caps() const { return caps_; }  // in force now
+  // In force now: the reducer's, else (one rank) the config's.
+  BucketCaps bucket_caps() const {
+    return reducer_ ? reducer_->caps() : BucketCaps{config_.dist.bucket_mb, config_.dist.first_bucket_mb};
+  }
 
   const Config& config() const { return config_; }
   const World& world() const { return world_; }
   std::ostream& out() const { return out_; }
-  const TrainingPosition& position() const { return position_; }
-  const std::optional<TrainingPosition>& resumed_from() const { return resumed_; }  // as resume() loaded it
+  const TrainingPosition& position() const { return position_.now; }
+  const std::optional<TrainingPosition>& resumed_from() const { return position_.resumed; }  // as resume() loaded it
   TrainerData& data() { return data_; }
-  Shape input_shape() const { return data_.input_shape; }  // one sample: (C, H, W)
   const TrainingSchedule& schedule() const { return schedule_; }
-  int64_t steps_per_epoch() const { return schedule_.steps_per_epoch; }
   Graph& graph() { return *graph_; }
   Optimizer& optimizer() { return *optimizer_; }
   GradReducer* reducer() { return reducer_.get(); }
@@ -136,8 +137,7 @@ class Trainer {
   // (on several ranks, made before planning: the CPU's gradient arena is the collective's memory),
   // then the reducer that overlaps it with backward.
   std::unique_ptr<Collective> build_model(const PlanContext& plan_context);
-  void attach_reducer(std::unique_ptr<Collective> collective);
-  void register_parts();  // the engine's (Note [Saved parts])
+  void attach_reducer(std::unique_ptr<Collective> collective, const BucketCaps& caps);
   // The pieces of train_step, in its order (train_step.cpp).
   RunContext begin_step();  // the step's rate, fault injection, the reducer told
   void forward_and_loss(const float* images, const int32_t* labels, Device images_on, const RunContext& ctx,
@@ -150,7 +150,6 @@ class Trainer {
   void average_buffers();  // running batch-norm statistics, over ranks
 
   const Config config_;
-  BucketCaps caps_;  // the gradient buckets' in force (use_bucket_caps)
   std::ostream& out_;
   const World& world_;
   StallPolicy between_steps_;
@@ -158,8 +157,13 @@ class Trainer {
   TrainerData data_;
   RankBnGroup bn_group_;  // train.bn_group > 1: the training graph's batch-norm layers average through it
   std::unique_ptr<Graph> graph_, eval_graph_;
-  std::unique_ptr<OutputGradients> dy_;
-  std::unique_ptr<StepLoss> step_loss_;
+  // The step's loss, and the gradients of the outputs that it seeds backward with.
+  struct LossHead {
+    explicit LossHead(const Graph& graph) : dy(graph), loss(graph) {}
+    OutputGradients dy;
+    StepLoss loss;
+  };
+  std::unique_ptr<LossHead> head_;
   CudaGraphReplay replay_{false, false};  // train.cuda_graph; set once the reducer is known
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaling> loss_scaling_;
@@ -168,8 +172,7 @@ class Trainer {
   std::unique_ptr<GradientAccumulation> accumulation_;  // train.accumulate_steps > 1
   TrainingSchedule schedule_;
   GradNorm grad_norm_;
-  TrainingPosition position_;
-  std::optional<TrainingPosition> resumed_;  // as the checkpoint that resume() loaded said
+  SavedPosition position_;  // now, and as the checkpoint that resume() loaded said
   SavedState saved_;
 };
 

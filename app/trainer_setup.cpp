@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 
+#include "app/checkpoint.h"
 #include "app/config_model.h"
 #include "app/consistency.h"
 #include "app/gradient_accumulation.h"
@@ -84,11 +85,20 @@ std::unique_ptr<Collective> make_rank_collective(const Config& config, const Wor
   return collective;
 }
 
+// Note [Saved parts] in app/saved_state.h: the engine's, in the checkpoint's order (the gradient
+// hook's, per rank, as the reducer is made).
+void register_engine_parts(SavedState& saved, const Config& config, Graph& graph, Optimizer& optimizer,
+                           SavedPosition& position, LossScaling& loss_scaling) {
+  saved.add("model", PartScope::kShared, std::make_unique<SavedModel>(graph, config.model.name, to_toml(config)));
+  saved.add("optimizer", PartScope::kShared, std::make_unique<SavedOptimizer>(graph, optimizer));
+  saved.add("position", PartScope::kShared, position);
+  saved.add("loss scaling", PartScope::kShared, loss_scaling);
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
     : config_(config),
-      caps_{config.dist.bucket_mb, config.dist.first_bucket_mb},
       out_(out),
       world_(world),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
@@ -107,23 +117,23 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   require_same_on_all_ranks("config key", config_items(to_toml(config)), world);
   between_steps_.hosts = world.allgather(world.host());
   const GpuChoice gpu = config.train.device == Device::kCuda ? take_gpu(world) : GpuChoice{};
-  const PlanContext plan_context = training_plan_context(config, world, between_steps_, bn_group_, &position_.step);
+  const PlanContext plan_context = training_plan_context(config, world, between_steps_, bn_group_, &position_.now.step);
   data_ = open_data(config, world, between_steps_, split.decoding);
   inject_fault("open_data", world.rank());
   std::unique_ptr<Collective> collective = build_model(plan_context);
   require_same_on_all_ranks("model tensor", model_items(*graph_), world);
   broadcast_model_state(*graph_, world);
   schedule_ = plan_schedule(config, world, data_);
-  position_.seed = config.train.seed;
+  position_.now.seed = config.train.seed;
   if (!config.log.timeline.empty()) timeline_ = make_timeline(config.log, world);
   if (collective) {
-    attach_reducer(std::move(collective));
+    attach_reducer(std::move(collective), {config.dist.bucket_mb, config.dist.first_bucket_mb});
     between_steps_.broken_links = [this] { return reducer_->collective().links().broken; };
   }
   if (config.train.accumulate_steps > 1)
     accumulation_ = std::make_unique<GradientAccumulation>(*graph_, reducer_.get());
   replay_ = CudaGraphReplay(config.train.cuda_graph, /*with_backward=*/reducer_ == nullptr);
-  register_parts();
+  register_engine_parts(saved_, config_, *graph_, *optimizer_, position_, *loss_scaling_);
   inject_fault("reducer", world.rank());
   if (world.rank() == 0) print_start(*this, split, gpu.how);
 }
@@ -141,8 +151,7 @@ std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   inject_fault("plan", world_.rank());
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
-  dy_ = std::make_unique<OutputGradients>(*graph_);
-  step_loss_ = std::make_unique<StepLoss>(*graph_);
+  head_ = std::make_unique<LossHead>(*graph_);
   if (!data_.synthetic) {
     // Evaluation normalises with the running statistics: no batch-norm group.
     PlanContext eval_context = plan_context;
@@ -155,38 +164,37 @@ std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context
   return collective;
 }
 
-void Trainer::attach_reducer(std::unique_ptr<Collective> collective) {
+void Trainer::attach_reducer(std::unique_ptr<Collective> collective, const BucketCaps& caps) {
   DistConfig dc = config_.dist;
-  dc.bucket_mb = caps_.bucket_mb;
-  dc.first_bucket_mb = caps_.first_bucket_mb;
+  dc.bucket_mb = caps.bucket_mb;
+  dc.first_bucket_mb = caps.first_bucket_mb;
   GradientBuckets plan = plan_gradient_buckets(*graph_, dc);
   // Norms in the same pieces, sharded or not, so that both paths agree bit for bit.
   cut_at_collective_parts(*optimizer_, plan.buckets, *collective);
-  GradHookChoice hook = choose_grad_hook(config_, plan, *graph_, resumed_);
+  GradHookChoice hook = choose_grad_hook(config_, plan, *graph_, position_.resumed);
   std::optional<ShardUpdate> update;
   if (dc.sharded_update && !hook.hook)  // a hook's bucket is final only after all its rounds
     update = make_sharded_update(*optimizer_, *graph_, *collective,
                                  config_.train.clip_grad_norm > 0 || config_.train.precision == Precision::kFp16,
                                  world_, stall_policy(dc, world_, StallPolicy::Idle::kSleep, between_steps_.hosts),
-                                 &schedule_.lr, &position_.step);
+                                 &schedule_.lr, &position_.now.step);
   reducer_ = std::make_unique<GradReducer>(graph_->grad_arena(), std::move(plan.params), std::move(plan.buckets),
                                            std::move(collective), dc.overlap, timeline_.get(), std::move(update),
-                                           std::move(hook.hook));
+                                           std::move(hook.hook), caps);
   graph_->on_grad_ready([this](size_t i) { reducer_->on_grad_ready(i); });
   if (hook.state) saved_.add("gradient hook", PartScope::kPerRank, std::move(hook.state));
 }
 
 void Trainer::use_bucket_caps(const BucketCaps& caps) {
-  if (!reducer_ || caps == caps_) return;
+  if (!reducer_ || caps == bucket_caps()) return;
   RT_CHECK(!fixes_buckets(config_.dist.compression),
            "the gradient buckets cannot change under dist.compression = \"powersgd\": its "
            "errors and Q's follow the buckets it was made with");
   // Each rank holds its own parts of the momentum under a sharded update; the new buckets part it
   // otherwise.
   gather_optimizer_state();
-  caps_ = caps;
   accumulation_.reset();  // its hook holds the reducer
-  attach_reducer(reducer_->release_collective());
+  attach_reducer(reducer_->release_collective(), caps);
   if (config_.train.accumulate_steps > 1)
     accumulation_ = std::make_unique<GradientAccumulation>(*graph_, reducer_.get());
 }

@@ -37,12 +37,12 @@ TrainingPosition read_training_position(const std::string& path) {
 }
 
 void SavedPosition::save(StFile& into) {
-  for (auto [key, value] : {std::pair{"epochs_done", now_.epochs_done}, std::pair{"step", now_.step},
-                            std::pair{"images_seen", now_.images_seen}, std::pair{"seed", now_.seed},
-                            std::pair{"epoch_positions", now_.epoch_positions}})
+  for (auto [key, value] : {std::pair{"epochs_done", now.epochs_done}, std::pair{"step", now.step},
+                            std::pair{"images_seen", now.images_seen}, std::pair{"seed", now.seed},
+                            std::pair{"epoch_positions", now.epoch_positions}})
     into.metadata.emplace_back(key, std::to_string(value));
 }
 
-void SavedPosition::load(const StFile& from, const std::string& source) { resumed_ = position_of(from, source); }
+void SavedPosition::load(const StFile& from, const std::string& source) { resumed = position_of(from, source); }
 
 }  // namespace rt

@@ -25,15 +25,11 @@ TrainingPosition read_training_position(const std::string& path);
 
 // The position as a part of the checkpoint (Note [Saved parts]): saves `now`; loads into
 // `resumed`, which the engine then continues from.
-class SavedPosition final : public SavedPart {
- public:
-  SavedPosition(const TrainingPosition& now, std::optional<TrainingPosition>& resumed) : now_(now), resumed_(resumed) {}
+struct SavedPosition final : public SavedPart {
+  TrainingPosition now;
+  std::optional<TrainingPosition> resumed;  // as the checkpoint a resume loaded said
   void save(StFile& into) override;
   void load(const StFile& from, const std::string& source) override;
-
- private:
-  const TrainingPosition& now_;
-  std::optional<TrainingPosition>& resumed_;
 };
 
 }  // namespace rt

@@ -81,7 +81,7 @@ struct SyntheticBatch {
 SyntheticBatch synthetic_batch(Trainer& trainer) {
   const Config& c = trainer.config();
   const int64_t B = c.train.batch_per_rank;
-  const Shape in = trainer.input_shape();
+  const Shape in = trainer.data().input_shape;
   const Device device = trainer.graph().device();
   Rng rng(static_cast<uint64_t>(c.train.seed), 0xbe7c4 + static_cast<uint64_t>(trainer.world().rank()));
   SyntheticBatch batch{Tensor(plain_spec({B, in[0], in[1], in[2]}, device)),

@@ -48,7 +48,7 @@ std::string describe_bench(Trainer& trainer, const BenchRun& run) {
                 "bench: convolutions: %s asked, Winograd on %d of %d%s\n"
                 "bench: %lld warm-up steps, then %lld windows of %lld steps, on one batch held in %s memory\n",
                 c.model.name.c_str(), world, run.hosts, run.threads, per_rank.c_str(),
-                static_cast<long long>(global_batch(c.train, world)), shape_str(trainer.input_shape()).c_str(),
+                static_cast<long long>(global_batch(c.train, world)), shape_str(trainer.data().input_shape).c_str(),
                 run.collective.c_str(), trainer.bucket_caps().bucket_mb, trainer.bucket_caps().first_bucket_mb,
                 c.dist.overlap ? "on" : "off", std::string(name_of(c.train.device)).c_str(),
                 std::string(name_of(c.train.precision)).c_str(), std::string(name_of(c.train.conv_algorithm)).c_str(),
@@ -107,7 +107,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"precision", name_of(c.train.precision)},
             {"batch_per_rank", c.train.batch_per_rank},
             {"accumulate_steps", c.train.accumulate_steps},
-            {"image_size", trainer.input_shape()[1]},
+            {"image_size", trainer.data().input_shape[1]},
             {"allreduce", world > 1 ? name_of(c.dist.allreduce) : std::string_view("none")},
             {"collective", run.collective},
             {"bucket_mb", trainer.bucket_caps().bucket_mb},

@@ -11,10 +11,11 @@ namespace rt {
 
 GradReducer::GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
                          std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-                         std::optional<ShardUpdate> update, std::unique_ptr<GradHook> hook)
+                         std::optional<ShardUpdate> update, std::unique_ptr<GradHook> hook, BucketCaps caps)
     : arena_(grad_arena),
       params_(std::move(params)),
       buckets_(std::move(buckets)),
+      caps_(caps),
       collective_(std::move(collective)),
       overlap_(overlap),
       timeline_(timeline),

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/bucket_caps.h"
 #include "dist/bucket_plan.h"
 #include "dist/collective.h"
 #include "dist/grad_hook.h"
@@ -33,7 +34,8 @@ class GradReducer {
  public:
   GradReducer(float* grad_arena, std::vector<ParamExtent> params, std::vector<Bucket> buckets,
               std::unique_ptr<Collective> collective, bool overlap, Timeline* timeline,
-              std::optional<ShardUpdate> update = std::nullopt, std::unique_ptr<GradHook> hook = nullptr);
+              std::optional<ShardUpdate> update = std::nullopt, std::unique_ptr<GradHook> hook = nullptr,
+              BucketCaps caps = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -54,6 +56,8 @@ class GradReducer {
   void gather_updated(float* state_arena);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The caps its maker cut the buckets at (dist.bucket_mb, dist.first_bucket_mb), for reports.
+  const BucketCaps& caps() const { return caps_; }
   // How long each bucket's average took in the last step, its start to its end on the
   // communication thread (on the host: on the GPU it is the time to enqueue it). After finish().
   const std::vector<double>& bucket_seconds() const { return bucket_seconds_; }
@@ -76,6 +80,7 @@ class GradReducer {
   float* arena_;
   std::vector<ParamExtent> params_;
   std::vector<Bucket> buckets_;
+  BucketCaps caps_;
   std::vector<size_t> bucket_of_param_;
   std::unique_ptr<Collective> collective_;
   bool overlap_;

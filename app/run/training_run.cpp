@@ -28,7 +28,7 @@ namespace {
 
 // The steps this run will make, to its last epoch or its limit.
 int64_t run_steps(const Trainer& t, int64_t last_epoch, const TrainLimits& limits) {
-  const int64_t to_end = last_epoch * t.steps_per_epoch() - t.position().step;
+  const int64_t to_end = last_epoch * t.schedule().steps_per_epoch - t.position().step;
   return limits.steps > 0 ? std::min(limits.steps, to_end) : to_end;
 }
 
@@ -91,7 +91,7 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
       sampler_(training_sampler(config_, world_, t.data().train->count())),
       image_memory_(allocate_host_staging(
           t.graph().device(),
-          static_cast<size_t>(config_.train.batch_per_rank * numel(t.input_shape())) * sizeof(float))),
+          static_cast<size_t>(config_.train.batch_per_rank * numel(t.data().input_shape)) * sizeof(float))),
       labels_(static_cast<size_t>(config_.train.batch_per_rank)),
       last_epoch_(limits.epochs > 0 ? std::min(config_.train.epochs, t.position().epochs_done + limits.epochs)
                                     : config_.train.epochs),
@@ -105,13 +105,13 @@ TrainResult Loop::run() {
   mlperf_.open(config_.checkpoint.dir);
   mlperf_.run_start();
   for (int64_t epoch = t_.position().epochs_done; epoch < last_epoch_ && !result_.target.reached; ++epoch) {
-    for (int64_t s = begin_epoch(epoch); s < t_.steps_per_epoch(); ++s) {
+    for (int64_t s = begin_epoch(epoch); s < t_.schedule().steps_per_epoch; ++s) {
       logged_step(epoch, s);
       if (limits_.steps > 0 && tally_.run_steps() == limits_.steps) return done();
       const AfterStep agreed = agreement_.after_step(t_.position().step);
       if (agreed.report) report_stragglers_now();
       // The epoch's own save comes after its evaluation, unless a signal stops the run first.
-      const bool epoch_saves = s + 1 == t_.steps_per_epoch() && agreement_.saves_after_epoch(epoch + 1);
+      const bool epoch_saves = s + 1 == t_.schedule().steps_per_epoch && agreement_.saves_after_epoch(epoch + 1);
       if (agreed.save && (agreed.stop || !epoch_saves)) {
         result_.last_checkpoint = save(tally_.sums(t_.data().train->skipped()));
         agreement_.reset_clock();
@@ -134,13 +134,13 @@ TrainResult Loop::done(bool finished) {
 
 int64_t Loop::begin_epoch(int64_t epoch) {
   // Inside the epoch where a resumed checkpoint stopped: its remaining positions and figures.
-  const int64_t first_step = t_.steps_per_epoch() - sampler_.steps_from(t_.position().epoch_positions);
+  const int64_t first_step = t_.schedule().steps_per_epoch - sampler_.steps_from(t_.position().epoch_positions);
   // What a save inside this epoch had summed over ranks: rank 0 carries it, the others start from
   // zero.
   const EpochSums carried = world_.rank() == 0 ? sums_.value : EpochSums{};
   t_.data().train->start(epoch, sampler_.epoch_indices(epoch, t_.position().epoch_positions),
                          config_.train.batch_per_rank);
-  progress_.begin_epoch(epoch, config_.train.epochs, t_.steps_per_epoch());
+  progress_.begin_epoch(epoch, config_.train.epochs, t_.schedule().steps_per_epoch);
   mlperf_.epoch_start(epoch + 1);
   stragglers_.begin_epoch();
   tally_.begin_epoch(carried, first_step);  // the epoch's clock starts with its first step
@@ -168,7 +168,7 @@ void Loop::logged_step(int64_t epoch, int64_t s) {
   tally_.add_step(step, step_s);
   stragglers_.add_step(step.compute_s, step.averages_wait_s, step.links);
   result_.step_losses.push_back(step.loss);
-  const int64_t steps_left = (last_epoch_ - epoch) * t_.steps_per_epoch() - (s + 1);
+  const int64_t steps_left = (last_epoch_ - epoch) * t_.schedule().steps_per_epoch - (s + 1);
   progress_.step(s, step.loss, t_.schedule().lr, tally_.images_per_s(s), tally_.eta_s(steps_left));
   write_step_record(epoch, step);
   t_.check_replicas_after_step();

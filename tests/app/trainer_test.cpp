@@ -354,7 +354,7 @@ TEST_F(TrainerTest, ClippingScalesTheStepByTheNormsFactor) {
   Config clipped_config = config_;
   clipped_config.train.clip_grad_norm = 0.05;
   Trainer clipped(clipped_config, log_, World::get());
-  const Shape in = plain.input_shape();
+  const Shape in = plain.data().input_shape;
   const int64_t B = config_.train.batch_per_rank;
   std::vector<float> images(static_cast<size_t>(B * in[0] * in[1] * in[2]));
   std::vector<int32_t> labels(static_cast<size_t>(B));

@@ -74,7 +74,7 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
   single.checkpoint.dir += str_cat("_single", w.rank());
   World one = World::single();
   Trainer reference(single, log, one);
-  EXPECT_EQ(reference.steps_per_epoch(), parallel.steps_per_epoch());
+  EXPECT_EQ(reference.schedule().steps_per_epoch, parallel.schedule().steps_per_epoch);
   train(reference);
   const std::vector<float> want = arena(reference.graph());
   ASSERT_EQ(got.size(), want.size());
@@ -86,7 +86,8 @@ TEST(DataParallel, RanksWithBatchBEndWhereOneRankWithBatchNBEnds) {
     if (err > worst) worst = err, where = i;
   }
   EXPECT_LE(worst, 1e-5 * scale) << "largest difference " << worst << " at arena float " << where << " (scale " << scale
-                                 << ") after " << parallel.steps_per_epoch() << " steps on " << w.size() << " ranks";
+                                 << ") after " << parallel.schedule().steps_per_epoch << " steps on " << w.size()
+                                 << " ranks";
 }
 
 // Note [Sharded update] in dist/ring_schedule.h: each rank updating only its share (the default)
@@ -199,9 +200,9 @@ TEST(DataParallel, ARunResumesAtADifferentWorldSize) {
   resumed.resume(c.checkpoint.dir);
   EXPECT_EQ(resumed.position().epochs_done, 1);
   EXPECT_EQ(resumed.position().images_seen, 640 / (8 * w.size()) * 8 * w.size());
-  EXPECT_EQ(resumed.position().step, resumed.steps_per_epoch());
+  EXPECT_EQ(resumed.position().step, resumed.schedule().steps_per_epoch);
   const TrainResult r = train(resumed);
-  EXPECT_EQ(static_cast<int64_t>(r.step_losses.size()), resumed.steps_per_epoch());
+  EXPECT_EQ(static_cast<int64_t>(r.step_losses.size()), resumed.schedule().steps_per_epoch);
   EXPECT_EQ(resumed.position().epochs_done, 2);
   w.barrier();
 }
