@@ -1,6 +1,6 @@
 // The documentation's key tables against the config schema (config/config_schema.h) and the defaults
 // to_toml prints, so that what users read about keys follows the code:
-// - README.md's row per `[table]` names exactly the table's keys, and a key with choices lists
+// - docs/config.md's row per `[table]` names exactly the table's keys, and a key with choices lists
 //   them all, and nothing else, in backticks in the parentheses after its name;
 // - every "| key | default | meaning |" table under docs/ names real keys (`table.key`, or a bare
 //   key under a heading that names `[table]`, which then lists all of the table's keys) with the
@@ -315,7 +315,7 @@ std::vector<MarkdownFile> docs_markdown() {
 
 std::string where(const std::string& file, int line) { return file + ":" + std::to_string(line) + ": "; }
 
-// ---- README.md's rows of keys ----
+// ---- docs/config.md's rows of keys ----
 
 // One `[table]` row: the keys at the top level of its second cell, each with the spans in backticks
 // inside the parentheses that follow it.
@@ -326,7 +326,7 @@ struct ReadmeRow {
 };
 
 std::vector<ReadmeRow> readme_rows() {
-  const MarkdownFile md = read_markdown(kSource / "README.md");
+  const MarkdownFile md = read_markdown(kSource / "docs/config.md");
   std::vector<ReadmeRow> out;
   for (size_t i = 0; i < md.lines.size(); ++i) {
     if (md.fenced[i] || !is_table_line(md.lines[i])) continue;
@@ -399,13 +399,13 @@ TEST(ConfigDocs, EveryKeyIsPrintedWithItsDefaultAndChoices) {
   EXPECT_EQ(keys.at("checkpoint.signals").value, "\"SIGTERM,SIGUSR1\"");
 }
 
-// ---- README.md ----
+// ---- docs/config.md ----
 
-TEST(ConfigDocs, ReadmeNamesEveryKeyOfEveryTable) {
+TEST(ConfigDocs, KeyTableNamesEveryKeyOfEveryTable) {
   const auto rows = readme_rows();
   std::set<std::string> tables_seen;
   for (const ReadmeRow& row : rows) {
-    const std::string at = where("README.md", row.line);
+    const std::string at = where("docs/config.md", row.line);
     if (!is_table(config_schema(), row.table)) {
       ADD_FAILURE() << at << "[" << row.table << "] is not a table of the config";
       continue;
@@ -429,12 +429,12 @@ TEST(ConfigDocs, ReadmeNamesEveryKeyOfEveryTable) {
   }
   for (std::string_view table : table_names(config_schema()))
     EXPECT_TRUE(tables_seen.count(std::string(table)))
-        << "README.md: no row `[" << table << "]` in the table of config keys";
+        << "docs/config.md: no row `[" << table << "]` in the table of config keys";
 }
 
-TEST(ConfigDocs, ReadmeListsTheChoicesOfEveryKeyWithChoices) {
+TEST(ConfigDocs, KeyTableListsTheChoicesOfEveryKeyWithChoices) {
   for (const ReadmeRow& row : readme_rows()) {
-    const std::string at = where("README.md", row.line);
+    const std::string at = where("docs/config.md", row.line);
     for (const auto& [key, values] : row.keys) {
       if (!find_key(row.table, key)) continue;
       const auto& choices = printed(row.table, key).choices;
