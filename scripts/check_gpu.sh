@@ -14,7 +14,8 @@
 #   --seconds     deadlines of the named parts instead of the table's ("speed=105")
 #   --from DIR    the speed part carries on from DIR/speed.jsonl (an earlier check's): the runs it
 #                 holds, failed ones too, are not run again, and its run times are the estimates
-#   --scale F     multiplies every deadline, the kit's too (the dry run in the tests uses small ones)
+#   --scale F     multiplies every deadline, the kit's too (a positive number; the dry run in the tests
+#                 uses small ones)
 # PyTorch runs through $PYTHON (default python3), which needs torch and torchvision.
 #
 # The kit and each part run under their own deadline, so a hang or a slow part cannot take the
@@ -76,6 +77,9 @@ for pair in $seconds; do
     { echo "check_gpu: --seconds: '$pair' is not PART=SECONDS (the parts: kit ${parts[*]})" >&2; exit 2; }
   budget[$name]=$value
 done
+if ! [[ $scale =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] || ! LC_ALL=C awk "BEGIN { exit !($scale > 0) }"; then
+  echo "check_gpu: --scale $scale: not a positive number" >&2; exit 2
+fi
 [[ -z $from || -f $from/speed.jsonl ]] || { echo "check_gpu: --from $from: no speed.jsonl there" >&2; exit 2; }
 py=${PYTHON:-python3}
 mkdir -p "$out"
@@ -87,15 +91,20 @@ rm -f "$out"/{summary.md,versions.txt,suites.log,speed.jsonl,speed_table.txt,pro
 exec > >(tee -a "$out/check.log") 2>&1
 
 now() { date +%s.%N; }
-calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
+calc() { LC_ALL=C awk "BEGIN { printf \"%.2f\", $* }"; }
+# duration SECONDS: what `timeout` is given for a limit computed from what is left of a deadline,
+# however late it is computed: at least 0.1 s (timeout reads 0 as no limit at all, a negative value
+# or an empty one as an error that runs nothing), in fixed decimals (never 1e-05).
+duration() { LC_ALL=C awk "BEGIN { s = ${1:-0}; printf \"%.2f\", (s < 0.1 ? 0.1 : s) }"; }
+# nonnegative SECONDS: SECONDS, or 0 where the deadline has passed (what a message says is left).
+nonnegative() { LC_ALL=C awk "BEGIN { s = ${1:-0}; printf \"%.2f\", (s < 0.005 ? 0 : s) }"; }
 started=$(now) failures=0
 
 # --- the kit, under its own deadline -------------------------------------------------------------
 kit_t0=$(now) kit_result=""
 kit_deadline=$(calc "$kit_t0 + $scale * ${budget[kit]}")
 if [[ -f $kit ]]; then
-  unpack_s=$(calc "$kit_deadline - $(now) - 1.5")
-  awk "BEGIN { exit !($unpack_s < 0.1) }" && unpack_s=0.1  # (0 would mean no limit at all)
+  unpack_s=$(duration "$(calc "$kit_deadline - $(now) - 1.5")")
   if command -v xz >/dev/null; then
     timeout -k 1 "$unpack_s" tar -C "$work" -xJf "$kit" || { echo "check_gpu: cannot unpack $kit in time" >&2; exit 2; }
     kit_result="unpacked with xz"
@@ -124,12 +133,14 @@ if [[ ! -e $fmnist/train-images-idx3-ubyte.gz && ! -e $fmnist && -d $kit/data/fa
   fi
 fi
 kit_took=$(calc "$(now) - $kit_t0")
-if awk "BEGIN { exit !($kit_took > $scale * ${budget[kit]}) }"; then
+if LC_ALL=C awk "BEGIN { exit !($kit_took > $scale * ${budget[kit]}) }"; then
   kit_result="$kit_result; OVER ITS DEADLINE"; failures=$((failures + 1))
 fi
 
 # --- summary.md: rewritten whole whenever something is added -------------------------------------
-summary=$out/summary.md suites=$out/suites.log speed=$out/speed.jsonl
+# Its speed tables are check_gpu_speed.py's summary of speed.jsonl, made once after each change of
+# it (read_answers), not again for each rewrite.
+summary=$out/summary.md suites=$out/suites.log speed=$out/speed.jsonl speed_summary=$work/speed_summary.md
 {
   echo "# ringtrain GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -144,8 +155,9 @@ summary=$out/summary.md suites=$out/suites.log speed=$out/speed.jsonl
 : >"$work/summary_rows.md"
 : >"$work/summary_total.md"
 write_summary() {
+  if [[ -s $speed && ! -e $speed_summary ]]; then "$py" scripts/check_gpu_speed.py "$speed" summary >"$speed_summary" 2>&1; fi
   { cat "$work/summary_head.md" "$work/summary_rows.md" "$work/summary_total.md"
-    [[ -s $speed ]] && "$py" scripts/check_gpu_speed.py "$speed" summary
+    [[ -s $speed ]] && cat "$speed_summary"
   } >"$summary.new" 2>&1
   mv "$summary.new" "$summary"
 }
@@ -166,9 +178,10 @@ part_begin() {  # part_begin NAME: starts a part's clock; says which GPU process
   echo "== part $part_no, $part: GPU processes alive (pid, memory): ${apps:-none}"
   [[ -z $apps || $apps == "(no nvidia-smi)" ]] || note "GPU processes alive at its start: $apps"
 }
-left() { calc "$part_deadline - $(now)"; }
+left() { nonnegative "$(calc "$part_deadline - $(now)")"; }
 # What a command may take: until 1.5 s before the part's deadline (it is then stopped, killed 1 s
-# later if it must be, and whatever it left is killed 0.4 s on).
+# later if it must be, and whatever it left is killed 0.4 s on). Negative once that moment has
+# passed: compared, never given to `timeout` (bounded gives it duration's).
 allowed() { calc "$part_deadline - $(now) - 1.5"; }
 note() {
   local words
@@ -215,15 +228,14 @@ bounded() {
   local label=$1 log=$2 rc=0 token limit
   shift 2
   launched=$((launched + 1)) token="$$.$launched"
-  # At least 0.1 s: the deadline may pass between the caller's check and here, and timeout reads
-  # 0 as no limit at all (a negative value as an error). The 1.5 s kept back covers the excess.
-  limit=$(allowed)
-  limit=$(calc "$limit < 0.1 ? 0.1 : $limit")
+  # At least 0.1 s (duration): the deadline may pass between the caller's check and here. The
+  # 1.5 s kept back covers the excess.
+  limit=$(duration "$(allowed)")
   env RINGTRAIN_CHECK_RUN="$token" timeout -k 1 "$limit" "$@" >"$log" 2>&1 || rc=$?
   reap "$token" "$label"
   return "$rc"
 }
-time_is_left() { awk "BEGIN { exit !($(allowed) > 0) }"; }
+time_is_left() { LC_ALL=C awk "BEGIN { exit !($(allowed) > 0) }"; }
 
 # run LABEL CMD...: runs CMD under what is left of the part's deadline, its output into suites.log,
 # and notes the verdict: a gtest run's counts and failed tests, or the exit status; a run cut off
@@ -259,24 +271,55 @@ run() {
 }
 
 # --- 1. versions ---------------------------------------------------------------------------------
+# version_of LABEL CMD...: CMD's output into $work/version.log under what is left of the part's
+# deadline (bounded), and its status; a command not started for lack of time (status 125) or
+# stopped at the deadline says so, in versions.txt and in the part's verdict, which then does not
+# claim what the command could not show.
+version_of() {
+  local label=$1 rc=0
+  shift
+  if ! time_is_left; then
+    echo "($label: not started, the part's time was spent)" >"$work/version.log"
+    note "$label: not started, the part's time was spent"; part_bad=1
+    return 125
+  fi
+  bounded "$label" "$work/version.log" "$@" || rc=$?
+  if [[ $rc == 124 || $rc == 137 ]]; then
+    echo "($label: stopped at the part's deadline)" >>"$work/version.log"
+    note "$label: TIMED OUT"; part_bad=1
+  fi
+  return "$rc"
+}
 versions() {
+  local rc verify_rc=0
   {
     echo "# versions"
     cat "$kit/VERSION" 2>/dev/null
-    timeout -k 1 "$(allowed)" nvidia-smi 2>&1 | head -n 12 || echo "nvidia-smi: not found"
+    rc=0; version_of nvidia-smi nvidia-smi || rc=$?
+    if [[ $rc == 127 ]]; then echo "nvidia-smi: not found"; else head -n 12 "$work/version.log"; fi
     echo
-    timeout -k 1 "$(allowed)" ringtrain info 2>&1 | head -n 4
+    version_of "ringtrain info" ringtrain info
+    head -n 4 "$work/version.log"
     echo
     echo "Fashion-MNIST for the training tests: $fmnist${lent_fmnist:+, lent from the kit until the check ends}$([[ -e $fmnist/train-images-idx3-ubyte.gz ]] || echo ', missing')"
     echo
     echo "# the kit's libraries, and the CUDA libraries this machine provides (cuBLAS, cuDNN, NCCL)"
-    timeout -k 1 "$(allowed)" bash scripts/gpu_kit.sh --verify "$kit" 2>&1
+    version_of "library check" bash scripts/gpu_kit.sh --verify "$kit" || verify_rc=$?
+    cat "$work/version.log"
     echo
-    timeout -k 1 "$(allowed)" "${torch_py[@]}" -c 'import torch, torchvision
+    version_of PyTorch "${torch_py[@]}" -c 'import torch, torchvision
 print("PyTorch", torch.__version__, "torchvision", torchvision.__version__, "CUDA", torch.version.cuda, "cuDNN",
-      torch.backends.cudnn.version(), "NCCL", ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-")' 2>&1 | tail -n 1
+      torch.backends.cudnn.version(), "NCCL", ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-")'
+    tail -n 1 "$work/version.log"
   } >"$out/versions.txt" 2>&1
-  grep -q "every library is in the kit" "$out/versions.txt" && note "libraries complete" || { note "LIBRARIES MISSING (versions.txt)"; part_bad=1; }
+  # The libraries' verdict only where their check ran to its end (else its note says why not).
+  if [[ $verify_rc != 124 && $verify_rc != 137 && $verify_rc != 125 ]]; then
+    if grep -q "every library is in the kit" "$out/versions.txt"; then
+      note "libraries complete"
+    else
+      note "LIBRARIES MISSING (versions.txt)"; part_bad=1
+    fi
+  fi
   cuda_line=$(grep -m1 '^  CUDA:' "$out/versions.txt" | sed 's/^ *//')
   [[ -n $cuda_line ]] && note "$cuda_line"
 }
@@ -359,22 +402,23 @@ estimate() {
   [[ $1 == graph && -z ${seen[graph]:-} && -n ${seen[plain]:-} ]] && e=${seen[plain]}
   echo "$e"
 }
-saw() { [[ -n ${seen[$1]:-} ]] && awk "BEGIN { exit !(${seen[$1]} >= $2) }" || seen[$1]=$2; }
+saw() { [[ -n ${seen[$1]:-} ]] && LC_ALL=C awk "BEGIN { exit !(${seen[$1]} >= $2) }" || seen[$1]=$2; }
 may_start() {  # may_start SECONDS WHAT: whether a run (or a pair) estimated at SECONDS fits in what is left
   local e=$1
   shift
-  if awk "BEGIN { exit !($(allowed) < $e) }"; then
+  if LC_ALL=C awk "BEGIN { exit !($(allowed) < $e) }"; then
     echo "== left for lack of time (about $e s needed, $(left) s left): $*"; skipped_runs=$((skipped_runs + 1)); return 1
   fi
 }
 speed_py() { "$py" scripts/check_gpu_speed.py "$speed" "$@"; }
 # What the plan asks of speed.jsonl, read once after each change of it: asked one start of Python
 # at a time, the fifty-odd questions of a plan whose time is spent took 1.2-1.9 s past the deadline.
+# The same start of Python makes summary.md's speed tables again.
 declare -A answers=()
 read_answers() {
   local question answer
   answers=()
-  while IFS=$'\t' read -r question answer; do answers[$question]=$answer; done < <(speed_py answers)
+  while IFS=$'\t' read -r question answer; do answers[$question]=$answer; done < <(speed_py update "$speed_summary")
 }
 yes_to() { [[ ${answers["$*"]:-} == yes ]]; }  # yes_to QUESTION...: held, rated or failed
 answer() { echo "${answers[$1]:-$2}"; }        # answer QUESTION DEFAULT: best-setting or faster-replay
@@ -441,8 +485,8 @@ torch_bench() {  # torch_bench MODEL PRECISION: PyTorch's step in its best layou
     "$(printf '"run": "torch", "model": "%s", "precision": "%s"' "$model" "$precision")" \
     's/^{.*"images_per_s": \([0-9.]*\).*/\1/p' "${step[@]}" --windows 3
 }
-table() {  # speed_table.txt and summary.md's speed tables, after every run
-  { speed_py summary; echo; echo "## Every run"; echo
+table() {  # speed_table.txt and summary.md's speed tables, after every run (and read_answers)
+  { cat "$speed_summary"; echo; echo "## Every run"; echo
     PYTHON=$py bash bench/gpu_vs_pytorch.sh --table-only --results "$speed"; } >"$out/speed_table.txt" 2>&1
   write_summary
 }
@@ -539,7 +583,7 @@ profile_fits() {
   local need
   need=$(estimate "$1")
   may_start "$need" "$2" >/dev/null && return 0
-  note "$2 not started: about $need s needed, $(allowed) s left"
+  note "$2 not started: about $need s needed, $(nonnegative "$(allowed)") s left"
   return 1
 }
 

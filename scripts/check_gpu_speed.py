@@ -18,8 +18,10 @@ deadline is a "stopped" line, a failed one a "failed" line):
   check_gpu_speed.py FILE summary               ringtrain / PyTorch, each model and precision at its fastest
                                                 setting; then every run of cuDNN's graph API, with its planning
   check_gpu_speed.py FILE worst                 "MODEL PRECISION GRAPH REPLAY" of the lowest ratio (nothing before one)
+  check_gpu_speed.py FILE update SUMMARY_FILE   after each change of FILE, one start of Python for both: the answers
+                                                printed, the summary written to SUMMARY_FILE
 """
-import json, sys
+import contextlib, json, sys
 
 
 def fastest(rows, keep=lambda r: True):
@@ -142,6 +144,11 @@ elif what == "seconds":
         print(k, f"{s:.2f}")
 elif what == "summary":
     summary(rows)
+elif what == "update":
+    with open(args[0], "w") as f, contextlib.redirect_stdout(f):
+        summary(rows)
+    for question, answer in answers(rows):
+        print(f"{question}\t{answer}")
 elif what == "worst":
     torch = {(r["model"], r["precision"]): r["images_per_s"] for r in rows if r.get("kind") == "torch_gpu"}
     rated = {k: r for k, r in fastest(rows).items() if k in torch}
@@ -149,4 +156,4 @@ elif what == "worst":
         k, r = min(rated.items(), key=lambda kr: kr[1]["median_images_per_s"] / torch[kr[0]])
         print(k[0], k[1], setting(r))
 else:
-    sys.exit(f"check_gpu_speed.py: no command '{what}' (answers, seconds, summary, worst)")
+    sys.exit(f"check_gpu_speed.py: no command '{what}' (answers, seconds, summary, worst, update)")
