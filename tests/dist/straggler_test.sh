@@ -92,9 +92,17 @@ rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 exec taskset -c "$rank" "$@"
 PIN
   pinned=(--set model.name=resnet_mini)
-  env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
-    --set checkpoint.dir="$work/pinned_clean" > "$work/pinned_clean.log" 2>&1 || { echo "FAIL: the pinned job did not finish"; fail=1; }
-  silent "$work/pinned_clean.log" "$work/pinned_clean/metrics.jsonl" "2 pinned ranks, nothing beside them"
+  # Nothing of the test's beside them; but on a shared machine something else may take one core for
+  # a while (CI's suite once slowed rank 1 by 22%, 7 ms a step, past the 20% margin). Such noise
+  # does not recur on demand, a report the code makes up does: a reported job runs once more, and
+  # the second must be silent.
+  for clean in pinned_clean pinned_clean_again; do
+    env timeout 180 "$launch" --testing -np 2 bash "$work/pin.sh" "$ringtrain" "${common[@]}" "${pinned[@]}" \
+      --set checkpoint.dir="$work/$clean" > "$work/$clean.log" 2>&1 || { echo "FAIL: the pinned job did not finish"; fail=1; }
+    [[ $(reports "$work/$clean.log") -eq 0 ]] && break
+    echo "NOTE: $clean: $(grep -m1 '^ringtrain: rank' "$work/$clean.log")"
+  done
+  silent "$work/$clean.log" "$work/$clean/metrics.jsonl" "2 pinned ranks, nothing beside them"
   # Two busy loops on rank 1's core. Above the machine's other work where we may (root: nice -5,
   # each weighing three processes of nice 0), so that rank 1 keeps at most a seventh of its core
   # whatever else runs: load from outside, which the scheduler then moves to rank 0's core, slowed
