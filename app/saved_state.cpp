@@ -16,20 +16,6 @@ namespace {
 
 constexpr const char* kFormat = "ringtrain-checkpoint-1";
 
-// What `name` added to `file` since it held `tensors` tensors and `keys` metadata entries, checked
-// against what earlier parts wrote: two parts under one key would overwrite each other's state.
-void claim(const StFile& file, size_t tensors, size_t keys, const std::string& name,
-           std::map<std::string, std::string>& owner) {
-  for (size_t i = tensors; i < file.tensors.size(); ++i) {
-    const auto [at, fresh] = owner.emplace("tensor " + file.tensors[i].first, name);
-    RT_CHECK(fresh, "saved parts '", at->second, "' and '", name, "' both save ", at->first);
-  }
-  for (size_t i = keys; i < file.metadata.size(); ++i) {
-    const auto [at, fresh] = owner.emplace("metadata " + file.metadata[i].first, name);
-    RT_CHECK(fresh, "saved parts '", at->second, "' and '", name, "' both save ", at->first);
-  }
-}
-
 }  // namespace
 
 SavedState::Registration::~Registration() {
@@ -54,8 +40,11 @@ void SavedState::add(const std::string& name, PartScope scope, std::unique_ptr<S
 }
 
 SavedState::Registration SavedState::add_for_now(const std::string& name, SavedPart& part) {
-  insert({name, PartScope::kShared, &part, nullptr});
+  // Loaded before it is listed: a part that cannot load is not left behind its owner.
+  RT_CHECK(std::none_of(parts_.begin(), parts_.end(), [&](const Entry& e) { return e.name == name; }),
+           "a saved part named '", name, "' is registered already");
   if (resumed_) part.load(*resumed_, resumed_path_);
+  insert({name, PartScope::kShared, &part, nullptr});
   return Registration(this, name);
 }
 
@@ -68,33 +57,37 @@ bool SavedState::has(PartScope scope) const {
   return std::any_of(parts_.begin(), parts_.end(), [&](const Entry& e) { return e.scope == scope; });
 }
 
+// `file` with every part of `scope` saved into it, each checked against what the file held and what
+// earlier parts wrote: two parts under one key would overwrite each other's state.
+StFile SavedState::compose(PartScope scope, StFile file) const {
+  std::map<std::string, std::string> owner;
+  for (const auto& [key, value] : file.metadata) owner.emplace("metadata " + key, "the checkpoint writer");
+  for (const Entry& e : parts_) {
+    if (e.scope != scope) continue;
+    const size_t tensors = file.tensors.size(), keys = file.metadata.size();
+    e.part->save(file);
+    const auto claim = [&](const std::string& what) {
+      const auto [at, fresh] = owner.emplace(what, e.name);
+      RT_CHECK(fresh, "saved parts '", at->second, "' and '", e.name, "' both save ", at->first);
+    };
+    for (size_t i = tensors; i < file.tensors.size(); ++i) claim("tensor " + file.tensors[i].first);
+    for (size_t i = keys; i < file.metadata.size(); ++i) claim("metadata " + file.metadata[i].first);
+  }
+  return file;
+}
+
 std::string SavedState::write(const std::string& dir, int64_t images_seen, int64_t keep, const std::string& what,
                               const StallPolicy& between_steps) const {
   const std::string path = numbered_checkpoint_path(dir, images_seen);
   if (has(PartScope::kPerRank)) {
-    StFile own;
-    std::map<std::string, std::string> owner;
-    for (const Entry& e : parts_)
-      if (e.scope == PartScope::kPerRank) {
-        const size_t tensors = own.tensors.size(), keys = own.metadata.size();
-        e.part->save(own);
-        claim(own, tensors, keys, e.name, owner);
-      }
-    write_safetensors(rank_state_path(path, world_.rank(), world_.size()), own);
+    write_safetensors(rank_state_path(path, world_.rank(), world_.size()), compose(PartScope::kPerRank, {}));
     double written = 1;
     world_.allreduce_sum(&written, 1, {&between_steps, what + ": every rank's own state"});
   }
   if (world_.rank() == 0) {
     StFile f;
     f.metadata.emplace_back("format", kFormat);
-    std::map<std::string, std::string> owner{{"metadata format", "the checkpoint writer"}};
-    for (const Entry& e : parts_)
-      if (e.scope == PartScope::kShared) {
-        const size_t tensors = f.tensors.size(), keys = f.metadata.size();
-        e.part->save(f);
-        claim(f, tensors, keys, e.name, owner);
-      }
-    write_safetensors(path, f);
+    write_safetensors(path, compose(PartScope::kShared, std::move(f)));
     publish_checkpoint(dir, path, keep);
   }
   // A busy file system is no fault: a slow write only warns, past dist.stall_warn_s.

@@ -101,6 +101,7 @@ class SavedState {
     std::unique_ptr<SavedPart> kept;  // where the registry keeps the part
   };
   void insert(Entry entry);
+  StFile compose(PartScope scope, StFile file) const;
   void remove(const std::string& name);
   bool has(PartScope scope) const;
 
