@@ -15,10 +15,10 @@ std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sam
   return build_model(m.name, ModelOptions{sample, m.num_classes, m.dropout, m.aux_logits});
 }
 
-std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch,
-                                                bool training) {
+std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch, bool training,
+                                                Precision precision) {
   std::unique_ptr<Graph> graph = build_config_model(config, sample);
-  graph->plan(batch, Device::kCpu, training, {config.train.conv_algorithm});
+  graph->plan(batch, Device::kCpu, training, {config.train.conv_algorithm, precision});
   return graph;
 }
 

@@ -17,10 +17,10 @@ namespace rt {
 Shape usual_input(const Config& config);
 // model.name with model.num_classes, dropout and aux_logits, for samples of shape `sample`.
 std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sample);
-// The same, planned on the CPU for `batch` samples with train.conv_algorithm (the precision and
-// cuDNN's graph API are the GPU's, which these commands do not use).
-std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch,
-                                                bool training);
+// The same, planned on the CPU for `batch` samples with train.conv_algorithm, in float32 or, with
+// `precision` bf16, as a bf16 run computes (Note [CPU bfloat16] in nn/cpu_bf16.h).
+std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch, bool training,
+                                                Precision precision = Precision::kFp32);
 
 // train.* as make_optimizer reads them.
 OptimizerOptions optimizer_options(const TrainConfig& train);

@@ -6,6 +6,7 @@
 
 #include "app/recipe_summary.h"
 #include "base/check.h"
+#include "nn/cpu_bf16.h"
 
 namespace rt {
 
@@ -25,6 +26,11 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
   if (device == Device::kCuda)
     out << " (rank 0: " << gpu_how << ") in " << name_of(config.train.precision)
         << (t.loss_scaling().state() ? " with dynamic loss scaling" : "");
+  if (device == Device::kCpu && config.train.precision == Precision::kBf16) {
+    const CpuBf16 cpu = cpu_bf16();
+    out << " in bf16 (rank 0: " << (cpu.native ? "bfloat16 units, oneDNN on " : "emulated by oneDNN on ") << cpu.isa
+        << ")";
+  }
   if (config.train.cuda_graph)
     out << ", steps after the first replayed as a CUDA graph (" << t.replay().covers() << ")";
   out << "\n"

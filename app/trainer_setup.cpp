@@ -12,6 +12,7 @@
 #include "app/checkpoint.h"
 #include "app/config_model.h"
 #include "app/consistency.h"
+#include "app/cpu_precision.h"
 #include "app/gradient_accumulation.h"
 #include "app/grad_hook_choice.h"
 #include "app/gradient_buckets.h"
@@ -115,6 +116,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
   // Before any collective the config decides (the GPU's choice, train.bn_group's group, the
   // ring's transport): ranks told different things would otherwise wait in different calls.
   require_same_on_all_ranks("config key", config_items(to_toml(config)), world);
+  check_cpu_precision_on_all_ranks(config.train, world);
   between_steps_.hosts = world.allgather(world.host());
   const GpuChoice gpu = config.train.device == Device::kCuda ? take_gpu(world) : GpuChoice{};
   const PlanContext plan_context = training_plan_context(config, world, between_steps_, bn_group_, &position_.now.step);

@@ -6,6 +6,7 @@
 
 #include "app/checkpoint.h"
 #include "app/config_model.h"
+#include "app/cpu_precision.h"
 #include "base/check.h"
 #include "base/cpu_budget.h"
 #include "formats/safetensors.h"
@@ -67,7 +68,11 @@ std::string run_forward(const ForwardRequest& r) {
       target ? read_targets(*target, n, c.model.num_classes, r.batch_path) : std::vector<int32_t>();
 
   const Shape sample = {input->shape[1], input->shape[2], input->shape[3]};
-  std::unique_ptr<Graph> graph = plan_config_model_on_cpu(c, sample, n, r.training);
+  // train.precision = "bf16" runs the pass as a bf16 training step computes it.
+  check_cpu_precision(c.train);
+  const bool cpu_bf16 = c.train.device == Device::kCpu && c.train.precision == Precision::kBf16;
+  std::unique_ptr<Graph> graph =
+      plan_config_model_on_cpu(c, sample, n, r.training, cpu_bf16 ? Precision::kBf16 : Precision::kFp32);
   for (const CounterRef& counter : graph->counters()) *counter.value = 0;  // optional in the file
   load_model_state(*graph, read_safetensors(r.weights_path), r.weights_path);
 

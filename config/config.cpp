@@ -62,8 +62,9 @@ std::vector<Broken> broken_rules(const Config& c) {
          d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : "");
   }
   if (t.device == Device::kCpu) {
-    rule(t.precision == Precision::kFp32, "train.precision", "train.device", "train.precision = \"",
-         name_of(t.precision), "\" applies to device = \"cuda\" only; the CPU computes in float32");
+    rule(t.precision == Precision::kFp32 || t.precision == Precision::kBf16, "train.precision", "train.device",
+         "train.precision = \"", name_of(t.precision),
+         "\" applies to device = \"cuda\" only; the CPU computes in fp32 or bf16");
     rule(dist.allreduce != Allreduce::kNccl, "dist.allreduce", "train.device",
          "dist.allreduce = \"nccl\" needs train.device = \"cuda\"; on the CPU use ring or mpi");
     rule(t.cudnn_graph == CudnnGraphUse::kNever, "train.cudnn_graph", "train.device", "train.cudnn_graph = \"",

@@ -71,6 +71,7 @@ struct TrainConfig {
   Device device = Device::kCpu;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::kDirect;
   Precision precision = Precision::kFp32;
+  bool bf16_emulation = false;
   bool cuda_graph = false;
   CudnnGraphUse cudnn_graph = CudnnGraphUse::kNever;
   bool operator==(const TrainConfig&) const = default;

@@ -296,8 +296,16 @@ inline const SchemaOf<Config>& config_schema() {
        .doc = "fp32: true float32 everywhere; tf32: CUDA convolutions and matrix products round "
               "their inputs to TF32 on tensor cores (float32 storage and accumulation); bf16 / fp16 (CUDA): "
               "activations between convolutions in 16 bits (NHWC), float32 weights, fully connected layers "
-              "in TF32; fp16 adds dynamic loss scaling, skipping the steps whose gradients overflow",
+              "in TF32; fp16 adds dynamic loss scaling, skipping the steps whose gradients overflow; bf16 "
+              "(CPU, where it has AVX512_BF16 or AMX): convolutions and fully connected layers compute from "
+              "bf16 copies with float32 sums, activations between convolutions in bf16, float32 weights",
        .also = {"dtype", "amp", "mixed_precision"}},
+      {.table = "train",
+       .key = "bf16_emulation",
+       .field = &member<&C::train, &TrainConfig::bf16_emulation>,
+       .doc = "CPU: run train.precision = \"bf16\" on an AVX-512 CPU without bfloat16 units, through "
+              "oneDNN's emulation (several times slower than fp32; for tests and trials)",
+       .also = {"emulate_bf16", "bf16_emulate"}},
       {.table = "train",
        .key = "conv_algorithm",
        .field = &enum_member<&C::train, &TrainConfig::conv_algorithm>,

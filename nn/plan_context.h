@@ -18,7 +18,8 @@ namespace rt {
 // nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and
 // matrix products may round their inputs to TF32 on tensor cores. bf16 / fp16: activations and
 // their gradients between convolutions in 16 bits (NHWC), parameters and everything else float32,
-// fully connected layers in TF32. The CPU computes in fp32 only.
+// fully connected layers in TF32. The CPU computes in fp32, or in bf16 as Note [CPU bfloat16] in
+// nn/cpu_bf16.h says (tf32 and fp16 are the GPU's; the app refuses them there).
 //
 // Whether CUDA convolutions try cuDNN's graph API (train.cudnn_graph; Note [cuDNN graph API] in
 // nn/ops/cuda/cudnn_graph.h): "off" never, "where_faster" where its plan timed faster than the

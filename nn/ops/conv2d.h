@@ -45,7 +45,8 @@ class Conv2dOp {
 
 // need_dx = false skips planning backward-data (the first layer never needs it). kWinograd falls
 // back to direct where the backend has no Winograd kernel for this geometry (see algorithm()); on
-// the CPU, plan.precision and plan.cudnn_graph have no effect (the app refuses them there).
+// the CPU, plan.precision bf16 computes in bf16 (Note [CPU bfloat16] in nn/cpu_bf16.h), and
+// plan.cudnn_graph has no effect.
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
                                       const PlanContext& plan = {});
 

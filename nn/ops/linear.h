@@ -17,7 +17,8 @@ class LinearOp {
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) = 0;
 };
 
-// On the GPU, plan.precision other than fp32 lets the products round their inputs to TF32.
+// On the GPU, plan.precision other than fp32 lets the products round their inputs to TF32; on the
+// CPU, bf16 computes from bf16 copies of x, w and dy (Note [CPU bfloat16] in nn/cpu_bf16.h).
 std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
                                       Device device, const PlanContext& plan = {});
 

@@ -1,15 +1,23 @@
-# The PyTorch side of tests/models/paper_parity_test.cpp. Usage: MODEL BATCH RES DIR.
-# Builds torchvision's MODEL (resnet101, vgg16, vgg16_bn, inception_v3 with its aux head) with a
-# fixed seed, dropout 0 and perturbed batch-norm parameters and statistics, and writes to DIR:
+# The PyTorch side of tests/models/paper_parity_test.cpp. Usage: MODEL BATCH RES DIR [bf16].
+# Builds torchvision's MODEL (resnet101, vgg16, vgg16_bn, inception_v3 with its aux head; or
+# lenet, simple_cnn, resnet_mini of tests/models/torch_reference.py, on one channel and 10
+# classes) with a fixed seed, dropout 0 and perturbed batch-norm parameters and statistics, and
+# writes to DIR:
 #   weights.safetensors    the state dict (F32; num_batches_tracked I64), what ringtrain loads
 #   batch.safetensors      "input" (F32) and "target" (I64)
 #   reference.safetensors  one training-mode step computed in float64 (model.double()): logits,
 #                          aux_logits, loss (main + 0.4 aux), grad.<param>, every buffer after it;
 #                          and budget.<name>: the larger of float32 PyTorch's two errors against
-#                          that reference (NCHW and channels_last), max |f32 - f64| per tensor.
-import copy, json, struct, sys
+#                          that reference (NCHW and channels_last), max |f32 - f64| per tensor;
+#                          with bf16, PyTorch's bf16 CPU autocast's errors instead.
+import contextlib, copy, json, os, struct, sys
 import torch, torchvision
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_reference  # noqa: E402
+
+SMALL = ("lenet", "simple_cnn", "resnet_mini")
 
 def write_safetensors(path, tensors):
     dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
@@ -28,15 +36,20 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 def build(name):
+    if name in SMALL:
+        return torch_reference.build(name)
     if name == "inception_v3":
         return torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=True)
     return getattr(torchvision.models, name)(weights=None)
 
-def step(model, x, target):
+def step(model, x, target, bf16=False):
     """One training-mode forward and backward; returns every output the test compares."""
     model.train()
-    out = model(x)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with autocast:
+        out = model(x)
     logits, aux = (out.logits, out.aux_logits) if hasattr(out, "aux_logits") else (out, None)
+    logits, aux = logits.float(), (aux.float() if aux is not None else None)
     ce = nn.CrossEntropyLoss()
     loss = ce(logits, target) + (0.4 * ce(aux, target) if aux is not None else 0)
     loss.backward()
@@ -47,7 +60,7 @@ def step(model, x, target):
     result.update(dict(model.named_buffers()))
     return {k: v.detach().double().contiguous() for k, v in result.items()}
 
-def main(name, batch, res, out_dir):
+def main(name, batch, res, out_dir, precision="fp32"):
     torch.manual_seed(0)
     torch.set_num_threads(2)
     model = build(name)
@@ -60,15 +73,16 @@ def main(name, batch, res, out_dir):
                 m.bias.uniform_(-0.5, 0.5)
                 m.running_mean.uniform_(-0.1, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
-    x = torch.randn(batch, 3, res, res)
-    target = torch.randint(0, 1000, (batch,))
+    x = torch.randn(batch, 1 if name in SMALL else 3, res, res)
+    target = torch.randint(0, 10 if name in SMALL else 1000, (batch,))
     write_safetensors(out_dir + "/weights.safetensors", model.state_dict())
     write_safetensors(out_dir + "/batch.safetensors", {"input": x, "target": target})
 
     ref = step(copy.deepcopy(model).double(), x.double(), target)
-    nchw = step(copy.deepcopy(model), x, target)
+    bf16 = precision == "bf16"
+    nchw = step(copy.deepcopy(model), x, target, bf16)
     cl = step(copy.deepcopy(model).to(memory_format=torch.channels_last),
-              x.contiguous(memory_format=torch.channels_last), target)
+              x.contiguous(memory_format=torch.channels_last), target, bf16)
     out = dict(ref)
     for k, want in ref.items():
         err = max((nchw[k] - want).abs().max().item(), (cl[k] - want).abs().max().item())
@@ -76,4 +90,4 @@ def main(name, batch, res, out_dir):
     write_safetensors(out_dir + "/reference.safetensors", out)
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], *sys.argv[5:])

@@ -1,7 +1,11 @@
 // Residual add through oneDNN binary (b reordered to a's layout if they differ), and gradient
-// accumulation as a plain loop over the physical buffer of two tensors with the same layout.
+// accumulation as a plain loop over the physical buffer of two tensors with the same layout (bf16
+// ones summed in float32 and rounded back, as PyTorch adds two bf16 gradients).
 #include "nn/ops/add.h"
 
+#include <cstring>
+
+#include "base/half_float.h"
 #include "nn/ops/cpu/dnnl_util.h"
 #include "nn/ops/cpu/make.h"
 
@@ -22,7 +26,7 @@ class CpuAdd final : public AddOp {
 
   void backward(const Tensor& dy, Tensor* da, Tensor* db) override {
     // dy has a's layout; da is a copy, db a copy reordered to b's layout.
-    if (da) std::copy(dy.data(), dy.data() + dy.bytes() / 4, da->data());
+    if (da) std::memmove(da->data(), dy.data(), dy.bytes());
     if (db) reorder(mem(a_md_, dy.data()), mem(*db));
   }
 
@@ -43,6 +47,14 @@ void accumulate(Tensor& dst, const Tensor& src) {
     staged = Tensor(dst.spec());
     reorder(src, staged);
     s = &staged;
+  }
+  if (dt_of(dst.spec()) == dt::bf16) {
+    const int64_t n = static_cast<int64_t>(dst.bytes() / 2);
+    auto* d = reinterpret_cast<uint16_t*>(dst.data());
+    const auto* x = reinterpret_cast<const uint16_t*>(s->data());
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) + bf16_to_float(x[i]));
+    return;
   }
   const int64_t n = static_cast<int64_t>(dst.bytes() / 4);
   float* d = dst.data();

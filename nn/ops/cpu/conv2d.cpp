@@ -5,7 +5,9 @@
 // activations; its convolutions per step, weight reorders included, ran 1.26x (ResNet-101),
 // 1.31x (VGG-16) and 1.31x (Inception-v3) faster than PyTorch's in NCHW. With
 // ConvAlgorithm::kWinograd, 3x3 stride-1 convolutions use oneDNN's F(4x4, 3x3) kernels where the
-// CPU has them (about 2x faster on ResNet-101's 3x3 layers here).
+// CPU has them (about 2x faster on ResNet-101's 3x3 layers here). Under bf16 (Note [CPU bfloat16])
+// the activations, their gradients and the weights' per-pass copies are bf16, the weight and bias
+// gradients float32.
 #include "nn/ops/conv2d.h"
 
 #include "nn/ops/cpu/dnnl_util.h"
@@ -18,7 +20,8 @@ using dims = dnnl::memory::dims;
 
 class CpuConv2d final : public Conv2dOp {
  public:
-  CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm) : need_dx_(need_dx) {
+  CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm, dt compute)
+      : need_dx_(need_dx) {
     const Shape y_shape = g.output_shape(x.shape);
     const bool grouped = g.groups > 1;
     const Shape w_shape =
@@ -32,21 +35,21 @@ class CpuConv2d final : public Conv2dOp {
     const dims pad_l{g.pad_h, g.pad_w};
     const dims pad_r{right_pad(x.shape[2], y_shape[2], g.kernel_h, g.stride_h, g.pad_h, g.dilation_h),
                      right_pad(x.shape[3], y_shape[3], g.kernel_w, g.stride_w, g.pad_w, g.dilation_w)};
-    const md w_any(dims(w_shape.begin(), w_shape.end()), dt::f32, tag::any);
+    const md w_any(dims(w_shape.begin(), w_shape.end()), compute, tag::any);
+    const md dw_any(dims(w_shape.begin(), w_shape.end()), dt::f32, tag::any);
+    const md x_any = any_md(x.shape, compute), y_any = any_md(y_shape, compute);
 
     // The primitive chooses every layout: a 1- or 3-channel input stays plain, activations come
     // out blocked; Staging reorders only where its choice differs from what the caller holds.
     // All three passes share one algorithm, since backward is hinted by the forward descriptor.
     auto plan_passes = [&](dnnl::algorithm alg) {
-      dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, any_md(x.shape), w_any, b_md,
-                                         any_md(y_shape), strides, dil, pad_l, pad_r);
+      dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, x_any, w_any, b_md, y_any, strides,
+                                         dil, pad_l, pad_r);
       fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, engine());
-      dnnl::convolution_backward_weights::desc wd(alg, any_md(x.shape), w_any, b_md, any_md(y_shape), strides, dil,
-                                                  pad_l, pad_r);
+      dnnl::convolution_backward_weights::desc wd(alg, x_any, dw_any, b_md, y_any, strides, dil, pad_l, pad_r);
       bww_pd_ = dnnl::convolution_backward_weights::primitive_desc(wd, engine(), fwd_pd_);
       if (need_dx_) {
-        dnnl::convolution_backward_data::desc dd(alg, any_md(x.shape), w_any, any_md(y_shape), strides, dil, pad_l,
-                                                 pad_r);
+        dnnl::convolution_backward_data::desc dd(alg, x_any, w_any, y_any, strides, dil, pad_l, pad_r);
         bwd_pd_ = dnnl::convolution_backward_data::primitive_desc(dd, engine(), fwd_pd_);
       }
     };
@@ -133,7 +136,7 @@ class CpuConv2d final : public Conv2dOp {
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
                                       const PlanContext& plan) {
-  return std::make_unique<CpuConv2d>(g, x, need_dx, plan.conv_algorithm);
+  return std::make_unique<CpuConv2d>(g, x, need_dx, plan.conv_algorithm, compute_dt(plan.precision));
 }
 
 }  // namespace rt::cpu

@@ -36,14 +36,19 @@ std::string DnnlLayout::describe() const {
   std::ostringstream os;
   os << outer;
   for (int b = 0; b < blk.inner_nblks; ++b) os << blk.inner_blks[b] << static_cast<char>('a' + blk.inner_idxs[b]);
+  if (desc_.data_type() == dt::bf16) os << " bf16";
   return os.str();
 }
 
-md plain_md(const Shape& shape) {
+md plain_md(const Shape& shape, dt type) {
   static const tag tags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde};
   RT_CHECK(!shape.empty() && shape.size() <= 5, "tensor of rank ", shape.size(), " is not supported on the CPU");
-  return md(dnnl::memory::dims(shape.begin(), shape.end()), dt::f32, tags[shape.size()]);
+  return md(dnnl::memory::dims(shape.begin(), shape.end()), type, tags[shape.size()]);
 }
+
+dt dt_of(const TensorSpec& spec) { return md_of(spec).data_type(); }
+
+dt compute_dt(Precision precision) { return precision == Precision::kBf16 ? dt::bf16 : dt::f32; }
 
 md md_of(const TensorSpec& spec) {
   if (spec.is_plain()) return plain_md(spec.shape);
@@ -57,7 +62,7 @@ TensorSpec spec_of(const Shape& shape, const md& desc) {
   return TensorSpec{shape, std::make_shared<DnnlLayout>(desc), Device::kCpu};
 }
 
-md any_md(const Shape& shape) { return md(dnnl::memory::dims(shape.begin(), shape.end()), dt::f32, tag::any); }
+md any_md(const Shape& shape, dt type) { return md(dnnl::memory::dims(shape.begin(), shape.end()), type, tag::any); }
 
 dnnl::memory mem(const md& desc, const float* data) { return dnnl::memory(desc, engine(), const_cast<float*>(data)); }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/run_settings.h"
 #include "nn/tensor.h"
 
 namespace rt::cpu {
@@ -33,13 +34,18 @@ class DnnlLayout final : public Layout {
 };
 
 // The plain row-major descriptor for a shape (a, ab, abc, abcd, abcde).
-md plain_md(const Shape& shape);
-// The descriptor behind a spec: its oneDNN layout, or plain.
+md plain_md(const Shape& shape, dt type = dt::f32);
+// The descriptor behind a spec: its oneDNN layout, or plain float32.
 md md_of(const TensorSpec& spec);
-// A spec for `shape` in layout `desc`; plain descriptors give a plain spec (layout nullptr).
+// The element type a spec holds: plain specs are float32.
+dt dt_of(const TensorSpec& spec);
+// A spec for `shape` in layout `desc`; plain float32 descriptors give a plain spec (layout nullptr).
 TensorSpec spec_of(const Shape& shape, const md& desc);
 // md with "any" format for a shape: lets the primitive choose.
-md any_md(const Shape& shape);
+md any_md(const Shape& shape, dt type = dt::f32);
+// What convolutions and matrix products compute in under `precision` (Note [CPU bfloat16]):
+// bf16 for bf16, float32 for the rest.
+dt compute_dt(Precision precision);
 
 dnnl::memory mem(const md& desc, const float* data);
 dnnl::memory mem(const Tensor& t);

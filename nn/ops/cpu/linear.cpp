@@ -1,5 +1,8 @@
 // Fully connected through oneDNN inner product on plain (N, I) x (O, I): one threading runtime
 // (oneDNN's OpenMP) for the whole step, never a pthreaded BLAS beside it (see the conv study).
+// Under bf16 (Note [CPU bfloat16]) the product reads bf16 copies of x, w and dy (as PyTorch's
+// autocast does) and accumulates in float32; y, dx, dw and db stay float32, so logits and the
+// loss are float32.
 #include "nn/ops/linear.h"
 
 #include "nn/ops/cpu/dnnl_util.h"
@@ -10,53 +13,69 @@ namespace {
 
 class CpuLinear final : public LinearOp {
  public:
-  CpuLinear(int64_t n, int64_t in, int64_t out, bool bias, bool need_dx) {
+  CpuLinear(int64_t n, int64_t in, int64_t out, bool bias, bool need_dx, dt compute) : need_dx_(need_dx) {
     const md x_md = plain_md({n, in}), w_md = plain_md({out, in}), y_md = plain_md({n, out});
     const md b_md = bias ? plain_md({out}) : md();
-    dnnl::inner_product_forward::desc fd(dnnl::prop_kind::forward_training, x_md, w_md, b_md, y_md);
+    const md x_in = plain_md({n, in}, compute), y_c = plain_md({n, out}, compute);
+    // float32 keeps its plain weights (no copy per pass); bf16 copies them anyway, into the
+    // primitive's own layout.
+    const md w_any = compute == dt::f32 ? w_md : any_md({out, in}, compute);
+    dnnl::inner_product_forward::desc fd(dnnl::prop_kind::forward_training, x_in, w_any, b_md, y_md);
     auto fpd = dnnl::inner_product_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::inner_product_forward(fpd);
-    dnnl::inner_product_backward_weights::desc wd(x_md, w_md, b_md, y_md);
-    bww_ =
-        dnnl::inner_product_backward_weights(dnnl::inner_product_backward_weights::primitive_desc(wd, engine(), fpd));
+    x_fwd_ = Staging(x_md, fpd.src_desc(), 0);
+    w_fwd_ = Staging(w_md, fpd.weights_desc(), 1);
+    dnnl::inner_product_backward_weights::desc wd(x_in, w_md, b_md, y_c);
+    auto wpd = dnnl::inner_product_backward_weights::primitive_desc(wd, engine(), fpd);
+    bww_ = dnnl::inner_product_backward_weights(wpd);
+    x_bww_ = Staging(x_md, wpd.src_desc(), 0);
+    dy_bww_ = Staging(y_md, wpd.diff_dst_desc(), 1);
     if (need_dx) {
-      dnnl::inner_product_backward_data::desc dd(x_md, w_md, y_md);
-      bwd_ = dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(dd, engine(), fpd));
+      dnnl::inner_product_backward_data::desc dd(x_md, w_any, y_c);
+      auto dpd = dnnl::inner_product_backward_data::primitive_desc(dd, engine(), fpd);
+      bwd_ = dnnl::inner_product_backward_data(dpd);
+      dy_bwd_ = Staging(y_md, dpd.diff_dst_desc(), 0);
+      w_bwd_ = Staging(w_md, dpd.weights_desc(), 1);
     }
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_WEIGHTS, mem(w)}, {DNNL_ARG_DST, mem(y)}};
+        {DNNL_ARG_SRC, x_fwd_.in(mem(x))}, {DNNL_ARG_WEIGHTS, w_fwd_.in(mem(w))}, {DNNL_ARG_DST, mem(y)}};
     if (b) args[DNNL_ARG_BIAS] = mem(*b);
     fwd_.execute(stream(), args);
     stream().wait();
   }
 
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    bwd_.execute(stream(), {{DNNL_ARG_DIFF_DST, mem(dy)}, {DNNL_ARG_WEIGHTS, mem(w)}, {DNNL_ARG_DIFF_SRC, mem(dx)}});
+    RT_ASSERT(need_dx_);
+    bwd_.execute(stream(), {{DNNL_ARG_DIFF_DST, dy_bwd_.in(mem(dy))},
+                            {DNNL_ARG_WEIGHTS, w_bwd_.in(mem(w))},
+                            {DNNL_ARG_DIFF_SRC, mem(dx)}});
     stream().wait();
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, mem(x)}, {DNNL_ARG_DIFF_DST, mem(dy)}, {DNNL_ARG_DIFF_WEIGHTS, mem(dw)}};
+        {DNNL_ARG_SRC, x_bww_.in(mem(x))}, {DNNL_ARG_DIFF_DST, dy_bww_.in(mem(dy))}, {DNNL_ARG_DIFF_WEIGHTS, mem(dw)}};
     if (db) args[DNNL_ARG_DIFF_BIAS] = mem(*db);
     bww_.execute(stream(), args);
     stream().wait();
   }
 
  private:
+  bool need_dx_;
   dnnl::inner_product_forward fwd_;
   dnnl::inner_product_backward_data bwd_;
   dnnl::inner_product_backward_weights bww_;
+  Staging x_fwd_, w_fwd_, x_bww_, dy_bww_, dy_bwd_, w_bwd_;
 };
 
 }  // namespace
 
 std::unique_ptr<LinearOp> make_linear(int64_t batch, int64_t in_features, int64_t out_features, bool bias, bool need_dx,
-                                      const PlanContext&) {
-  return std::make_unique<CpuLinear>(batch, in_features, out_features, bias, need_dx);
+                                      const PlanContext& plan) {
+  return std::make_unique<CpuLinear>(batch, in_features, out_features, bias, need_dx, compute_dt(plan.precision));
 }
 
 }  // namespace rt::cpu

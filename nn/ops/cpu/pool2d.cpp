@@ -23,8 +23,8 @@ class CpuPool2d final : public Pool2dOp {
     const dims strides{g.stride_h, g.stride_w}, kernel{g.kernel_h, g.kernel_w}, pad_l{g.pad_h, g.pad_w};
     const dims pad_r{right_pad(x.shape[2], y_shape[2], g.kernel_h, g.stride_h, g.pad_h, 1),
                      right_pad(x.shape[3], y_shape[3], g.kernel_w, g.stride_w, g.pad_w, 1)};
-    dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training, alg, x_md, any_md(y_shape), strides, kernel,
-                                   pad_l, pad_r);
+    dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training, alg, x_md, any_md(y_shape, x_md.data_type()),
+                                   strides, kernel, pad_l, pad_r);
     auto fpd = dnnl::pooling_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::pooling_forward(fpd);
     y_spec_ = spec_of(y_shape, fpd.dst_desc());
