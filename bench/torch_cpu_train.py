@@ -4,12 +4,18 @@ against: the same model (torchvision's), batch, resolution and thread count, SGD
 and weight decay 1e-4 as ringtrain's configs/cpu/*.toml, on one fixed random batch.
 
   /usr/bin/python3 bench/torch_cpu_train.py MODEL BATCH RESOLUTION [--steps N] [--threads T] [--channels-last]
+                                           [--bf16]
+
+--bf16 runs forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), the one line a
+PyTorch user adds for bfloat16.
 
 MODEL is resnet101, resnet50, vgg16 or inception3 (Inception-v3 without its auxiliary head).
 Needs Debian's python3-torch and python3-torchvision. One untimed step first, then N timed ones;
-prints one line ending in step_s=... img_per_s=..., which cpu_vs_torch.py reads.
+prints one line ending in step_s=... img_per_s=..., which cpu_vs_torch.py reads, and the BLAS
+library PyTorch has loaded (blas=...).
 """
 import argparse
+import contextlib
 import time
 
 import torch
@@ -31,6 +37,7 @@ def main():
     p.add_argument("--steps", type=int, default=3, help="timed steps")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--channels-last", action="store_true", help="NHWC activations, PyTorch's faster CPU layout")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -44,7 +51,9 @@ def main():
 
     def train_step():
         optimizer.zero_grad(set_to_none=True)
-        criterion(model(images), labels).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16) if a.bf16 else contextlib.nullcontext():
+            loss = criterion(model(images), labels)
+        loss.backward()
         optimizer.step()
 
     train_step()  # allocations and oneDNN's primitive caches, untimed
@@ -53,7 +62,15 @@ def main():
         train_step()
     seconds = (time.perf_counter() - start) / a.steps
     print(f"torch {a.model} batch={a.batch} res={a.resolution} threads={a.threads} "
-          f"layout={'channels_last' if a.channels_last else 'nchw'} step_s={seconds:.3f} img_per_s={a.batch / seconds:.3f}")
+          f"layout={'channels_last' if a.channels_last else 'nchw'} dtype={'bf16' if a.bf16 else 'fp32'} "
+          f"blas={loaded_blas()} step_s={seconds:.3f} img_per_s={a.batch / seconds:.3f}")
+
+
+def loaded_blas():
+    """The BLAS library this process has mapped (Debian's PyTorch calls whatever libblas.so.3 is)."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if "blas" in line.split()[-1]}
+    return ",".join(sorted(p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] for p in paths)) or "none"
 
 
 if __name__ == "__main__":

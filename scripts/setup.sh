@@ -22,8 +22,10 @@ tfrecord_test_pkgs=(python3-crcmod)
 style_pkgs=(clang-format)
 # The fuzz targets' test (tests/data/fuzz/fuzz_test.sh) builds with clang's libFuzzer.
 fuzz_pkgs=(clang libclang-rt-14-dev)
-# PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3).
-oracle_pkgs=(python3-torch python3-torchvision)
+# PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3), and
+# the peer bench/cpu_vs_torch.py times; it calls whatever libblas.so.3 is installed, and OpenBLAS
+# runs its fully connected layers about 3x faster than the reference BLAS.
+oracle_pkgs=(python3-torch python3-torchvision libopenblas0-pthread)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
