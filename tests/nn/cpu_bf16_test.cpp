@@ -3,8 +3,9 @@
 // bf16 copies of its input and weights, and a fully connected layer computes from bf16 copies and
 // writes float32. A float32 result is checked twice: it matches the sums over the bf16-rounded
 // values to float32 rounding, and misses the sums over the unrounded values by far more, so a
-// layer left in float32 where bf16 is claimed fails. Runs wherever oneDNN runs bf16, emulated or
-// not (AVX-512 and later); skips below.
+// layer left in float32 where bf16 is claimed fails. Dropout and gradient accumulation, our own
+// loops, compute in float32 and round once. Runs wherever oneDNN runs bf16, emulated or not
+// (AVX-512 and later); skips below.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +15,9 @@
 #include "base/half_float.h"
 #include "base/rng.h"
 #include "nn/cpu_bf16.h"
+#include "nn/ops/add.h"
 #include "nn/ops/conv2d.h"
+#include "nn/ops/dropout.h"
 #include "nn/ops/linear.h"
 #include "nn/ops/reorder.h"
 
@@ -163,6 +166,39 @@ TEST(CpuBf16, AFullyConnectedLayerComputesFromBf16CopiesAndWritesFloat32) {
   EXPECT_LE(rounded, kRoundedBound) << "y is not the float32 sum of bf16 products";
   EXPECT_GE(unrounded, kUnroundedFloor) << "y was computed from unrounded (float32) inputs";
   std::printf("linear: y against rounded inputs %.2e, against unrounded %.2e\n", rounded, unrounded);
+}
+
+TEST(CpuBf16, DropoutAndAccumulationComputeInFloat32AndRoundOnce) {
+  SKIP_WITHOUT_BF16();
+  PlanContext plan;
+  plan.precision = Precision::kBf16;
+  // A bf16 activation in a blocked layout: what a convolution writes.
+  const TensorSpec spec =
+      make_conv2d(Conv2dGeometry::square(kC, kK, 3, 1, 1), plain_spec({kN, kC, kH, kH}), false, plan)->y_spec();
+  Tensor a(spec), b(spec), y(spec);
+  reorder(centred({kN, kK, kH, kH}, 6), a);
+  reorder(centred({kN, kK, kH, kH}, 7), b);
+  const std::vector<float> a0 = values(a, false), b0 = values(b, false);
+
+  constexpr float p = 0.3f;
+  std::unique_ptr<DropoutOp> dropout = make_dropout(p, spec);
+  dropout->set_step(5, 9);
+  dropout->forward(a, y, /*training=*/true);
+  const std::vector<float> kept = values(y, false);
+  const float scale = 1.0f / (1.0f - p);  // as the op forms it
+  int64_t zeros = 0, wrong = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    zeros += kept[i] == 0;
+    wrong += kept[i] != 0 && kept[i] != round_bf16(a0[i] * scale);
+  }
+  EXPECT_EQ(wrong, 0) << "kept elements are not the bf16 rounding of x / (1 - p)";
+  EXPECT_NEAR(static_cast<double>(zeros) / static_cast<double>(kept.size()), p, 0.05);
+
+  accumulate(a, b);
+  const std::vector<float> sum = values(a, false);
+  int64_t off = 0;
+  for (size_t i = 0; i < sum.size(); ++i) off += sum[i] != round_bf16(a0[i] + b0[i]);
+  EXPECT_EQ(off, 0) << "of " << sum.size() << " sums, these are not the bf16 rounding of the float32 sum";
 }
 
 }  // namespace
