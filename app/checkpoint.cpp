@@ -27,6 +27,8 @@ void check_shape(const StTensor& t, const Shape& want, const std::string& name, 
            shape_str(want));
 }
 
+}  // namespace
+
 void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const std::string& source) {
   check_shape(t, dst.shape(), name, source);
   const std::vector<float> values = as_f32(t, str_cat(source, ": tensor '", name, "'"));
@@ -40,6 +42,8 @@ void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const st
   }
   copy_bytes(dst.data(), dst.device(), values.data(), Device::kCpu, values.size() * sizeof(float));
 }
+
+namespace {
 
 // "optimizer.momentum.conv1.weight": state k of a parameter, as checkpoints name it.
 std::string state_tensor_name(const Optimizer& optimizer, size_t k, const std::string& param) {
@@ -117,14 +121,14 @@ void SavedModel::load(const StFile& from, const std::string& source) {
 
 void SavedOptimizer::save(StFile& into) {
   for (size_t k = 0; k < optimizer_.state_count(); ++k)
-    for (size_t i = 0; i < graph_.params().size(); ++i)
+    for (size_t i = 0; i < graph_.trainable_count(); ++i)
       into.tensors.push_back(
           {state_tensor_name(optimizer_, k, graph_.params()[i].name), f32_tensor_of(optimizer_.state(k, i))});
 }
 
 void SavedOptimizer::load(const StFile& from, const std::string& source) {
   for (size_t k = 0; k < optimizer_.state_count(); ++k)
-    for (size_t i = 0; i < graph_.params().size(); ++i) {
+    for (size_t i = 0; i < graph_.trainable_count(); ++i) {
       const std::string name = state_tensor_name(optimizer_, k, graph_.params()[i].name);
       const StTensor* t = from.find(name);
       RT_CHECK(t, source, ": tensor '", name, "' is missing");

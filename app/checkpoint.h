@@ -21,6 +21,9 @@ inline constexpr const char* kOptimizerPrefix = "optimizer.";  // then the state
 StTensor f32_tensor_of(const Tensor& t);
 
 StFile model_state(const Graph& graph);
+// Loads tensor `name` of the file `source` into dst: an rt::Error where its shape differs or it
+// holds NaN or infinity.
+void copy_into(Tensor& dst, const StTensor& t, const std::string& name, const std::string& source);
 // Loads every tensor of the state dict; missing, unexpected or mis-shaped tensors are rt::Error
 // naming the source, the tensor and both shapes, and so is a tensor holding NaN or infinity
 // (resume, eval, predict and forward all load through here). Tensors outside the state dict are

@@ -17,7 +17,7 @@ ComputeProfile backward_profile(const Graph& graph, const std::vector<LayerRow>&
     p.backward_s += layer_s[i];
     done_at[rows[i].name] = p.backward_s;
   }
-  for (const ParamRef& param : graph.params()) {
+  for (const ParamRef& param : graph.trainable_params()) {
     const auto it = done_at.find(param.name.substr(0, param.name.rfind('.')));
     RT_CHECK(it != done_at.end(), "parameter ", param.name, " belongs to no layer of the table");
     p.ready_s.push_back(it->second);

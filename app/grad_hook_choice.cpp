@@ -18,7 +18,7 @@ GradHookChoice choose_grad_hook(const Config& config, const GradientBuckets& pla
           ? make_device_powersgd(plan.params, plan.shapes, plan.buckets, options)
           : std::make_unique<PowerSgdBuckets>(plan.params, plan.shapes, plan.buckets, options);
   std::vector<std::string> names;
-  for (const ParamRef& p : graph.params()) names.push_back(p.name);
+  for (const ParamRef& p : graph.trainable_params()) names.push_back(p.name);
   auto state = std::make_unique<SavedPowerSgd>(*powersgd, std::move(names), dc.powersgd_start_step, resumed);
   return {std::move(powersgd), std::move(state)};
 }

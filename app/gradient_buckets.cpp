@@ -4,7 +4,7 @@ namespace rt {
 
 GradientBuckets plan_gradient_buckets(const Graph& graph, const DistConfig& dist) {
   GradientBuckets g;
-  for (const ParamRef& p : graph.params()) {
+  for (const ParamRef& p : graph.trainable_params()) {
     g.params.push_back({p.offset, p.value.numel()});
     g.shapes.push_back(p.value.shape());
   }

@@ -47,7 +47,7 @@ class DynamicLossScaling final : public LossScaling {
  public:
   double scale() const override { return scaler_.scale(); }
   bool gradients_apply(Graph& graph, int64_t step) override {
-    return scaler_.update(all_finite(graph.device(), graph.grad_arena(), graph.arena_floats()), step);
+    return scaler_.update(all_finite(graph.device(), graph.grad_arena(), graph.grad_floats()), step);
   }
   std::optional<LossScaleState> state() const override { return scaler_.state(); }
   // A checkpoint of another precision saved none: the scale starts afresh and backs off within a

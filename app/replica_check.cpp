@@ -45,7 +45,7 @@ ReplicaPrint replica_print(Graph& graph, Optimizer& optimizer, double loss_scale
   p.parameters = fingerprint(graph.device(), graph.param_arena(), graph.arena_floats());
   for (size_t k = 0; with_momentum && k < optimizer.state_count(); ++k)  // one state: its own print
     p.momentum =
-        p.momentum * 1099511628211ull ^ fingerprint(graph.device(), optimizer.state_arena(k), graph.arena_floats());
+        p.momentum * 1099511628211ull ^ fingerprint(graph.device(), optimizer.state_arena(k), graph.grad_floats());
   std::memcpy(&p.loss_scale, &loss_scale, sizeof loss_scale);  // the bits, as the rest
   std::memcpy(&p.grad_norm, &grad_norm, sizeof grad_norm);
   return p;

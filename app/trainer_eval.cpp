@@ -29,10 +29,11 @@ void Trainer::average_buffers() {
   if (world_.size() == 1) return;
   const float inv = 1.0f / static_cast<float>(world_.size());
   for (const BufferRef& b : graph_->buffers())
-    on_host(const_cast<float*>(b.value.data()), b.value.numel(), graph_->device(), [&](float* v) {
-      world_.allreduce_sum(v, b.value.numel(), {&between_steps_, "the batch-norm statistics' average"});
-      for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
-    });
+    if (!b.frozen)  // the same on every rank, and an average of copies need not round to them
+      on_host(const_cast<float*>(b.value.data()), b.value.numel(), graph_->device(), [&](float* v) {
+        world_.allreduce_sum(v, b.value.numel(), {&between_steps_, "the batch-norm statistics' average"});
+        for (int64_t i = 0; i < b.value.numel(); ++i) v[i] *= inv;
+      });
 }
 
 EvalResult Trainer::evaluate() {

@@ -91,7 +91,8 @@ std::string run_forward(const ForwardRequest& r) {
     summary += str_cat(": loss ", loss.loss, ", top-1 ", loss.correct1, "/", n);
     if (r.backward) {
       graph->backward(dy.views(), ctx);
-      for (const ParamRef& p : graph->params()) out.tensors.push_back({"grad." + p.name, f32_tensor_of(p.grad)});
+      for (const ParamRef& p : graph->trainable_params())
+        out.tensors.push_back({"grad." + p.name, f32_tensor_of(p.grad)});
     }
   }
   for (const BufferRef& b : graph->buffers()) out.tensors.push_back({b.name, f32_tensor_of(b.value)});

@@ -1,5 +1,6 @@
 #include "nn/graph.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -102,49 +103,54 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
   device_ = device;
   training_ = training;
 
-  // Parameters in backward order (Note [Gradient arena]): last node's first.
-  struct Pending {
-    size_t node;
-    std::vector<ParamSpec> specs;
-  };
-  std::vector<Pending> per_node(nodes_.size());
+  // Parameters in backward order (Note [Gradient arena]): last node's first, the trainable ones
+  // before the frozen (Note [Frozen layers]).
+  std::vector<std::vector<ParamSpec>> specs(nodes_.size());
   int64_t floats = 0;
-  for (size_t i = nodes_.size(); i-- > 1;) {
-    per_node[i] = {i, nodes_[i].layer->param_specs()};
-    for (const ParamSpec& p : per_node[i].specs) {
-      ParamRef ref;
-      ref.name = nodes_[i].name + "." + p.name;
-      ref.role = p.role;
-      ref.init = p.init;
-      ref.offset = floats;
-      params_.push_back(ref);
-      floats += aligned_floats(p.shape);
+  for (bool trainable : {true, false}) {
+    for (size_t i = nodes_.size(); i-- > 1;) {
+      Node& n = nodes_[i];
+      if (n.frozen == trainable) continue;
+      specs[i] = n.layer->param_specs();
+      for (const ParamSpec& p : specs[i]) {
+        ParamRef ref;
+        ref.name = n.name + "." + p.name;
+        ref.role = p.role;
+        ref.init = p.init;
+        ref.offset = floats;
+        ref.trainable = trainable;
+        n.params.push_back(params_.size());
+        params_.push_back(ref);
+        floats += aligned_floats(p.shape);
+      }
     }
+    if (trainable) grad_floats_ = floats, trainable_count_ = params_.size();
   }
   arena_floats_ = floats;
   // A graph planned for inference has no gradients (its views stay empty).
   const TensorSpec arena_spec = plain_spec({std::max<int64_t>(floats, 1)}, device);
+  const TensorSpec grad_spec = plain_spec({std::max<int64_t>(grad_floats_, 1)}, device);
   if (training && arena_memory_) {
-    std::shared_ptr<float> memory = arena_memory_(2 * arena_spec.shape[0]);
+    std::shared_ptr<float> memory = arena_memory_(arena_spec.shape[0] + grad_spec.shape[0]);
     param_arena_ = Tensor(arena_spec, memory.get(), memory);
-    grad_arena_ = Tensor(arena_spec, memory.get() + arena_spec.shape[0], memory);
+    grad_arena_ = Tensor(grad_spec, memory.get() + arena_spec.shape[0], memory);
   } else {
     param_arena_ = Tensor(arena_spec);
-    if (training) grad_arena_ = Tensor(arena_spec);
+    if (training) grad_arena_ = Tensor(grad_spec);
   }
 
   // Bind views, then plan each node in topological order.
-  size_t next_param = 0;
   std::vector<std::vector<Tensor>> values(nodes_.size()), grads(nodes_.size());
-  for (size_t i = nodes_.size(); i-- > 1;) {
-    for (const ParamSpec& p : per_node[i].specs) {
-      ParamRef& ref = params_[next_param++];
-      ref.value = Tensor(plain_spec(p.shape, device), param_arena_.data() + ref.offset, nullptr);
-      if (training) ref.grad = Tensor(plain_spec(p.shape, device), grad_arena_.data() + ref.offset, nullptr);
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    for (size_t k = 0; k < specs[i].size(); ++k) {
+      ParamRef& ref = params_[nodes_[i].params[k]];
+      const TensorSpec spec = plain_spec(specs[i][k].shape, device);
+      ref.value = Tensor(spec, param_arena_.data() + ref.offset, nullptr);
+      if (training && ref.trainable) ref.grad = Tensor(spec, grad_arena_.data() + ref.offset, nullptr);
       values[i].push_back(ref.value);
       grads[i].push_back(ref.grad);
     }
-  }
+  mark_backward();
   Shape in_shape = nodes_[0].y.shape();
   in_shape[0] = batch;
   nodes_[0].y = Tensor(plain_spec(in_shape, device));
@@ -155,7 +161,7 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
     std::vector<Tensor> bufs;
     for (const BufferSpec& b : n.layer->buffer_specs()) {
       bufs.emplace_back(plain_spec(b.shape, device));
-      buffers_.push_back({n.name + "." + b.name, bufs.back()});
+      buffers_.push_back({n.name + "." + b.name, bufs.back(), n.frozen && !frozen_statistics_training_});
     }
     for (auto& [name, ptr] : n.layer->counters()) counters_.push_back({n.name + "." + name, ptr});
     n.layer->bind(values[i], grads[i], bufs);
@@ -163,7 +169,7 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
     std::vector<bool> need_dx;
     for (int j : n.inputs) {
       x.push_back(y_specs[j]);
-      need_dx.push_back(training && j != input());
+      need_dx.push_back(n.runs_backward && j != input() && nodes_[j].runs_backward);
     }
     try {
       y_specs[i] = n.layer->plan(x, need_dx, context);
@@ -187,13 +193,14 @@ void Graph::plan_calls() {
     n.x.clear();
     n.dx.clear();
     n.add_extra.clear();
-    n.zero_dy = training_ && n.output < 0 && !dy_written[i];
+    n.zero_dy = n.runs_backward && n.output < 0 && !dy_written[i];
     for (int j : n.inputs) {
       Node& in = nodes_[j];
       n.x.push_back(&in.y);
-      if (!training_) continue;
-      if (j == input()) {
+      if (!n.runs_backward) continue;
+      if (j == input() || !in.runs_backward) {
         n.dx.push_back(nullptr);
+        continue;
       } else if (in.dy_shared) {
         n.dx.push_back(nullptr);  // its dy is n's own: the gradient is already there
       } else if (!dy_written[j]) {
@@ -227,11 +234,12 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
   std::vector<bool> keep(count, false);  // read in backward, or a graph output
   for (size_t k = 0; k < output_count(); ++k) keep[output_node(k)] = true;
   for (size_t i = 1; i < count; ++i) {
-    keep[i] = keep[i] || (training_ && nodes_[i].layer->backward_reads_output());
+    const bool backward = nodes_[i].runs_backward;
+    keep[i] = keep[i] || (backward && nodes_[i].layer->backward_reads_output());
     for (int j : nodes_[i].inputs) {
       first_reader[j] = std::min<int64_t>(first_reader[j], static_cast<int64_t>(i));
       last_reader[j] = std::max<int64_t>(last_reader[j], static_cast<int64_t>(i));
-      keep[j] = keep[j] || (training_ && nodes_[i].layer->backward_reads_inputs());
+      keep[j] = keep[j] || (backward && nodes_[i].layer->backward_reads_inputs());
     }
   }
   std::vector<int64_t> y_last(count);
@@ -259,9 +267,11 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
   for (size_t i = 1; i < count; ++i) dy_owner[i] = i, dy_last[i] = backward_step(static_cast<int64_t>(i));
   for (size_t i = count; training_ && i-- > 1;) {
     const Node& node = nodes_[i];
-    if (!node.layer->passes_gradient_through() || is_output[i]) continue;
+    if (!node.runs_backward || !node.layer->passes_gradient_through() || is_output[i]) continue;
     for (int j : node.inputs) {
-      if (j == input() || nodes_[j].consumers != 1 || is_output[j] || !y_specs[j].same_as(y_specs[i])) continue;
+      if (j == input() || !nodes_[j].runs_backward || nodes_[j].consumers != 1 || is_output[j] ||
+          !y_specs[j].same_as(y_specs[i]))
+        continue;
       dy_owner[j] = dy_owner[i];
       dy_last[dy_owner[j]] = std::max(dy_last[dy_owner[j]], backward_step(j));
     }
@@ -281,8 +291,8 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
   for (size_t i = 1; i < count; ++i) {
     const int64_t at = static_cast<int64_t>(i);
     if (owner[i] == i) add(i, Kind::kY, at, y_last[i]);
-    if (!training_) continue;
     const Node& node = nodes_[i];
+    if (!node.runs_backward) continue;
     if (dy_owner[i] == i)
       add(i, Kind::kDy, node.consumers > 0 ? backward_step(last_reader[i]) : backward_step(at), dy_last[i]);
     if (node.consumers > 1) add(i, Kind::kDyExtra, backward_step(last_reader[i]), backward_step(first_reader[i]));
@@ -387,16 +397,15 @@ void Graph::backward(std::span<const Tensor* const> douts, const RunContext& ctx
     RT_CHECK(douts[k]->spec().same_as(output_spec(k)), "gradient of output ", k, " ", douts[k]->spec().describe(),
              " does not match the output ", output_spec(k).describe());
   LayerTimes times(layer_seconds_, layer_host_seconds_, device_, nodes_.size() - 1);
-  size_t param_index = 0;
   for (size_t i = nodes_.size(); i-- > 1;) {
     Node& n = nodes_[i];
+    if (!n.runs_backward) continue;
     if (n.zero_dy) n.dy.zero();
     n.layer->backward(n.x, n.y, n.output >= 0 ? *douts[static_cast<size_t>(n.output)] : n.dy, n.dx, ctx);
     for (int j : n.add_extra) accumulate(nodes_[j].dy, nodes_[j].dy_extra);
     times.layer_done(i - 1);
-    const size_t count = n.layer->param_specs().size();
-    for (size_t k = 0; k < count; ++k, ++param_index)
-      if (grad_ready_) grad_ready_(param_index);
+    if (grad_ready_ && !n.frozen)
+      for (size_t p : n.params) grad_ready_(p);
   }
 }
 
@@ -405,6 +414,62 @@ int64_t Graph::arena_floats_to_plan() const {
   for (size_t i = 1; i < nodes_.size(); ++i)
     for (const ParamSpec& p : nodes_[i].layer->param_specs()) floats += aligned_floats(p.shape);
   return floats;
+}
+
+int64_t Graph::grad_floats_to_plan() const {
+  int64_t floats = 0;
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    if (!nodes_[i].frozen)
+      for (const ParamSpec& p : nodes_[i].layer->param_specs()) floats += aligned_floats(p.shape);
+  return floats;
+}
+
+void Graph::freeze(const std::vector<std::string>& prefixes, bool statistics_training) {
+  RT_CHECK(!planned_, "cannot freeze layers of a graph that is already planned");
+  const auto under = [](const std::string& name, const std::string& prefix) {
+    return name.compare(0, prefix.size(), prefix) == 0 && (name.size() == prefix.size() || name[prefix.size()] == '.');
+  };
+  for (const std::string& prefix : prefixes) {
+    bool found = false;
+    for (size_t i = 1; i < nodes_.size(); ++i)
+      if (under(nodes_[i].name, prefix)) found = true, nodes_[i].frozen = true;
+    if (!found) {
+      std::string names;
+      for (const std::string& n : top_level_names()) names += (names.empty() ? "" : ", ") + n;
+      RT_CHECK(false, "no layer is named '", prefix, "' or lies below it; the model's top-level names are ", names);
+    }
+  }
+  frozen_statistics_training_ = statistics_training;
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    if (nodes_[i].frozen) nodes_[i].layer->freeze(/*statistics_too=*/!statistics_training);
+}
+
+std::vector<std::string> Graph::top_level_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    std::string top = nodes_[i].name.substr(0, nodes_[i].name.find('.'));
+    if (std::find(names.begin(), names.end(), top) == names.end()) names.push_back(std::move(top));
+  }
+  return names;
+}
+
+std::vector<std::string> Graph::head_layers() const {
+  std::vector<std::string> names;
+  for (size_t k = 0; k < output_count(); ++k) {
+    const Node& n = nodes_[output_node(k)];
+    if (!n.layer->param_specs().empty()) names.push_back(n.name);
+  }
+  return names;
+}
+
+// Which layers run backward (Note [Frozen layers]): those with trainable parameters, and those
+// below which one does, in a training plan.
+void Graph::mark_backward() {
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    n.runs_backward = training_ && !n.frozen && !n.layer->param_specs().empty();
+    for (int j : n.inputs) n.runs_backward = n.runs_backward || (training_ && nodes_[j].runs_backward);
+  }
 }
 
 int64_t Graph::parameter_count() const {
@@ -438,7 +503,8 @@ std::string Graph::summary() const {
   for (size_t i = 0; i < rows.size(); ++i) {
     const LayerRow& r = rows[i];
     os << "  " << r.name << "  " << r.kind << "  " << nodes_[i + 1].y.spec().describe() << "  params " << r.params
-       << "  macs " << r.macs << (r.algorithm.empty() ? "" : "  " + r.algorithm) << "\n";
+       << "  macs " << r.macs << (r.algorithm.empty() ? "" : "  " + r.algorithm)
+       << (nodes_[i + 1].frozen && r.params > 0 ? "  frozen" : "") << "\n";
     params += r.params;
     macs += r.macs;
   }

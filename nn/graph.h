@@ -5,6 +5,14 @@
 // with the same offsets, laid out in backward order: the first parameter whose gradient becomes
 // final during backward sits at offset 0. A gradient bucket is therefore a slice of the arena
 // (no fusion copy), and the grad-ready callback fires in increasing offset order.
+//
+// Note [Frozen layers]: a fine-tune freezes layers by name before plan (Graph::freeze). Their
+// parameters go after every trainable one, so the trainable parameters are a prefix of the arena and
+// the gradient arena is only that prefix (grad_floats): what the ring averages, clips and updates.
+// A frozen layer's weight gradients are never computed, and a layer runs backward only where it
+// has trainable parameters or one of its inputs wants a gradient: nothing below the lowest
+// trainable layer. Batch norm in a frozen layer normalises with its running statistics and leaves
+// them as they are (torchvision's fine-tuning recipes), unless told to keep training them.
 #pragma once
 
 #include <functional>
@@ -22,13 +30,16 @@ struct ParamRef {
   ParamRole role = ParamRole::kWeight;
   Init init;
   Tensor value;        // plain view into the parameter arena
-  Tensor grad;         // plain view into the gradient arena, same offset
+  Tensor grad;         // plain view into the gradient arena, same offset; empty where frozen
   int64_t offset = 0;  // in floats from the arena start
+  bool trainable = true;
+  double lr_scale = 1;  // the optimizer's rate for it is the step's times this (a fine-tune's new head)
 };
 
 struct BufferRef {
   std::string name;  // "bn1.running_mean"
   Tensor value;
+  bool frozen = false;  // a frozen batch norm's running statistics: no step changes them
 };
 
 struct CounterRef {
@@ -65,6 +76,17 @@ class Graph {
     return add(std::move(name), std::unique_ptr<Layer>(new L(std::move(layer))), std::move(inputs));
   }
 
+  // Before plan (Note [Frozen layers]), freezes every layer whose name is one of `prefixes` or lies
+  // below one ("layer1" covers "layer1.0.conv1", not "layer10"); a prefix naming no layer is an
+  // error listing the model's top-level names. Batch norm in them keeps its running statistics
+  // unless `statistics_training`. May be called once.
+  void freeze(const std::vector<std::string>& prefixes, bool statistics_training = false);
+  // The first name components of the layers, in graph order ("conv1", "bn1", ..., "fc").
+  std::vector<std::string> top_level_names() const;
+  // The layers with parameters whose output is a graph output: the classifier (ResNet's fc,
+  // Inception-v3's fc and AuxLogits.fc, VGG's classifier.6).
+  std::vector<std::string> head_layers() const;
+
   // Declares `node` a further output (Inception-v3's auxiliary classifier): it must have no
   // consumers, and its loss enters a training step's total weighted by `loss_weight`.
   void add_output(int node, double loss_weight);
@@ -75,7 +97,7 @@ class Graph {
   // context carries run-wide choices to every layer (the convolution algorithm).
   void plan(int64_t batch, Device device, bool training = true, const PlanContext& context = {});
   // Where a training plan() takes its (zeroed) parameter and gradient arenas from: one block of
-  // 2 x arena_floats(), parameters first; by default, memory of its own. The distributed trainer
+  // arena_floats() + grad_floats(), parameters first; by default, memory of its own. The distributed trainer
   // passes its collective's, which ring neighbours can read in place.
   using ArenaMemory = std::function<std::shared_ptr<float>(int64_t floats)>;
   void take_arenas_from(ArenaMemory memory) { arena_memory_ = std::move(memory); }
@@ -115,8 +137,17 @@ class Graph {
   float* param_arena() { return param_arena_.data(); }
   float* grad_arena() { return grad_arena_.data(); }
   int64_t arena_floats() const { return arena_floats_; }
-  // What arena_floats() will be once planned (before plan: to size a collective's memory).
+  // The trainable parameters' prefix of the arena, and the gradient arena's length (Note [Frozen
+  // layers]); arena_floats() where nothing is frozen.
+  int64_t grad_floats() const { return grad_floats_; }
+  // params()[0, trainable_count()) are the trainable ones, in backward order.
+  size_t trainable_count() const { return trainable_count_; }
+  std::span<ParamRef> trainable_params() { return {params_.data(), trainable_count_}; }
+  std::span<const ParamRef> trainable_params() const { return {params_.data(), trainable_count_}; }
+  // What arena_floats() and grad_floats() will be once planned (before plan: to size a
+  // collective's memory).
   int64_t arena_floats_to_plan() const;
+  int64_t grad_floats_to_plan() const;
   int64_t parameter_count() const;  // real parameters, without alignment padding
   int64_t batch() const { return batch_; }
   size_t activation_bytes() const { return activation_arena_.bytes(); }  // outputs and their gradients
@@ -137,8 +168,11 @@ class Graph {
     std::unique_ptr<Layer> layer;  // null for the input
     std::vector<int> inputs;
     int consumers = 0;
-    Tensor y, dy, dy_extra;  // output, its gradient, and a second buffer when consumers > 1
-    bool dy_shared = false;  // dy is its only consumer's own dy, which passes it through (add)
+    bool frozen = false;         // Graph::freeze named it
+    bool runs_backward = false;  // training, and it has trainable parameters or an input wanting a gradient
+    std::vector<size_t> params;  // its parameters' indices in params_
+    Tensor y, dy, dy_extra;      // output, its gradient, and a second buffer when consumers > 1
+    bool dy_shared = false;      // dy is its only consumer's own dy, which passes it through (add)
     // What forward and backward hand the layer, fixed by the graph's shape (plan_calls).
     std::vector<const Tensor*> x;  // its inputs' outputs
     std::vector<Tensor*> dx;       // where its backward writes each input's gradient; null: none wanted
@@ -156,6 +190,7 @@ class Graph {
   }
 
   void allocate_activations(const std::vector<TensorSpec>& y_specs);
+  void mark_backward();
   void plan_calls();
 
   std::vector<Node> nodes_;
@@ -166,6 +201,9 @@ class Graph {
   Tensor param_arena_, grad_arena_, activation_arena_;
   ArenaMemory arena_memory_;
   int64_t arena_floats_ = 0;
+  int64_t grad_floats_ = 0;
+  size_t trainable_count_ = 0;
+  bool frozen_statistics_training_ = false;
   int64_t batch_ = 0;
   Device device_ = Device::kCpu;
   bool planned_ = false;

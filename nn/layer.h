@@ -91,6 +91,13 @@ class Layer {
                 const RunContext& ctx);
 
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
+  // Note [Frozen layers] in nn/graph.h: before bind, the graph says the parameters are frozen (they
+  // come without gradients: none is computed) and, with statistics_too, that running statistics
+  // normalise in training steps too and stay as they are.
+  void freeze(bool statistics_too) {
+    frozen_ = true;
+    statistics_frozen_ = statistics_too;
+  }
 
  protected:
   virtual TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) = 0;
@@ -100,6 +107,8 @@ class Layer {
                              const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;
   virtual size_t arity() const { return 1; }                    // number of inputs; 0 = any number >= 1
   const PlanContext& plan_context() const { return context_; }  // valid inside plan_impl
+  bool frozen() const { return frozen_; }
+  bool statistics_frozen() const { return statistics_frozen_; }
 
   std::vector<Tensor> params_;   // in param_specs() order
   std::vector<Tensor> grads_;    // same order and shapes
@@ -107,6 +116,7 @@ class Layer {
 
  private:
   PlanContext context_;
+  bool frozen_ = false, statistics_frozen_ = false;
   std::vector<TensorSpec> x_specs_;
   TensorSpec y_spec_;
 };

@@ -22,13 +22,17 @@ TensorSpec BatchNorm2d::plan_impl(const std::vector<TensorSpec>& x, const std::v
   const BatchNormGroup* group = plan_context().bn_group;
   group_ = group && group->size > 1 ? std::make_unique<GroupBatchNorm>(*group, options_, x[0]) : nullptr;
   if (!need_dx[0]) dx_scratch_ = Tensor(x[0]);
+  if (frozen()) {
+    dgamma_scratch_ = Tensor(plain_spec({channels_}, x[0].device));
+    dbeta_scratch_ = Tensor(plain_spec({channels_}, x[0].device));
+  }
   return x[0];
 }
 
 void BatchNorm2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
-  if (ctx.training && group_)
+  if (batch_statistics(ctx) && group_)
     group_->forward_training(*op_, *x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
-  else if (ctx.training)
+  else if (batch_statistics(ctx))
     op_->forward_training(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
   else
     op_->forward_inference(*x[0], params_[0], params_[1], y, buffers_[0], buffers_[1]);
@@ -37,12 +41,14 @@ void BatchNorm2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, c
 void BatchNorm2d::backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
                                 const std::vector<Tensor*>& dx, const RunContext& ctx) {
   Tensor& dx0 = dx[0] ? *dx[0] : dx_scratch_;
-  if (ctx.training && group_)
-    group_->backward_training(*op_, *x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1]);
-  else if (ctx.training)
-    op_->backward_training(*x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1]);
+  Tensor& dgamma = frozen() ? dgamma_scratch_ : grads_[0];
+  Tensor& dbeta = frozen() ? dbeta_scratch_ : grads_[1];
+  if (batch_statistics(ctx) && group_)
+    group_->backward_training(*op_, *x[0], params_[0], params_[1], dy, dx0, dgamma, dbeta);
+  else if (batch_statistics(ctx))
+    op_->backward_training(*x[0], params_[0], params_[1], dy, dx0, dgamma, dbeta);
   else
-    op_->backward_inference(*x[0], params_[0], params_[1], dy, dx0, grads_[0], grads_[1], buffers_[0], buffers_[1]);
+    op_->backward_inference(*x[0], params_[0], params_[1], dy, dx0, dgamma, dbeta, buffers_[0], buffers_[1]);
 }
 
 }  // namespace rt

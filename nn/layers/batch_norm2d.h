@@ -26,18 +26,22 @@ class BatchNorm2d final : public Layer {
  protected:
   TensorSpec plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) override;
   void begin_forward_impl(const RunContext& ctx) override {
-    if (ctx.training) ++batches_;
+    if (batch_statistics(ctx)) ++batches_;
   }
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
   void backward_impl(const std::vector<const Tensor*>& x, const Tensor& y, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext& ctx) override;
 
  private:
+  // Whether a forward normalises with the batch's statistics (and updates the running ones).
+  bool batch_statistics(const RunContext& ctx) const { return ctx.training && !statistics_frozen(); }
+
   int64_t channels_;
   BatchNormOptions options_;
   bool zero_init_ = false;
   int64_t batches_ = 0;
-  Tensor dx_scratch_;  // when the input needs no gradient, oneDNN still writes one
+  Tensor dx_scratch_;                      // when the input needs no gradient, oneDNN still writes one
+  Tensor dgamma_scratch_, dbeta_scratch_;  // and frozen, the parameters' gradients
   std::unique_ptr<BatchNormOp> op_;
   std::unique_ptr<GroupBatchNorm> group_;  // training statistics over several ranks, where planned so
 };

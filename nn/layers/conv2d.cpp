@@ -43,7 +43,7 @@ void Conv2d::forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const 
 
 void Conv2d::backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
                            const std::vector<Tensor*>& dx, const RunContext&) {
-  op_->backward_weights(*x[0], dy, grads_[0], g_.bias ? &grads_[1] : nullptr);
+  if (!frozen()) op_->backward_weights(*x[0], dy, grads_[0], g_.bias ? &grads_[1] : nullptr);
   if (dx[0]) op_->backward_data(dy, params_[0], *dx[0]);
 }
 

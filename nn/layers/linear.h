@@ -44,7 +44,7 @@ class Linear final : public Layer {
   }
   void backward_impl(const std::vector<const Tensor*>& x, const Tensor&, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext&) override {
-    op_->backward_weights(*x[0], dy, grads_[0], bias_ ? &grads_[1] : nullptr);
+    if (!frozen()) op_->backward_weights(*x[0], dy, grads_[0], bias_ ? &grads_[1] : nullptr);
     if (dx[0]) op_->backward_data(dy, params_[0], *dx[0]);
   }
 

@@ -10,7 +10,7 @@ namespace rt {
 GradNorm clip_grad_norm(Graph& graph, double max_norm, double grad_scale) {
   // Every rank scales its update by the factor: Note [Agreed reductions] keeps the ranks' sums
   // equal to the last bit whatever their thread counts. In double: ResNet-101 sums 44 M squares.
-  const double squares = sum_of_squares(graph.device(), graph.grad_arena(), graph.arena_floats());
+  const double squares = sum_of_squares(graph.device(), graph.grad_arena(), graph.grad_floats());
   GradNorm r;
   r.total = std::sqrt(squares) * grad_scale;
   r.coef = std::min(1.0, max_norm / (r.total + 1e-6));

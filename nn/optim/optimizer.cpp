@@ -17,8 +17,9 @@ void Optimizer::update_part(double lr, int64_t begin, int64_t end, int64_t own_b
 }
 
 void Optimizer::add_state(const std::string& name) {
-  State s{name, Tensor(plain_spec({std::max<int64_t>(graph_.arena_floats(), 1)}, graph_.device())), {}};
-  for (const ParamRef& p : graph_.params()) s.views.emplace_back(p.value.spec(), s.arena.data() + p.offset, nullptr);
+  State s{name, Tensor(plain_spec({std::max<int64_t>(graph_.grad_floats(), 1)}, graph_.device())), {}};
+  for (const ParamRef& p : graph_.trainable_params())
+    s.views.emplace_back(p.value.spec(), s.arena.data() + p.offset, nullptr);
   states_.push_back(std::move(s));
 }
 

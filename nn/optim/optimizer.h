@@ -30,7 +30,7 @@ class Optimizer {
   // needs_whole_tensors) at rate lr, the gradients multiplied by grad_scale first (1 / the loss
   // scale, under fp16).
   virtual void update(double lr, int64_t begin, int64_t end, double grad_scale = 1) = 0;
-  void step(double lr, double grad_scale = 1) { update(lr, 0, graph_.arena_floats(), grad_scale); }
+  void step(double lr, double grad_scale = 1) { update(lr, 0, graph_.grad_floats(), grad_scale); }
   // Whether an update needs each tensor's whole gradient (its norm): update then takes whole
   // parameters only, and a rank owning part of the arena calls update_part.
   virtual bool needs_whole_tensors() const { return false; }
@@ -43,7 +43,8 @@ class Optimizer {
   // across shards]); an optimizer without norms ignores them.
   virtual void set_part_cuts(std::vector<int64_t> cuts) { (void)cuts; }
 
-  // The state: arenas of arena_floats floats each, at the parameter arena's offsets.
+  // The state: arenas of grad_floats floats each (the trainable parameters'), at the parameter
+  // arena's offsets; state(k, i) for the trainable parameters i only.
   size_t state_count() const { return states_.size(); }
   const std::string& state_name(size_t k) const { return states_[k].name; }
   float* state_arena(size_t k) { return states_[k].arena.data(); }

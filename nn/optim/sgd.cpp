@@ -42,7 +42,7 @@ void Sgd::update_with(int64_t begin, int64_t end, double grad_scale, bool lr_in_
     const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.value.numel());
     if (lo >= hi) continue;  // alignment padding
     const bool decays = options_.decay_bias_and_bn || p.role == ParamRole::kWeight;
-    const SgdStep s{static_cast<float>(rate_of(static_cast<size_t>(it - params.begin()))),
+    const SgdStep s{static_cast<float>(rate_of(static_cast<size_t>(it - params.begin())) * p.lr_scale),
                     static_cast<float>(options_.momentum),
                     decays ? static_cast<float>(options_.weight_decay) : 0.0f,
                     options_.nesterov,

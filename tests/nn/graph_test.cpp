@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "base/rng.h"
@@ -343,6 +344,100 @@ TEST(Graph, BuildErrorsNameTheLayer) {
   h.add("x", Relu(), {h.input()});
   EXPECT_THROW(h.add("x", Relu(), {0}), Error);  // duplicate name
   EXPECT_THROW(h.add("y", Relu(), {5}), Error);  // node that does not exist
+}
+
+// input -> block1 (conv, bn, relu) -> block2 (conv, bn, relu) -> flatten -> fc, the layers of
+// `frozen` frozen; `smooth`: identities (dropout with p = 0) for the ReLUs, for finite differences.
+std::unique_ptr<Graph> two_blocks(const std::vector<std::string>& frozen, bool statistics_training,
+                                  bool smooth = false) {
+  auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+  int x = g->input();
+  for (const char* block : {"block1", "block2"}) {
+    x = g->add(str_cat(block, ".conv"), Conv2d(conv3x3(x == g->input() ? 3 : 8, 8)), {x});
+    x = g->add(str_cat(block, ".bn"), BatchNorm2d(8), {x});
+    x = smooth ? g->add(str_cat(block, ".relu"), Dropout(0.0), {x}) : g->add(str_cat(block, ".relu"), Relu(), {x});
+  }
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc", Linear(8 * 25, 4), {x});
+  if (!frozen.empty()) g->freeze(frozen, statistics_training);
+  g->plan(2, Device::kCpu);
+  g->init_parameters(5);
+  return g;
+}
+
+const ParamRef& param_named(const Graph& g, const std::string& name) {
+  for (const ParamRef& p : g.params())
+    if (p.name == name) return p;
+  throw Error("no parameter " + name);
+}
+
+// Note [Frozen layers] in nn/graph.h: the frozen block's parameters sit after the rest and get no gradient slot,
+// the others' gradients are bit for bit what the whole graph computes, and the grad-ready
+// callback fires for the trainable ones alone, in arena order.
+TEST(Graph, FrozenLayersGetNoGradientAndTheOthersTheSameOnes) {
+  auto whole = two_blocks({}, false);
+  auto part = two_blocks({"block1"}, /*statistics_training=*/true);
+  ASSERT_EQ(part->trainable_count(), 6u);  // block2's conv and bn, fc: weight and bias each
+  EXPECT_EQ(part->arena_floats(), whole->arena_floats());
+  EXPECT_EQ(part->grad_floats(), param_named(*part, "block1.bn.weight").offset);
+  EXPECT_LT(part->grad_floats(), part->arena_floats());
+  for (size_t i = 0; i < part->params().size(); ++i) {
+    const ParamRef& p = part->params()[i];
+    EXPECT_EQ(p.trainable, p.name.rfind("block1.", 0) != 0) << p.name;
+    EXPECT_EQ(p.trainable, p.grad.defined() && p.grad.data() != nullptr) << p.name;
+    EXPECT_EQ(std::memcmp(p.value.data(), param_named(*whole, p.name).value.data(), p.value.bytes()), 0) << p.name;
+  }
+  std::vector<size_t> fired;
+  part->on_grad_ready([&](size_t i) { fired.push_back(i); });
+  std::vector<float> x(2 * 3 * 5 * 5);
+  Rng rng(3, 4);
+  for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
+  for (Graph* g : {whole.get(), part.get()}) {
+    const Tensor& y = g->forward(x.data(), {});
+    Tensor dy(y.spec());
+    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 3) - 0.1f;
+    g->backward(dy, {});
+  }
+  ASSERT_EQ(fired.size(), part->trainable_count());
+  for (size_t i = 0; i < fired.size(); ++i) EXPECT_EQ(fired[i], i);
+  for (const ParamRef& p : part->trainable_params()) {
+    const ParamRef& q = param_named(*whole, p.name);
+    EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
+  }
+}
+
+// Batch norm in a frozen layer normalises with its running statistics and leaves them, and its
+// counter, as they were; the gradient below it is then eval-mode batch norm's, as finite
+// differences say.
+TEST(Graph, FrozenBatchNormKeepsItsStatisticsAndPassesTheEvalGradient) {
+  auto g = two_blocks({"block2.bn"}, /*statistics_training=*/false, /*smooth=*/true);
+  std::vector<float> x(2 * 3 * 5 * 5);
+  Rng rng(3, 5);
+  for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
+  std::vector<std::vector<float>> before;
+  for (const BufferRef& b : g->buffers()) before.emplace_back(b.value.data(), b.value.data() + b.value.numel());
+  const Tensor& y = g->forward(x.data(), {});
+  Tensor dy(y.spec());
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 3) - 0.1f;
+  g->backward(dy, {});
+  for (size_t i = 0; i < g->buffers().size(); ++i) {
+    const BufferRef& b = g->buffers()[i];
+    const bool frozen = b.name.rfind("block2.bn.", 0) == 0;
+    EXPECT_EQ(b.frozen, frozen) << b.name;
+    EXPECT_EQ(std::vector<float>(b.value.data(), b.value.data() + b.value.numel()) == before[i], frozen) << b.name;
+  }
+  for (const CounterRef& c : g->counters()) EXPECT_EQ(*c.value, c.name == "block2.bn.num_batches_tracked" ? 0 : 1);
+  // The loss sum(y * dy) through the frozen batch norm: its gradient at block2's conv.
+  const auto loss = [&] {
+    const Tensor& out = g->forward(x.data(), {});
+    double sum = 0;
+    for (int64_t i = 0; i < out.numel(); ++i) sum += double{out.data()[i]} * dy.data()[i];
+    return sum;
+  };
+  ParamRef& w = const_cast<ParamRef&>(param_named(*g, "block2.conv.weight"));
+  g->forward(x.data(), {});
+  g->backward(dy, {});
+  EXPECT_LT(worst_relative_error(w, loss, 1e-2f, 7, 1e-2), 2e-2);
 }
 
 }  // namespace
