@@ -1,5 +1,6 @@
 #include "app/config_model.h"
 
+#include "app/finetune.h"
 #include "models/registry.h"
 
 namespace rt {
@@ -12,7 +13,9 @@ Shape usual_input(const Config& config) {
 
 std::unique_ptr<Graph> build_config_model(const Config& config, const Shape& sample) {
   const ModelConfig& m = config.model;
-  return build_model(m.name, ModelOptions{sample, m.num_classes, m.dropout, m.aux_logits});
+  std::unique_ptr<Graph> graph = build_model(m.name, ModelOptions{sample, m.num_classes, m.dropout, m.aux_logits});
+  freeze_config_layers(*graph, config.finetune);
+  return graph;
 }
 
 std::unique_ptr<Graph> plan_config_model_on_cpu(const Config& config, const Shape& sample, int64_t batch, bool training,

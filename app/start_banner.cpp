@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <ostream>
 
+#include "app/finetune.h"
 #include "app/recipe_summary.h"
 #include "base/check.h"
 #include "nn/cpu_bf16.h"
@@ -58,13 +59,18 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
         << " ranks (train.bn_group), " << config.train.batch_per_rank * config.train.bn_group << " images each, "
         << (device == Device::kCuda ? "over NCCL" : "over shared memory") << "\n";
   out << "ringtrain: optimizer " << optimizer_summary(config.train) << "\n";
+  if (const std::string frozen = trainable_summary(t.graph(), config.finetune); !frozen.empty())
+    out << "ringtrain: " << frozen << "\n";
+  if (config.finetune.head_lr_scale != 1)
+    out << "ringtrain: the classifier learns at " << config.finetune.head_lr_scale
+        << " x the schedule's rate (finetune.head_lr_scale)\n";
   if (const GradReducer* reducer = t.reducer())
     out << "ringtrain: gradients averaged by " << reducer->collective().describe() << " in "
         << reducer->buckets().size() << " bucket(s), " << (config.dist.overlap ? "overlapped with" : "after")
         << " backward"
         << (reducer->updates_parameters() ? str_cat(", ", t.optimizer().name(), " sharded across ranks") : "") << "\n";
   if (const GradReducer* reducer = t.reducer())
-    if (const std::string hook = reducer->hook().describe(t.graph().params().size()); !hook.empty())
+    if (const std::string hook = reducer->hook().describe(t.graph().trainable_count()); !hook.empty())
       out << "ringtrain: " << hook << "\n";
 }
 

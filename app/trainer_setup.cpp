@@ -13,6 +13,7 @@
 #include "app/config_model.h"
 #include "app/consistency.h"
 #include "app/cpu_precision.h"
+#include "app/finetune.h"
 #include "app/gradient_accumulation.h"
 #include "app/grad_hook_choice.h"
 #include "app/gradient_buckets.h"
@@ -79,8 +80,8 @@ std::unique_ptr<Collective> make_rank_collective(const Config& config, const Wor
   // On the GPU the same policy watches each bucket's work (Note [GPU watchdog]).
   const CollectiveSpec spec{dc.allreduce, dc.transport, dc.tcp_interface, dc.hierarchy, dc.wire};
   if (config.train.device == Device::kCuda) return make_device_collective(spec, world.comm(), stall);
-  std::unique_ptr<Collective> collective =
-      make_collective(spec, world.comm(), stall, static_cast<size_t>(2 * graph.arena_floats_to_plan()));
+  std::unique_ptr<Collective> collective = make_collective(
+      spec, world.comm(), stall, static_cast<size_t>(graph.arena_floats_to_plan() + graph.grad_floats_to_plan()));
   // The ring reads neighbours' gradients in place where it can (Note [Zero-copy pieces]).
   graph.take_arenas_from([c = collective.get()](int64_t floats) { return c->allocate(static_cast<size_t>(floats)); });
   return collective;
@@ -153,6 +154,7 @@ std::unique_ptr<Collective> Trainer::build_model(const PlanContext& plan_context
   graph_->plan(config.train.batch_per_rank, device, /*training=*/true, plan_context);
   inject_fault("plan", world_.rank());
   graph_->init_parameters(static_cast<uint64_t>(config.train.seed));
+  scale_head_rate(*graph_, config.finetune.head_lr_scale);
   head_ = std::make_unique<LossHead>(*graph_);
   if (!data_.synthetic) {
     // Evaluation normalises with the running statistics: no batch-norm group.

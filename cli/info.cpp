@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/config_model.h"
+#include "app/finetune.h"
 #include "app/gradient_buckets.h"
 #include "app/recipe_summary.h"
 #include "base/check.h"
@@ -81,6 +82,8 @@ int info_command(const CliArgs& args) {
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
             << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
             << g->summary();
+  if (const std::string frozen = trainable_summary(*g, c.finetune); !frozen.empty())
+    std::cout << "  " << frozen << "\n";
   if (!args.config_path.empty() && c.dist.compression == Compression::kPowerSgd) print_compression(c, *g);
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "app/checkpoint_files.h"
+#include "app/consistency.h"
+#include "app/init_weights.h"
 #include "app/run/stop_signals.h"
 #include "app/trainer.h"
 #include "app/run/training_run.h"
@@ -40,6 +42,12 @@ int train_command(const CliArgs& args) {
                found[static_cast<size_t>(r)] > 0 ? "found one" : "found none",
                "; every rank must see the same folder (shared storage, not a copy per host)");
     if (found[0] > 0) trainer.resume(config.checkpoint.dir);
+  }
+  // A resumed fine-tune has all it needs in its checkpoint (Note [Fine-tuning] in app/init_weights.h).
+  if (!trainer.resumed_from() && !config.finetune.weights.empty()) {
+    const InitWeights init = load_init_weights(trainer.graph(), config.finetune, config.model.name);
+    broadcast_model_state(trainer.graph(), world);  // every rank read the file: the same weights
+    if (world.rank() == 0) std::cout << describe(init) << std::flush;
   }
   const TrainResult r = run.train(trainer);
   signals.ignore_after_training();

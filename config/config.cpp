@@ -61,6 +61,8 @@ std::vector<Broken> broken_rules(const Config& c) {
          " value(s) but data.channels = ", d.channels,
          d.channels == 3 ? " (ImageNet's: mean = [0.485, 0.456, 0.406], std = [0.229, 0.224, 0.225])" : "");
   }
+  rule(c.finetune.partial.empty() || !c.finetune.weights.empty(), "finetune.partial", "finetune.weights",
+       "finetune.partial applies to the tensors of finetune.weights, which is not set");
   if (t.device == Device::kCpu) {
     rule(t.precision == Precision::kFp32 || t.precision == Precision::kBf16, "train.precision", "train.device",
          "train.precision = \"", name_of(t.precision),

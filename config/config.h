@@ -77,6 +77,16 @@ struct TrainConfig {
   bool operator==(const TrainConfig&) const = default;
 };
 
+// Starting from weights trained elsewhere (Note [Fine-tuning] in app/init_weights.h).
+struct FinetuneConfig {
+  std::string weights;  // a safetensors file of torchvision's names; "" = random initialisation
+  std::string partial;  // comma-separated name prefixes whose tensors may stay at their initialisation
+  std::string freeze;   // comma-separated layer-name prefixes whose parameters do not train
+  bool frozen_bn_training = false;
+  double head_lr_scale = 1;
+  bool operator==(const FinetuneConfig&) const = default;
+};
+
 struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::kCosine;
   double warmup_epochs = 0.0;
@@ -166,6 +176,7 @@ struct Config {
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
+  FinetuneConfig finetune;
   ScheduleConfig schedule;
   DistConfig dist;
   BenchConfig bench;

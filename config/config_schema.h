@@ -327,6 +327,38 @@ inline const SchemaOf<Config>& config_schema() {
               "wherever cuDNN has a plan",
        .also = {"cudnn_graph_api", "graph_api"}},
 
+      {.table = "finetune",
+       .key = "weights",
+       .field = &member<&C::finetune, &FinetuneConfig::weights>,
+       .doc = "safetensors file of torchvision's tensor names (convert_weights.py's, or a ringtrain checkpoint) "
+              "whose tensors of matching name and shape start the run; a classifier of another shape starts "
+              "new; not read on a resume; \"\" = random initialisation",
+       .also = {"init_weights", "pretrained", "init_from", "weights_path", "init_checkpoint"}},
+      {.table = "finetune",
+       .key = "partial",
+       .field = &member<&C::finetune, &FinetuneConfig::partial>,
+       .doc = "comma-separated name prefixes (\"layer4\", \"AuxLogits\") whose tensors may stay at their "
+              "initialisation where the file lacks them or holds another shape; elsewhere that is an error",
+       .also = {"init_partial", "allow_partial", "strict"}},
+      {.table = "finetune",
+       .key = "freeze",
+       .field = &member<&C::finetune, &FinetuneConfig::freeze>,
+       .doc = "comma-separated layer-name prefixes (\"conv1,bn1,layer1\", \"features.0\") whose parameters "
+              "do not train: no gradient computed or averaged; their batch norm keeps its running statistics",
+       .also = {"frozen", "freeze_layers", "frozen_layers", "requires_grad"}},
+      {.table = "finetune",
+       .key = "frozen_bn_training",
+       .field = &member<&C::finetune, &FinetuneConfig::frozen_bn_training>,
+       .doc = "batch norm in frozen layers normalises with the batch and updates its running statistics, as in "
+              "training mode (its weight and bias stay frozen)",
+       .also = {"bn_training", "freeze_bn"}},
+      {.table = "finetune",
+       .key = "head_lr_scale",
+       .field = &member<&C::finetune, &FinetuneConfig::head_lr_scale>,
+       .doc = "the classifier's learning rate is the schedule's times this (a new head often learns faster)",
+       .bound = above(0),
+       .also = {"head_lr_mult", "fc_lr_scale", "classifier_lr_scale", "lr_mult"}},
+
       {.table = "schedule",
        .key = "kind",
        .field = &enum_member<&C::schedule, &ScheduleConfig::kind>,

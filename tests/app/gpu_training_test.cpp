@@ -167,8 +167,9 @@ INSTANTIATE_TEST_SUITE_P(Precisions, GpuTraining, ::testing::Values("fp32", "tf3
 
 // The long-run features whose GPU code is the CPU's arithmetic on other kernels: LARS (its norms
 // from the agreed sums of squares on the device, the rate inside the momentum buffer), gradient
-// clipping (the device's sum of squares) and accumulation (the device's accumulate op in the
-// grad-ready hook). In float32 the GPU trains as the CPU does, within ten times the CPU's own
+// clipping (the device's sum of squares), frozen layers (Note [Frozen layers] in nn/graph.h:
+// eval-mode batch norm's backward, a shorter gradient arena) and accumulation (the device's
+// accumulate op in the grad-ready hook). In float32 the GPU trains as the CPU does, within ten times the CPU's own
 // spread (its thread count changed; Note [Batch-norm conditioning]) over the first steps, where
 // a wrong update shows at once, and within 5% over the whole run, where a wrong one would have
 // taken the loss elsewhere. Dropout is off: its mask is checked by GpuParity.DropoutDrawsTheCpuMask.
@@ -181,6 +182,9 @@ Config with_feature(Config c, const std::string& feature) {
     c.train.lr_per_256 = 2.0;  // LARS scales each tensor's step by its trust ratio (0.001 by default)
   } else if (feature == "clip") {
     c.train.clip_grad_norm = 0.05;  // below the gradients' norm, so that clipping acts at every step
+  } else if (feature == "freeze") {
+    c.finetune.freeze = "features.0,features.1";  // the first convolution and its batch norm (eval mode)
+    c.finetune.head_lr_scale = 2;
   } else {
     c.train.accumulate_steps = 2;
     c.train.batch_per_rank = 16;  // 2 micro-batches of 16 make the 32 of a step
@@ -207,7 +211,7 @@ TEST_P(GpuLongRunFeature, TrainsAsTheCpuDoes) {
   EXPECT_LT(g.back(), 0.8 * g.front()) << "the loss should fall";
 }
 
-INSTANTIATE_TEST_SUITE_P(Features, GpuLongRunFeature, ::testing::Values("lars", "clip", "accumulate"),
+INSTANTIATE_TEST_SUITE_P(Features, GpuLongRunFeature, ::testing::Values("lars", "clip", "freeze", "accumulate"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace

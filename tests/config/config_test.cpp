@@ -151,15 +151,16 @@ TEST(ConfigLoad, UnknownKeyWithNothingNearListsTheTableKeys) {
 
 TEST(ConfigLoad, UnknownTableSuggestsTheNearOne) {
   EXPECT_EQ(error_of("[trian]\nepochs = 3\n"), "run.toml:1: unknown table 'trian' (did you mean 'train'?)");
-  EXPECT_CONTAINS(error_of("[optimizer]\nlr = 3\n"),
-                  "unknown table 'optimizer' (tables are: model, data, train, schedule, dist, bench, eval, log, "
-                  "checkpoint, mlperf)");
+  EXPECT_CONTAINS(
+      error_of("[optimizer]\nlr = 3\n"),
+      "unknown table 'optimizer' (tables are: model, data, train, finetune, schedule, dist, bench, eval, log, "
+      "checkpoint, mlperf)");
 }
 
 TEST(ConfigLoad, KeyOutsideAnyTableIsAnError) {
   EXPECT_EQ(error_of("epochs = 3\n[train]\nseed = 2\n"),
             "run.toml:1: key 'epochs' is outside any table; every key belongs to one of: model, data, "
-            "train, schedule, dist, bench, eval, log, checkpoint, mlperf (did you mean 'train.epochs'?)");
+            "train, finetune, schedule, dist, bench, eval, log, checkpoint, mlperf (did you mean 'train.epochs'?)");
 }
 
 TEST(ConfigLoad, TableNameHoldingAPlainValueIsAnError) {
