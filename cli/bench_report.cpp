@@ -115,6 +115,7 @@ Json bench_record(Trainer& trainer, const BenchRun& run, const WindowStats& s, d
             {"overlap", c.dist.overlap},
             {"sharded_update", trainer.reducer() != nullptr && trainer.reducer()->updates_parameters()},
             {"wire", name_of(c.dist.wire)},
+            {"gradient_floats", trainer.graph().grad_floats()},  // what a step averages (frozen layers: fewer)
             {"conv_algorithm", name_of(c.train.conv_algorithm)},
             {"winograd_convolutions", run.winograd},
             {"cudnn_graph", name_of(c.train.cudnn_graph)},

@@ -4,6 +4,10 @@
 can be checked on a real data set against the IDX pipeline. Uses only the standard library.
 
   datasets/fashion_mnist_to_folders.py OUT_DIR [--idx-dir /usr/share/datasets/fashion-mnist] [--limit N]
+      [--classes 5,6,7,8,9] [--train-per-class N]
+
+--classes exports only those classes (a split of the data set's classes for fine-tuning: train on
+some, fine-tune on the others); --train-per-class keeps the first N training images of each.
 """
 import argparse, gzip, os, struct, sys, zlib
 
@@ -32,19 +36,26 @@ def main():
     p.add_argument("out")
     p.add_argument("--idx-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--limit", type=int, default=0, help="export only the first N images of each split")
+    p.add_argument("--classes", default="", help="comma-separated class numbers to export (default: all)")
+    p.add_argument("--train-per-class", type=int, default=0, help="at most N training images of each class")
     a = p.parse_args()
+    wanted = [int(c) for c in a.classes.split(",")] if a.classes else list(range(len(CLASSES)))
     for split, prefix in (("train", "train"), ("val", "t10k")):
         (n, h, w), pixels = read_idx(os.path.join(a.idx_dir, f"{prefix}-images-idx3-ubyte.gz"))
         (m,), labels = read_idx(os.path.join(a.idx_dir, f"{prefix}-labels-idx1-ubyte.gz"))
         if n != m:
             sys.exit(f"{prefix}: {n} images but {m} labels")
         count = min(n, a.limit) if a.limit else n
-        for c in CLASSES:
-            os.makedirs(os.path.join(a.out, split, c), exist_ok=True)
+        for c in wanted:
+            os.makedirs(os.path.join(a.out, split, CLASSES[c]), exist_ok=True)
+        taken = [0] * len(CLASSES)
         for i in range(count):
+            if labels[i] not in wanted or (split == "train" and 0 < a.train_per_class <= taken[labels[i]]):
+                continue
+            taken[labels[i]] += 1
             with open(os.path.join(a.out, split, CLASSES[labels[i]], f"{i:05d}.png"), "wb") as f:
                 f.write(png(w, h, pixels[i * h * w:(i + 1) * h * w]))
-        print(f"{split}: {count} images in {os.path.join(a.out, split)}")
+        print(f"{split}: {sum(taken)} images in {os.path.join(a.out, split)}")
 
 
 if __name__ == "__main__":
