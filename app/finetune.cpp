@@ -45,7 +45,7 @@ std::string trainable_summary(const Graph& graph, const FinetuneConfig& finetune
   std::string frozen;
   for (const std::string& n : name_list(finetune.freeze)) frozen += (frozen.empty() ? "" : ", ") + n;
   char mb[128];
-  std::snprintf(mb, sizeof mb, "%lld gradient floats (%.1f MB) instead of %lld (%.1f MB)",
+  std::snprintf(mb, sizeof mb, "%lld gradient floats (%.3g MB) instead of %lld (%.3g MB)",
                 static_cast<long long>(graph.grad_floats()), 4e-6 * static_cast<double>(graph.grad_floats()),
                 static_cast<long long>(graph.arena_floats()), 4e-6 * static_cast<double>(graph.arena_floats()));
   return str_cat(trained, " of ", graph.parameter_count(), " parameters in ", graph.trainable_count(), " of ",
