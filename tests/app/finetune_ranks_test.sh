@@ -4,6 +4,7 @@
 # frozen, 5 steps of a global batch of 32 on Fashion-MNIST: 2 ranks x 16 (batch norm pooled over
 # both, train.bn_group = 2) end where 1 rank x 32 does, to summation-order rounding; both leave
 # every frozen tensor bit-identical to the file and average fewer floats, as the start line says;
+# LARS, clipping, accumulation, PowerSGD and the bf16 wire together keep the frozen tensors too;
 # and a 2-rank fine-tune resumed after step 2, with the weights file gone, ends bit-identical to
 # the uninterrupted one.
 # usage: finetune_ranks_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
@@ -44,6 +45,17 @@ for name in one_rank two_ranks; do
     || { echo "FAIL: $name does not say what trains"; cat "$work/$name.out"; exit 1; }
 done
 
+# Every composition at once, 2 ranks: LARS, clipping, 2 micro-batches, PowerSGD from the first
+# step (sharded update off under it), the bf16 wire; checked below: the frozen tensors stay the
+# file's and get no momentum, and PowerSGD compresses no frozen tensor.
+run composed 2 "${tune[@]}" --set train.batch_per_rank=8 --set train.accumulate_steps=2 --set train.optimizer=lars \
+  --set train.lr=2 --set train.clip_grad_norm=1 --set dist.compression=powersgd --set dist.powersgd_start_step=0 \
+  --set dist.wire=bf16
+"$ringtrain" info "${common[@]}" "${tune[@]}" --set dist.compression=powersgd > "$work/info.out" 2>&1 \
+  || { echo "FAIL: info"; cat "$work/info.out"; exit 1; }
+grep -q "tensors compressed" "$work/info.out" && ! grep -E "^    (conv1|bn1|layer1|layer2)\." "$work/info.out" \
+  || { echo "FAIL: PowerSGD lists a frozen tensor, or nothing"; cat "$work/info.out"; exit 1; }
+
 # The resume: the checkpoint after step 2 (64 images) alone in a folder, the file moved away.
 mkdir "$work/resumed"
 cp "$work/two_ranks/checkpoint-000000000064.safetensors" "$work/two_ranks/config.toml" "$work/resumed/" || exit 1
@@ -70,7 +82,8 @@ frozen = lambda k: k.split(".")[0] in ("conv1", "bn1", "layer1", "layer2")
 one_meta, one, heads = read(f"{work}/one_rank/checkpoint.safetensors")
 two_meta, two, _ = read(f"{work}/two_ranks/checkpoint.safetensors")
 assert one_meta["step"] == two_meta["step"] == "5", (one_meta["step"], two_meta["step"])
-for name, state in (("one_rank", one), ("two_ranks", two)):
+_, composed, _ = read(f"{work}/composed/checkpoint.safetensors")
+for name, state in (("one_rank", one), ("two_ranks", two), ("composed", composed)):
     for k in state:
         if frozen(k):
             assert state[k] == file[k], f"{name}: frozen {k} is not the file's"
