@@ -44,7 +44,8 @@ void print_start(Trainer& t, const ThreadSplit& split, const std::string& gpu_ho
       << (decodes_images(config.data.source)
               ? str_cat(", ", split.decoding, " decoding threads (", split.decoding_how, ")")
               : std::string())
-      << ", global batch " << global_batch(config.train, world.size()) << " (" << config.train.batch_per_rank
+      << ", global batch " << global_batch(config.train, world.size()) << " ("
+      << (config.train.global_batch > 0 ? "fixed by train.global_batch: " : "") << config.train.batch_per_rank
       << " per rank"
       << (config.train.accumulate_steps > 1
               ? str_cat(" x ", config.train.accumulate_steps, " micro-batches, gradients summed before one allreduce")

@@ -53,7 +53,9 @@ class Trainer {
  public:
   // `out` receives the human-readable log (rank 0 prints progress; other ranks only warnings).
   // Loads data, builds the model, and (on several ranks) broadcasts rank 0's weights and checks
-  // that config and model agree everywhere. Writes no files.
+  // that config and model agree everywhere. Writes no files. config() is `config` with
+  // train.global_batch divided among the world's ranks (Note [Fixed global batch] in
+  // config/batch_shape.h).
   Trainer(const Config& config, std::ostream& out, const World& world);
   ~Trainer();
 

@@ -23,6 +23,7 @@
 #include "app/thread_split.h"
 #include "app/trainer.h"
 #include "base/check.h"
+#include "config/batch_shape.h"
 #include "base/test_fault.h"
 #include "dist/cuda/device_collective.h"
 #include "dist/gpu_choice.h"
@@ -99,8 +100,8 @@ void register_engine_parts(SavedState& saved, const Config& config, Graph& graph
 
 }  // namespace
 
-Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
-    : config_(config),
+Trainer::Trainer(const Config& given, std::ostream& out, const World& world)
+    : config_(fit_global_batch(given, world.size())),
       out_(out),
       world_(world),
       // Between steps no compute thread needs the core; where ranks outnumber cores, the awaited
@@ -108,6 +109,7 @@ Trainer::Trainer(const Config& config, std::ostream& out, const World& world)
       between_steps_(stall_policy(config_.dist, world,
                                   world.oversubscribed() ? StallPolicy::Idle::kYield : StallPolicy::Idle::kSpin, {})),
       saved_(world) {
+  const Config& config = config_;  // train.global_batch divided among this world's ranks
   // Ranks share the CPUs their masks and cgroups give them (oversubscribed compute threads are
   // the classic slowdown); the machine's core count says nothing about either.
   const ThreadSplit split =

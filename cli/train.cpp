@@ -15,12 +15,13 @@
 #include "app/run/training_run.h"
 #include "base/check.h"
 #include "cli/commands.h"
+#include "config/batch_shape.h"
 
 namespace rt {
 
 int train_command(const CliArgs& args) {
-  const Config config = load_config(args.config_path, args.overrides);
   const World& world = World::get();
+  const Config config = fit_global_batch(load_config(args.config_path, args.overrides), world.size());
   if (world.rank() == 0)
     std::cout << "# resolved config (also saved as "
               << (std::filesystem::path(config.checkpoint.dir) / "config.toml").string() << ")\n"

@@ -74,6 +74,7 @@ struct TrainConfig {
   bool bf16_emulation = false;
   bool cuda_graph = false;
   CudnnGraphUse cudnn_graph = CudnnGraphUse::kNever;
+  int64_t global_batch = 0;  // > 0: fixed at any rank count (Note [Fixed global batch] in config/batch_shape.h)
   bool operator==(const TrainConfig&) const = default;
 };
 

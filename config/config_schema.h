@@ -204,6 +204,14 @@ inline const SchemaOf<Config>& config_schema() {
        .bound = at_least(1),
        .also = {"gradient_accumulation_steps", "accumulate_grad_batches", "accum_steps", "micro_batches"}},
       {.table = "train",
+       .key = "global_batch",
+       .field = &member<&C::train, &TrainConfig::global_batch>,
+       .doc = "images a step takes over all ranks, the same at any rank count: each start divides it among "
+              "its ranks and derives accumulate_steps, batch_per_rank being then the most one micro-batch "
+              "holds (accumulate_steps is replaced); 0 = batch_per_rank x accumulate_steps x ranks",
+       .bound = at_least(0),
+       .also = {"total_batch", "total_batch_size", "effective_batch", "train_batch_size"}},
+      {.table = "train",
        .key = "lr_per_256",
        .field = &member<&C::train, &TrainConfig::lr_per_256>,
        .doc = "learning rate for 256 images; scaled by global batch / 256 (0 where train.lr gives the rate)",

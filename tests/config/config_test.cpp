@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/check.h"
+#include "config/batch_shape.h"
 #include "config/config_schema.h"
 #include "data/image_decode.h"
 
@@ -675,6 +677,35 @@ TEST(ShippedConfigs, EveryRunConfigLoads) {
   EXPECT_EQ(c.schedule.warmup_epochs, 16);
   EXPECT_EQ(c.schedule.decay_steps, 2267);
   EXPECT_EQ(c.eval.target_top1, 0.759);
+}
+
+// Note [Fixed global batch] in config/batch_shape.h: each rank count gets an equal share of the global batch in the fewest
+// micro-batches that fit train.batch_per_rank, the same global batch every time; deriving twice
+// changes nothing; a share that cannot be equal is refused by name.
+TEST(FixedGlobalBatch, EachRankCountTakesTheSameGlobalBatchInFittingMicroBatches) {
+  Config c;
+  c.train.global_batch = 96;
+  c.train.batch_per_rank = 16;
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> want = {
+      {1, 16, 6}, {2, 16, 3}, {4, 12, 2}, {8, 12, 1}, {32, 3, 1}};  // ranks, micro-batch, micro-batches
+  for (const auto& [ranks, micro, k] : want) {
+    const Config f = fit_global_batch(c, ranks);
+    EXPECT_EQ(f.train.batch_per_rank, micro) << ranks << " ranks";
+    EXPECT_EQ(f.train.accumulate_steps, k) << ranks << " ranks";
+    EXPECT_EQ(global_batch(f.train, ranks), 96) << ranks << " ranks";
+    EXPECT_EQ(fit_global_batch(f, ranks).train, f.train) << ranks << " ranks: a second fit";
+  }
+  EXPECT_EQ(describe_global_batch(fit_global_batch(c, 4).train, 4),
+            "train.global_batch 96 = 4 ranks x 2 micro-batches of 12");
+  try {
+    fit_global_batch(c, 5);
+    ADD_FAILURE() << "96 among 5 ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.global_batch = 96 does not divide among 5 ranks"), std::string::npos)
+        << e.what();
+  }
+  c.train.global_batch = 0;
+  EXPECT_EQ(fit_global_batch(c, 5).train, c.train);
 }
 
 }  // namespace
