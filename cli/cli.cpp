@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <string_view>
 
 #include "base/check.h"
@@ -43,7 +45,9 @@ std::string usage() {
          "           --straggler PCT adds the step with one rank PCT% slower in compute\n"
          "  info     build, devices and models; with --config or --model, the model layer by layer\n"
          "           (output shape, parameters, multiply-adds per image) and its totals\n"
-         "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet\n"
+         "  --set    override one config key, e.g. --set train.epochs=1 --set model.name=lenet; RINGTRAIN_SET=\"k=v "
+         "...\"\n"
+         "           in the environment adds more, after the command line's\n"
          "  --resume continue training (or evaluate) from DIR's newest checkpoint, inside an epoch if it was\n"
          "           saved there, at any number of ranks\n"
          "  --auto-resume  train: continue from checkpoint.dir's newest checkpoint if it has one, else start\n"
@@ -165,6 +169,13 @@ CliArgs parse_cli(int argc, const char* const* argv) {
     } else {
       RT_CHECK(false, "unknown argument '", arg, "'\n", usage());
     }
+  }
+  // RINGTRAIN_SET="table.key=value ...": --set overrides from the environment, after the command
+  // line's, for job scripts and wrappers that cannot edit a command (the tour's test runs its
+  // commands as written, at a reduced size).
+  if (const char* env = std::getenv("RINGTRAIN_SET")) {
+    std::istringstream words(env);
+    for (std::string word; words >> word;) a.overrides.push_back(word);
   }
   RT_CHECK(!a.auto_resume || (a.command == "train" && a.resume_dir.empty()),
            "--auto-resume is for train, without --resume\n", usage());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,15 @@ TEST(ParseCli, TrainIsTheDefaultCommand) {
   EXPECT_EQ(a.command, "train");
   EXPECT_EQ(a.config_path, "x.toml");
   EXPECT_EQ(a.overrides, (std::vector<std::string>{"train.epochs=1", "model.name=lenet"}));
+}
+
+TEST(ParseCli, TheEnvironmentsOverridesComeAfterTheCommandLines) {
+  const char* argv[] = {"ringtrain", "--config", "x.toml", "--set", "train.epochs=5"};
+  ::setenv("RINGTRAIN_SET", " train.epochs=1  log.progress=none ", 1);
+  const CliArgs a = parse_cli(5, argv);
+  ::unsetenv("RINGTRAIN_SET");
+  EXPECT_EQ(a.overrides, (std::vector<std::string>{"train.epochs=5", "train.epochs=1", "log.progress=none"}));
+  EXPECT_EQ(parse_cli(5, argv).overrides, std::vector<std::string>{"train.epochs=5"});
 }
 
 TEST(ParseCli, SubcommandsAndResume) {
