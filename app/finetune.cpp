@@ -35,7 +35,7 @@ void freeze_config_layers(Graph& graph, const FinetuneConfig& finetune) {
 void scale_head_rate(Graph& graph, double scale) {
   for (const std::string& head : graph.head_layers())
     for (ParamRef& p : graph.params())
-      if (p.name.compare(0, head.size() + 1, head + ".") == 0) p.lr_scale = scale;
+      if (name_under(p.name, head)) p.lr_scale = scale;
 }
 
 std::string trainable_summary(const Graph& graph, const FinetuneConfig& finetune) {

@@ -12,12 +12,8 @@
 namespace rt {
 namespace {
 
-bool under(const std::string& name, const std::string& prefix) {
-  return name.compare(0, prefix.size(), prefix) == 0 && (name.size() == prefix.size() || name[prefix.size()] == '.');
-}
-
 bool under_any(const std::string& name, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return under(name, p); });
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return name_under(name, p); });
 }
 
 std::string list_of(const std::vector<std::string>& items, size_t shown) {

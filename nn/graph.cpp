@@ -426,13 +426,10 @@ int64_t Graph::grad_floats_to_plan() const {
 
 void Graph::freeze(const std::vector<std::string>& prefixes, bool statistics_training) {
   RT_CHECK(!planned_, "cannot freeze layers of a graph that is already planned");
-  const auto under = [](const std::string& name, const std::string& prefix) {
-    return name.compare(0, prefix.size(), prefix) == 0 && (name.size() == prefix.size() || name[prefix.size()] == '.');
-  };
   for (const std::string& prefix : prefixes) {
     bool found = false;
     for (size_t i = 1; i < nodes_.size(); ++i)
-      if (under(nodes_[i].name, prefix)) found = true, nodes_[i].frozen = true;
+      if (name_under(nodes_[i].name, prefix)) found = true, nodes_[i].frozen = true;
     if (!found) {
       std::string names;
       for (const std::string& n : top_level_names()) names += (names.empty() ? "" : ", ") + n;

@@ -60,6 +60,12 @@ struct LayerRow {
 // Called with an index into params() as soon as that gradient is final. See Note [Gradient arena].
 using GradReadyFn = std::function<void(size_t param_index)>;
 
+// Whether `name` is `prefix` or lies below it, a whole name component at a time: "layer1" covers
+// "layer1.0.conv1", not "layer10" (Graph::freeze, the fine-tune's head and finetune.partial).
+inline bool name_under(const std::string& name, const std::string& prefix) {
+  return name.compare(0, prefix.size(), prefix) == 0 && (name.size() == prefix.size() || name[prefix.size()] == '.');
+}
+
 class Graph {
  public:
   // sample_shape: one input sample, e.g. (1, 28, 28); the batch input is plain (N, ...).
