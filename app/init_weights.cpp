@@ -93,27 +93,20 @@ InitWeights load_init_weights(Graph& graph, const FinetuneConfig& finetune, cons
              "\nname their prefixes in finetune.partial to start them from their initialisation instead");
   }
   // Everything is checked before anything is written: a failure leaves the graph as it was.
-  std::vector<std::vector<float>> staged;
-  for (const Target* t : load) {
-    const StTensor& in = *file.find(t->name);
-    if (t->counter) {
-      RT_CHECK(in.dtype == DType::kI64 && in.bytes.size() == 8, source, ": counter '", t->name, "' must be one int64");
-      continue;
-    }
-    Tensor host(plain_spec(t->shape, Device::kCpu));
-    copy_into(host, in, t->name, source);
-    staged.emplace_back(host.data(), host.data() + host.numel());
+  std::vector<Tensor> staged(load.size());  // on the host; a counter's stays empty
+  for (size_t k = 0; k < load.size(); ++k) {
+    const StTensor& in = *file.find(load[k]->name);
+    if (load[k]->counter)
+      RT_CHECK(in.dtype == DType::kI64 && in.bytes.size() == 8, source, ": counter '", load[k]->name,
+               "' must be one int64");
+    else
+      copy_into(staged[k] = Tensor(plain_spec(load[k]->shape, Device::kCpu)), in, load[k]->name, source);
   }
-  size_t k = 0;
-  for (const Target* t : load) {
-    const StTensor& in = *file.find(t->name);
-    if (t->counter) {
-      std::memcpy(t->counter, in.bytes.data(), 8);
-    } else {
-      copy_bytes(t->value->data(), t->value->device(), staged[k].data(), Device::kCpu,
-                 staged[k].size() * sizeof(float));
-      ++k;
-    }
+  for (size_t k = 0; k < load.size(); ++k) {
+    if (load[k]->counter)
+      std::memcpy(load[k]->counter, file.find(load[k]->name)->bytes.data(), 8);
+    else
+      copy_bytes(load[k]->value->data(), load[k]->value->device(), staged[k].data(), Device::kCpu, staged[k].bytes());
   }
   r.loaded = static_cast<int64_t>(load.size());
   r.tensors = static_cast<int64_t>(targets.size());
