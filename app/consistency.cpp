@@ -26,8 +26,10 @@ void require_same_on_all_ranks(const std::string& kind, const std::vector<std::p
   for (size_t i = 0; i < items.size(); ++i) lo[i + 1] = fnv1a(items[i].first + "\n" + items[i].second);
   int counts[2] = {n, -n};
   MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_MAX, world.comm());
-  RT_CHECK(counts[0] == -counts[1], "the ", kind, "s differ across ranks: this rank (", world.rank(), ") has ", n,
-           ", another has ", counts[0] == n ? -counts[1] : counts[0]);
+  // Note [Exit statuses] in base/check.h: ranks that disagree are a config's error, not a host's.
+  if (counts[0] != -counts[1])
+    throw ConfigError(str_cat("the ", kind, "s differ across ranks: this rank (", world.rank(), ") has ", n,
+                              ", another has ", counts[0] == n ? -counts[1] : counts[0]));
   hi = lo;
   MPI_Allreduce(MPI_IN_PLACE, lo.data(), n + 1, MPI_UINT64_T, MPI_MIN, world.comm());
   MPI_Allreduce(MPI_IN_PLACE, hi.data(), n + 1, MPI_UINT64_T, MPI_MAX, world.comm());
@@ -40,8 +42,9 @@ void require_same_on_all_ranks(const std::string& kind, const std::vector<std::p
     std::ostringstream ranks;
     for (int r = 1; r < world.size(); ++r)
       if (all[r] != all[0]) ranks << (ranks.tellp() > 0 ? ", " : "") << r;
-    RT_CHECK(false, "refusing to start: ", kind, " '", items[i].first, "' differs between rank 0 and rank(s) ",
-             ranks.str(), "; on this rank (", world.rank(), ") it is: ", items[i].second);
+    throw ConfigError(str_cat("refusing to start: ", kind, " '", items[i].first,
+                              "' differs between rank 0 and rank(s) ", ranks.str(), "; on this rank (", world.rank(),
+                              ") it is: ", items[i].second));
   }
 }
 

@@ -55,21 +55,21 @@ ImageIndex shared_index(const std::string& root, const Config& config, const Wor
   const DataSource source = config.data.source;
   ImageIndex index;
   if (world.size() == 1) {
-    index = load_index(source, root, config.data.rebuild_index);
+    index = errors_as<DataError>([&] { return load_index(source, root, config.data.rebuild_index); });
   } else {
     std::string text;
     if (world.rank() == 0) {
-      index = load_index(source, root, config.data.rebuild_index);
+      index = errors_as<DataError>([&] { return load_index(source, root, config.data.rebuild_index); });
       text = index_text(index);
     }
     world.broadcast(text, 0, {&stall, str_cat("rank 0's index of ", root)});
-    if (world.rank() != 0) index = index_from_text(source, root, text);
+    if (world.rank() != 0) index = errors_as<DataError>([&] { return index_from_text(source, root, text); });
   }
   if (index.records()) leave_out_labels_from(index, config.model.num_classes);
   // What indexing left out: every rank stops alike, or rank 0 alone names each once.
   const DataConfig& d = config.data;
   if (!index.left_out.empty() && d.on_bad_file == BadFilePolicy::kError)
-    throw Error(str_cat(index.left_out[0], " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
+    throw DataError(str_cat(index.left_out[0], " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
   if (world.rank() == 0)
     for (const std::string& why : index.left_out) rank_warning(world)(str_cat("left out of the index: ", why));
   return index;
@@ -95,14 +95,17 @@ TrainerData open_data(const Config& config, const World& world, const StallPolic
     data.test = open_image_folder(d, index(d.val_folder), config.model.name, config.train.device,
                                   /*training=*/false, 0, workers, rank_warning(world));
   } else {
-    data.train = std::make_unique<InMemoryBatches>(
-        load_idx_dataset(data_path(d, d.train_images), data_path(d, d.train_labels), d.mean, d.std));
-    data.test = std::make_unique<InMemoryBatches>(
-        load_idx_dataset(data_path(d, d.test_images), data_path(d, d.test_labels), d.mean, d.std));
+    const auto load = [&](const std::string& images, const std::string& labels) {
+      return errors_as<DataError>(
+          [&] { return load_idx_dataset(data_path(d, images), data_path(d, labels), d.mean, d.std); });
+    };
+    data.train = std::make_unique<InMemoryBatches>(load(d.train_images, d.train_labels));
+    data.test = std::make_unique<InMemoryBatches>(load(d.test_images, d.test_labels));
   }
   const int64_t classes = std::max(data.train->num_classes(), data.test->num_classes());
-  RT_CHECK(classes <= config.model.num_classes, "the data in '", d.dir, "' has ", classes,
-           " classes but model.num_classes = ", config.model.num_classes);
+  if (classes > config.model.num_classes)
+    throw DataError(str_cat("the data in '", d.dir, "' has ", classes,
+                            " classes but model.num_classes = ", config.model.num_classes));
   const auto [c, h, w] = data.train->sample_shape();
   data.input_shape = {c, h, w};
   return data;

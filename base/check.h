@@ -15,6 +15,37 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Note [Exit statuses]: an error in what the user asked for ends the job with a status of its own,
+// so that whoever relaunches failed jobs (`ringtrain elastic`) tells a job that would fail the same
+// way again from one that lost a host or a link (status 1):
+//   ConfigError  the command line or the config (78, EX_CONFIG);
+//   DataError    a data or weights file it names: missing, unreadable, malformed (65, EX_DATAERR).
+// Open MPI's mpirun and MPICH's mpiexec pass the failing rank's MPI_Abort status on.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+inline constexpr int kExitDataError = 65;
+inline constexpr int kExitConfigError = 78;
+
+// Runs f; an rt::Error it throws leaves as a Kind (ConfigError or DataError) with the same message.
+template <typename Kind, typename F>
+decltype(auto) errors_as(F&& f) {
+  try {
+    return f();
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Kind(e.what());
+  }
+}
+
 template <typename... Parts>
 std::string str_cat(const Parts&... parts) {
   std::ostringstream os;

@@ -87,21 +87,25 @@ namespace {
 
 // A fatal error: alone, a message and exit 1; under MPI, the message with rank, host and step,
 // then MPI_Abort, so the other ranks do not hang in a collective waiting for this one.
-[[noreturn]] void fail(const std::string& message) {
+[[noreturn]] void fail(const std::string& message, int status = 1) {
   const rt::World& world = rt::World::get();
   const int64_t step = rt::current_training_step();
   const std::string where = step >= 0 ? rt::str_cat(" at step ", step) : std::string();
   if (world.size() == 1 && !world.uses_mpi()) {
     rt::stderr_line("ringtrain: " + message);
-    std::exit(1);
+    std::exit(status);
   }
-  world.abort(rt::str_cat(message, where));
+  world.abort(rt::str_cat(message, where), status);
 }
 
 // The exception being handled, as fail()'s message.
 [[noreturn]] void fail_with_current_exception() {
   try {
     throw;
+  } catch (const rt::ConfigError& e) {  // Note [Exit statuses] in base/check.h
+    fail(rt::str_cat("error: ", e.what()), rt::kExitConfigError);
+  } catch (const rt::DataError& e) {
+    fail(rt::str_cat("error: ", e.what()), rt::kExitDataError);
   } catch (const rt::Error& e) {
     fail(rt::str_cat("error: ", e.what()));
   } catch (const dnnl::error& e) {
@@ -136,11 +140,11 @@ int main(int argc, char** argv) {
   int status = 0;
   if (rt::launched_by_mpi()) {  // Note [Fatal errors under MPI]
     rt::World::init(&argc, &argv);
-    status = rt::run(rt::parse_cli(argc, argv));
+    status = rt::run(rt::errors_as<rt::ConfigError>([&] { return rt::parse_cli(argc, argv); }));
   } else {
     try {
       rt::World::init(&argc, &argv);
-      status = rt::run(rt::parse_cli(argc, argv));
+      status = rt::run(rt::errors_as<rt::ConfigError>([&] { return rt::parse_cli(argc, argv); }));
     } catch (...) {
       fail_with_current_exception();
     }

@@ -46,7 +46,8 @@ int train_command(const CliArgs& args) {
   }
   // A resumed fine-tune has all it needs in its checkpoint (Note [Fine-tuning] in app/init_weights.h).
   if (!trainer.resumed_from() && !config.finetune.weights.empty()) {
-    const InitWeights init = load_init_weights(trainer.graph(), config.finetune, config.model.name);
+    const InitWeights init =
+        errors_as<DataError>([&] { return load_init_weights(trainer.graph(), config.finetune, config.model.name); });
     broadcast_model_state(trainer.graph(), world);  // every rank read the file: the same weights
     if (world.rank() == 0) std::cout << describe(init) << std::flush;
   }

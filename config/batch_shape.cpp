@@ -7,10 +7,11 @@ namespace rt {
 Config fit_global_batch(Config config, int64_t ranks) {
   TrainConfig& t = config.train;
   if (t.global_batch == 0) return config;
-  RT_CHECK(t.global_batch % ranks == 0, "train.global_batch = ", t.global_batch, " does not divide among ", ranks,
-           " ranks: each rank takes an equal share of the step; run on a number of ranks that divides it, or "
-           "choose a global batch that ",
-           ranks, " divides");
+  if (t.global_batch % ranks != 0)
+    throw ConfigError(str_cat("train.global_batch = ", t.global_batch, " does not divide among ", ranks,
+                              " ranks: each rank takes an equal share of the step; run on a number of ranks that "
+                              "divides it, or choose a global batch that ",
+                              ranks, " divides"));
   const int64_t share = t.global_batch / ranks;
   int64_t k = (share + t.batch_per_rank - 1) / t.batch_per_rank;
   while (share % k != 0) ++k;  // ends at k = share at the latest: micro-batches of one image

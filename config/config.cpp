@@ -184,7 +184,9 @@ Config parse_config(const std::string& text, const std::string& source_name,
   return loader.finish();
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+Config read_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(str_cat("cannot read config '", path, "': ", std::strerror(errno)));
   std::string text;
@@ -195,6 +197,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::fclose(f);
   if (read_errno) throw Error(str_cat("cannot read config '", path, "': ", std::strerror(read_errno)));
   return parse_config(text, path, overrides);
+}
+
+}  // namespace
+
+// Note [Exit statuses] in base/check.h: every error here is the config's.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return errors_as<ConfigError>([&] { return read_config(path, overrides); });
 }
 
 void check_rules(const Config& config) {

@@ -101,13 +101,13 @@ void IndexedImageBatches::make_sample(int64_t epoch, int64_t sample, float* imag
       return;
     } catch (const Error& e) {
       if (o_.error_on_bad_file)
-        throw Error(str_cat(e.what(), " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
+        throw DataError(str_cat(e.what(), " (data.on_bad_file = \"error\"; \"skip\" goes on without it)"));
       std::lock_guard<std::mutex> lock(mu_);
       skipped_this_pass_.insert(file);
       if (warned_.insert(index_.path(file)).second) o_.warn(str_cat("skipping an unreadable image: ", e.what()));
     }
   }
-  throw Error(str_cat("image folder '", index_.root, "': none of its ", n, " files is a readable image"));
+  throw DataError(str_cat("image folder '", index_.root, "': none of its ", n, " files is a readable image"));
 }
 
 LentBatch IndexedImageBatches::borrow(float* /*images*/, int32_t* /*labels*/) {

@@ -38,8 +38,7 @@ const ModelEntry& find_model(const std::string& name) {
     if (e.name == name) return e;
     names += str_cat(names.empty() ? "" : ", ", e.name);
   }
-  RT_CHECK(false, "unknown model '", name, "': valid models are ", names);
-  return model_table().front();
+  throw ConfigError(str_cat("unknown model '", name, "': valid models are ", names));
 }
 
 std::unique_ptr<Graph> build_model(const std::string& name, const ModelOptions& options) {

@@ -89,7 +89,7 @@ TEST(ParseCli, UnknownArgumentAndMissingValueAreErrors) {
 
 TEST(RingtrainBinary, MissingConfigFileExitsNonZeroNamingIt) {
   const ProcessResult r = ringtrain("--config /nonexistent/ringtrain.toml");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find("cannot read config '/nonexistent/ringtrain.toml'"), std::string::npos) << r.output;
 }
 
@@ -97,7 +97,7 @@ TEST(RingtrainBinary, MisspeltKeySuggestsTheNearOne) {
   const fs::path p = write_config("misspelt.toml", "[train]\nepohcs = 3\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find(":2: unknown key 'train.epohcs'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train.epochs"), std::string::npos) << r.output;
 }
@@ -106,7 +106,7 @@ TEST(RingtrainBinary, NegativeBatchFromSetIsRejected) {
   const fs::path p = write_config("ok.toml", "[train]\nepochs = 1\n");
   const ProcessResult r = ringtrain("--config " + p.string() + " --set train.batch_per_rank=-8");
   fs::remove(p);
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find("train.batch_per_rank"), std::string::npos) << r.output;
 }
 
@@ -117,7 +117,7 @@ TEST(RingtrainBinary, UnknownModelListsTheValidOnes) {
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(fs::temp_directory_path() / "ringtrain_cli_model");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find("unknown model 'resnet9000'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("lenet"), std::string::npos) << r.output;
 }
@@ -129,7 +129,7 @@ TEST(RingtrainBinary, MissingDataFolderNamesTheFile) {
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(fs::temp_directory_path() / "ringtrain_cli_data");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitDataError);
   EXPECT_NE(r.output.find("/nonexistent-data/train-images-idx3-ubyte.gz"), std::string::npos) << r.output;
 }
 
@@ -151,14 +151,14 @@ TEST(RingtrainBinary, CudaWithoutAUsableGpuFailsAtStartInTheDriversWords) {
   EXPECT_EQ(r.output.find("/nonexistent-data/train-images"), std::string::npos) << "read data first:\n" << r.output;
 }
 
-// A setting only the GPU honours, in a config that trains on the CPU: exit 1, the message naming it.
+// A setting only the GPU honours, in a config that trains on the CPU: exit 78, the message naming it.
 void expect_refused_on_the_cpu(const std::string& name, const std::string& setting, const std::string& why) {
   const fs::path runs = fs::temp_directory_path() / ("ringtrain_cli_" + name);
   const fs::path p = write_config(name + ".toml", setting + "[checkpoint]\ndir = \"" + runs.string() + "\"\n");
   const ProcessResult r = ringtrain("--config " + p.string());
   fs::remove(p);
   fs::remove_all(runs);
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
 }
 
@@ -297,7 +297,7 @@ TEST(RingtrainBinary, InfoConfigListsTheTensorsPowerSgdCompresses) {
 
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
   const ProcessResult r = ringtrain("info --model vgg16 --input -3");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, kExitConfigError);
   EXPECT_NE(r.output.find("--input expects a positive image size, got '-3'"), std::string::npos) << r.output;
 }
 
