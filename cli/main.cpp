@@ -5,7 +5,9 @@
 #include <chrono>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "app/run/stop_signals.h"
 #include "app/trainer.h"
@@ -15,6 +17,7 @@
 #include "cli/bench.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/elastic_command.h"
 #include "cli/forward.h"
 #include "cli/predict.h"
 #include "dist/world.h"
@@ -134,6 +137,8 @@ void on_terminate() {
 
 int main(int argc, char** argv) {
   rt::write_whole_lines();
+  // The supervisor is no rank: it starts the launcher, and MPI is not for it.
+  if (argc >= 2 && std::string_view(argv[1]) == "elastic") return rt::elastic_command(argc, argv);
   // `train` (also when the command is left out): a stop signal waits until the config is read.
   if (argc < 2 || argv[1][0] == '-' || std::string_view(argv[1]) == "train") rt::hold_stop_signals();
   std::set_terminate(on_terminate);

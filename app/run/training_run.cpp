@@ -14,6 +14,7 @@
 #include "app/run/epoch_sums.h"
 #include "app/run/progress.h"
 #include "app/run/run_clock.h"
+#include "app/run/elastic_record.h"
 #include "app/run/run_folder.h"
 #include "app/run/step_agreement.h"
 #include "app/run/stop_signals.h"
@@ -104,6 +105,8 @@ Loop::Loop(Trainer& t, MlperfLog& mlperf, const TrainLimits& limits)
 TrainResult Loop::run() {
   mlperf_.open(config_.checkpoint.dir);
   mlperf_.run_start();
+  if (const auto launch = elastic_record(t_.position(), world_.size(), global_batch(config_.train, world_.size())))
+    folder_.write_metric(*launch);
   for (int64_t epoch = t_.position().epochs_done; epoch < last_epoch_ && !result_.target.reached; ++epoch) {
     for (int64_t s = begin_epoch(epoch); s < t_.schedule().steps_per_epoch; ++s) {
       logged_step(epoch, s);

@@ -22,7 +22,8 @@ LAYERS = {
     "config": ["base"],
     "app": ["base", "formats", "nn", "data", "models", "dist", "config"],
     "tools": ["base", "formats", "nn", "data", "models", "dist", "config", "app"],
-    "cli": ["base", "formats", "nn", "data", "models", "dist", "config", "app", "tools"],
+    "elastic": ["base", "formats", "app"],
+    "cli": ["base", "formats", "nn", "data", "models", "dist", "config", "app", "tools", "elastic"],
     "bench": ["base", "formats", "nn", "data", "models", "dist"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')

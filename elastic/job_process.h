@@ -1,0 +1,39 @@
+// One launch of the job under `ringtrain elastic`: the launcher runs as a child in a process group
+// of its own, its stdout is the supervisor's, and its stderr passes through the supervisor line by
+// line (each line is copied on at once), so that the supervisor reads the job's first error.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rt {
+
+class JobProcess {
+ public:
+  // Starts argv[0] (found on PATH) with argv and, added to the environment, `env` ("NAME=VALUE").
+  JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+  ~JobProcess();  // a job still running is killed, its whole process group
+  JobProcess(const JobProcess&) = delete;
+  JobProcess& operator=(const JobProcess&) = delete;
+
+  // Copies what the job wrote to stderr since the last call on, line by line, handing each whole
+  // line to on_line, for at most wait_s; returns true once the job has exited (then status() holds).
+  bool poll(double wait_s, const std::function<void(const std::string&)>& on_line);
+  // The exit status, as a shell gives it: 128 + N for a job killed by signal N.
+  int status() const { return status_; }
+  // Sends `signal` to the launcher alone (it passes SIGUSR1 and SIGTERM on to the ranks).
+  void signal(int signal) const;
+
+ private:
+  void drain(const std::function<void(const std::string&)>& on_line, bool to_end);
+  pid_t pid_ = -1;
+  int err_fd_ = -1;
+  bool exited_ = false;
+  int status_ = -1;
+  std::string partial_;  // the start of a line not yet ended
+};
+
+}  // namespace rt
