@@ -1,5 +1,6 @@
 #include "cli/elastic_command.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "base/stderr_line.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "dist/world.h"
 #include "elastic/supervisor.h"
 
 namespace rt {
@@ -48,6 +50,12 @@ int elastic_command(int argc, char** argv) {
     stderr_line(str_cat("ringtrain elastic: error: ", e.what()));
     return 1;
   }
+}
+
+void say_ranks_started() {
+  const char* event = std::getenv("RINGTRAIN_ELASTIC_EVENT");
+  const World& world = World::get();
+  if (event && *event && world.rank() == 0) stderr_line(str_cat("ringtrain: all ", world.size(), " ranks started"));
 }
 
 }  // namespace rt

@@ -8,4 +8,9 @@ namespace rt {
 // a job alone (Note [Exit statuses] in base/check.h): 78 for its arguments or the job's config.
 int elastic_command(int argc, char** argv);
 
+// In a job the supervisor launched (RINGTRAIN_ELASTIC_EVENT set), rank 0 says on stderr, once
+// MPI_Init has returned (every launcher's MPI_Init waits for all ranks), "ringtrain: all N ranks
+// started": the supervisor's sign that the launch reached every host.
+void say_ranks_started();
+
 }  // namespace rt

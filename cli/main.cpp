@@ -145,10 +145,12 @@ int main(int argc, char** argv) {
   int status = 0;
   if (rt::launched_by_mpi()) {  // Note [Fatal errors under MPI]
     rt::World::init(&argc, &argv);
+    rt::say_ranks_started();
     status = rt::run(rt::errors_as<rt::ConfigError>([&] { return rt::parse_cli(argc, argv); }));
   } else {
     try {
       rt::World::init(&argc, &argv);
+      rt::say_ranks_started();
       status = rt::run(rt::errors_as<rt::ConfigError>([&] { return rt::parse_cli(argc, argv); }));
     } catch (...) {
       fail_with_current_exception();

@@ -49,6 +49,10 @@ void JobProcess::signal(int signal) const {
   if (!exited_) kill(pid_, signal);
 }
 
+void JobProcess::kill_all() const {
+  if (!exited_) kill(-pid_, SIGKILL);
+}
+
 void JobProcess::drain(const std::function<void(const std::string&)>& on_line, bool to_end) {
   char buf[1 << 14];
   for (;;) {

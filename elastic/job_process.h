@@ -26,6 +26,8 @@ class JobProcess {
   int status() const { return status_; }
   // Sends `signal` to the launcher alone (it passes SIGUSR1 and SIGTERM on to the ranks).
   void signal(int signal) const;
+  // Kills the launcher and everything it started here (its process group).
+  void kill_all() const;
 
  private:
   void drain(const std::function<void(const std::string&)>& on_line, bool to_end);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "app/run/stop_signals.h"
@@ -54,6 +55,12 @@ double now_s() {
 }
 
 void say(const std::string& line) { stderr_line("ringtrain elastic: " + line); }
+
+// What rank 0 of a launched job says once every rank has started (cli/elastic_command.h).
+const std::regex& ranks_started() {
+  static const std::regex re(R"(^ringtrain: all \d+ ranks started$)");
+  return re;
+}
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
@@ -116,13 +123,22 @@ class Supervisor {
                                               {"host", event.host},
                                               {"why", event.why}});
       JobProcess job(command(placement, ranks, usable), {"RINGTRAIN_ELASTIC_EVENT=" + record});
-      const double started = now_s();
+      const double started_s = now_s();
       bool grow_asked = false, stop_asked = false;
       std::vector<std::string> told;
       double looked = now_s();
+      bool started = false, gave_up = false;
       while (!job.poll(0.25, [&](const std::string& line) {
         if (told.size() < 400 && tells_failure(line)) told.push_back(line);
+        started = started || std::regex_match(line, ranks_started());
       })) {
+        // Hydra waits for good on a host where its proxy cannot start.
+        if (!started && !gave_up && now_s() - started_s > o_.start_timeout_s) {
+          say(str_cat("the job's ranks have not all started within ", o_.start_timeout_s,
+                      " s (--start-timeout-s): ending this launch"));
+          job.kill_all();
+          gave_up = true;
+        }
         if (g_signal != 0) {
           say(str_cat("got ",
                       g_signal == SIGINT    ? "SIGINT"
@@ -137,7 +153,7 @@ class Supervisor {
           looked = now_s();
           refresh_hosts(false);
           const int more = ranks_on(pool_.usable(now_s()));
-          if (more > ranks && now_s() - started >= signal_hold_s()) {
+          if (more > ranks && now_s() - started_s >= signal_hold_s()) {
             say(str_cat(describe_slots(pool_.usable(now_s())),
                         ": asking the job to save and stop (SIGUSR1) to grow from ", ranks, " to ", more, " ranks"));
             job.signal(SIGUSR1);
@@ -174,7 +190,7 @@ class Supervisor {
                     blame.first_error.empty() ? "" : " (" + blame.first_error + ")",
                     "; asking each of its hosts to run one process (sleep 1) through the launcher"));
         failed = failing_hosts(
-            hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, 30);
+            hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, o_.start_timeout_s);
         if (failed.empty()) {
           say("every host ran it: launching again on the same hosts");
           event = {"relaunch", "", ranks, str_cat("exit status ", last_status_, ", no host named")};
@@ -212,9 +228,18 @@ class Supervisor {
     return "";
   }
 
+  // As docs/examples/ringtrain.sbatch runs srun: since Slurm 22.05 it does not take
+  // --cpus-per-task from sbatch. --kill-on-bad-exit: a rank that fails ends the step. --overlap: the
+  // next launch need not wait for the CPUs of a step whose failed node never reports its end.
   static std::vector<std::string> slurm_launcher() {
     const char* mpi = std::getenv("SLURM_MPI_TYPE");
-    return {"srun", str_cat("--mpi=", mpi && *mpi ? mpi : "pmix"), "--kill-on-bad-exit=1"};
+    const char* cpus = std::getenv("SLURM_CPUS_PER_TASK");
+    return {"srun",
+            str_cat("--mpi=", mpi && *mpi ? mpi : "pmix"),
+            str_cat("--cpus-per-task=", cpus && *cpus ? cpus : "1"),
+            "--cpu-bind=cores",
+            "--kill-on-bad-exit=1",
+            "--overlap"};
   }
 
   // "a:2,b:2" -> {a, b}
@@ -333,7 +358,8 @@ class Supervisor {
 std::string elastic_usage() {
   return "usage: ringtrain elastic [--min-np N] [--max-np M] (--hosts FILE | --discover SCRIPT | --slurm)\n"
          "                         [--launcher \"CMD ARGS\"] [--leave-out-s S] [--host-failures K]\n"
-         "                         [--max-failures F] [--window-s W] [--look-every-s L] -- ringtrain train ...\n"
+         "                         [--max-failures F] [--window-s W] [--look-every-s L] [--start-timeout-s T]\n"
+         "                         -- ringtrain train ...\n"
          "  --hosts FILE       the hosts, one per line: NAME, NAME SLOTS, NAME:SLOTS or NAME slots=SLOTS;\n"
          "                     read again every L s (edit it to add or drop a host)\n"
          "  --discover SCRIPT  a command that prints the hosts as the file holds them, run every L s\n"
@@ -347,6 +373,8 @@ std::string elastic_usage() {
          "  --host-failures K  a host that failed K times stays out for good (default 3)\n"
          "  --max-failures F, --window-s W   stop after F failures within W s (default 5, 3600)\n"
          "  --look-every-s L   how often the host list is read again (default 30)\n"
+         "  --start-timeout-s T  a launch whose ranks have not all started (MPI_Init) after T s is a\n"
+         "                     failed one (default 120)\n"
          "The job is launched with --auto-resume added, on the most ranks that divide its\n"
          "train.global_batch; it is not launched again after exit status 65 (data) or 78 (config).\n";
 }
@@ -385,6 +413,8 @@ ElasticOptions parse_elastic_args(const std::vector<std::string>& args) {
       o.max_failures = static_cast<int>(number_of(a, value(a), 1));
     } else if (a == "--window-s") {
       o.window_s = number_of(a, value(a), 1);
+    } else if (a == "--start-timeout-s") {
+      o.start_timeout_s = number_of(a, value(a), 1);
     } else if (a == "--look-every-s") {
       o.look_every_s = number_of(a, value(a), 0.1);
     } else {

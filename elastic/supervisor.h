@@ -21,6 +21,7 @@ struct ElasticOptions {
   int max_failures = 5;               // --max-failures F --window-s W: F failures within W s end it
   double window_s = 3600;
   double look_every_s = 30;      // --look-every-s: how often the host list is read again
+  double start_timeout_s = 120;  // --start-timeout-s: a launch whose ranks have not all started
   std::vector<std::string> job;  // after --: the job, `ringtrain train ...`
 };
 

@@ -6,8 +6,9 @@
 #   bad_key:     a config the supervisor cannot load: it launches nothing (78);
 #   config, data: a job that fails on its config (78) or data (65) is not launched again;
 #   min_np:      fewer usable slots than --min-np: it says so and launches nothing;
-#   unreachable: a listed host whose MPI daemon cannot start (its rsh agent fails): left out, and
-#                the job finishes on this host after a second launch;
+#   unreachable: a listed host whose MPI daemon cannot start (its rsh agent fails; Open MPI ends
+#                the launch, Hydra waits for good, until --start-timeout-s): left out, and the job
+#                finishes on this host after a second launch;
 #   host_limit:  a job that fails every time (a fault planted at step 3) on this host, left out for
 #                0 s: launched 3 times, then the host is out for good and it stops, saying why;
 #   max_failures: the same with --host-failures 10 --max-failures 2: stops after 2 failures.
@@ -55,7 +56,7 @@ expect min_np 1 0 "stopping: 2 slots usable on $(hostname):2; the job needs at l
 # A listed host whose daemon cannot start (the rsh agent fails): left out, and the job goes on here.
 printf '%s 2\nrt-nosuch 2\n' "$(hostname)" > "$work/hosts2"
 expect unreachable 0 2 "the job finished \(exit status 0\) after 2 launches" --hosts "$work/hosts2" \
-  --launcher "$src/scripts/mpi_launch.sh --testing --rsh /bin/false" "${job[@]}"
+  --launcher "$src/scripts/mpi_launch.sh --testing --rsh /bin/false" --start-timeout-s 10 "${job[@]}"
 grep -q "leaving rt-nosuch out for 600 s" "$work/unreachable.out" ||
   { echo "FAIL: unreachable: rt-nosuch is not left out"; grep "^ringtrain elastic" "$work/unreachable.out"; fail=1; }
 export RINGTRAIN_TEST_FAULT=1:step:3

@@ -27,7 +27,7 @@ hosts=$src/scripts/netns_hosts.sh
 trap '"$hosts" down; pkill -9 -f "$work/" 2> /dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 fashion_mnist_subset "$work/data" 4096 256 || exit 1
 export RINGTRAIN_SIGNAL_HOLD_S=2
-epochs=${ELASTIC_TEST_EPOCHS:-30}
+epochs=${ELASTIC_TEST_EPOCHS:-20}
 fail=0
 
 # run NAME: the supervisor in the background, writing $work/NAME.out; sets pid.
