@@ -20,7 +20,7 @@
 #include "elastic/host_pool.h"
 #include "elastic/host_probe.h"
 #include "elastic/job_process.h"
-#include "formats/json.h"
+#include "elastic/launch_record.h"
 
 namespace rt {
 
@@ -101,7 +101,7 @@ class Supervisor {
 
   int run() {
     refresh_hosts(true);
-    Event event{"start", "", 0, ""};
+    LaunchEvent event{.kind = "start", .host = "", .previous_ranks = 0, .why = ""};
     for (int launch = 1;; ++launch) {
       const std::vector<HostSlots> usable = pool_.usable(now_s());
       const int ranks = ranks_on(usable);
@@ -117,11 +117,7 @@ class Supervisor {
       say(str_cat(launch == 1 ? "launching " : "launching again: ", ranks, ranks == 1 ? " rank" : " ranks", " on ",
                   placement, recipe_.global_batch ? str_cat(", global batch ", recipe_.global_batch) : "",
                   event.why.empty() ? "" : " (" + event.why + ")"));
-      const std::string record = to_json(Json{{"event", event.kind},
-                                              {"launch", launch},
-                                              {"previous_ranks", event.previous_ranks},
-                                              {"host", event.host},
-                                              {"why", event.why}});
+      const std::string record = launch_record(event, launch);
       JobProcess job(command(placement, ranks, usable), {"RINGTRAIN_ELASTIC_EVENT=" + record});
       const double started_s = now_s();
       bool grow_asked = false, stop_asked = false;
@@ -179,7 +175,7 @@ class Supervisor {
       }
       refresh_hosts(false);
       if (end == JobEnd::kSaved) {
-        event = {"grow", "", ranks, "hosts came back"};
+        event = {.kind = "grow", .host = "", .previous_ranks = ranks, .why = "hosts came back"};
         continue;
       }
       if (!count_failure(last_status_)) return last_status_;
@@ -193,7 +189,10 @@ class Supervisor {
             hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, o_.start_timeout_s);
         if (failed.empty()) {
           say("every host ran it: launching again on the same hosts");
-          event = {"relaunch", "", ranks, str_cat("exit status ", last_status_, ", no host named")};
+          event = {.kind = "relaunch",
+                   .host = "",
+                   .previous_ranks = ranks,
+                   .why = str_cat("exit status ", last_status_, ", no host named")};
           continue;
         }
       } else {
@@ -208,17 +207,14 @@ class Supervisor {
                                                times, "; at ", o_.host_failures, " it stays out for good)"));
       }
       const std::string names = join(failed, ", ");
-      event = {"shrink", names, ranks, str_cat(failed.size() == 1 ? "host " : "hosts ", names, " failed")};
+      event = {.kind = "shrink",
+               .host = names,
+               .previous_ranks = ranks,
+               .why = str_cat(failed.size() == 1 ? "host " : "hosts ", names, " failed")};
     }
   }
 
  private:
-  struct Event {
-    std::string kind, host;
-    int previous_ranks = 0;
-    std::string why;
-  };
-
   static std::string mpi_launch(const std::string& self_path) {
     const std::filesystem::path self = std::filesystem::canonical(self_path).parent_path();
     for (const auto& candidate : {self / ".." / "scripts" / "mpi_launch.sh", self / "scripts" / "mpi_launch.sh"})

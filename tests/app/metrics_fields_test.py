@@ -16,7 +16,8 @@ import re
 import sys
 
 WRITERS = ["app/run/training_run.cpp", "app/run/epoch_report.cpp", "app/run/straggler_report.cpp",
-           "app/run/run_target.cpp", "app/run/bucket_tuner.cpp"]
+           "app/run/run_target.cpp", "app/run/bucket_tuner.cpp", "app/run/elastic_record.cpp",
+           "elastic/launch_record.cpp"]
 
 
 def documented(root):

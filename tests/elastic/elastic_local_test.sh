@@ -48,6 +48,7 @@ expect() {
 expect finishes 0 1 "the job finished \(exit status 0\) after 1 launch" "${job[@]}"
 grep -q '"kind":"elastic".*"ranks":2,"global_batch":64,"event":"start","launch":1' "$work/finishes/metrics.jsonl" ||
   { echo "FAIL: finishes: no launch record in metrics.jsonl"; fail=1; }
+python3 "$src/tests/app/metrics_fields_test.py" "$src" "$work/finishes/metrics.jsonl" || fail=1
 expect bad_key 78 0 "error: --set train.bogus=1: unknown key" "${job[@]}" --set train.bogus=1
 expect config 78 1 "command line or config is wrong \(exit status 78\): not launching it again" \
   "${job[@]}" --set model.name=nosuchmodel

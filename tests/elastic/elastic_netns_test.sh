@@ -26,7 +26,7 @@ work=$(mktemp -d /tmp/ringtrain_elastic_netns_XXXXXX)
 hosts=$src/scripts/netns_hosts.sh
 trap '"$hosts" down; pkill -9 -f "$work/" 2> /dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 fashion_mnist_subset "$work/data" 4096 256 || exit 1
-export RINGTRAIN_SIGNAL_HOLD_S=2
+export RINGTRAIN_SIGNAL_HOLD_S=1
 epochs=${ELASTIC_TEST_EPOCHS:-20}
 fail=0
 
@@ -35,7 +35,7 @@ run() {
   local name=$1
   printf 'rt-a 2\nrt-b 2\n' > "$work/listed"
   timeout 400 "$hosts" on rt-a "$ringtrain" elastic --discover "cat $work/listed" --min-np 2 --max-np 4 \
-    --look-every-s 0.5 --launcher "$src/scripts/mpi_launch.sh --testing --rsh $("$hosts" agent) --net 10.213.0.0/24" \
+    --look-every-s 0.25 --launcher "$src/scripts/mpi_launch.sh --testing --rsh $("$hosts" agent) --net 10.213.0.0/24" \
     -- "$ringtrain" train --config "$src/configs/fashion_mnist.toml" --set model.name=lenet --set train.threads=1 \
     --set train.global_batch=64 --set train.batch_per_rank=16 --set train.epochs="$epochs" \
     --set checkpoint.every_steps=10 --set log.progress=none --set log.every_steps=1 --set dist.stall_abort_s=15 \
@@ -116,13 +116,13 @@ t_fail=$(date +%s.%N)
 # Host b is lost for good: whatever starts there is killed, until it "comes back".
 (while :; do for p in $(ip netns pids rt-b); do kill -9 "$p" 2> /dev/null; done; sleep 0.05; done) &
 killer=$!
+printf 'rt-a 2\n' > "$work/listed"  # the discovery script drops rt-b ...
 step=$(last_step kill)
 figures kill "$t_fail" "$step" > "$work/kill.figures" &
 figures_pid=$!
 wait_for "kill: the launch on rt-a alone" "$work/kill.out" "launching again: 2 ranks on rt-a:2, global batch 64 \(host rt-b failed\)"
-printf 'rt-a 2\n' > "$work/listed"  # the discovery script drops rt-b ...
 kill "$killer"
-sleep 1  # two looks of the supervisor
+sleep 0.6  # the supervisor looks at the list every 0.25 s: it has seen rt-b dropped
 printf 'rt-a 2\nrt-b 2\n' > "$work/listed"  # ... and lists it again, back
 wait_for "kill: growing back" "$work/kill.out" "launching again: 4 ranks on rt-a:2,rt-b:2, global batch 64" 200
 check_finished kill 4 2 4
