@@ -23,7 +23,7 @@ const std::regex& peer() {
 // node", its own host).
 const std::regex& launcher_line() {
   static const std::regex re(
-      R"(on node (\S+) exited on signal|Remote daemon: .* on node (\S+)|RUNNING AT (\S+)|^srun: error: ([^\s:]+): task)");
+      R"(on node (\S+) exited on signal|Remote daemon: .* on node (\S+)|RUNNING AT (\S+)|^srun: error: Node failure on (\S+)|^srun: error: Task launch for .* failed on node ([^\s:]+))");
   return re;
 }
 

@@ -13,7 +13,10 @@ namespace rt {
 // (MPI does not say for whom), it names no one; otherwise the failure is its own host's (a rank's
 // own error). Without a line that decides, the launcher's own words name a host: Open MPI's
 // "on node HOST" (a process that exited on a signal, a daemon it lost), Hydra's "RUNNING AT HOST",
-// srun's "srun: error: HOST: task N:".
+// srun's "Node failure on HOST" or "Task launch ... failed on node HOST". Not srun's "srun: error:
+// HOST: task N: Exited with exit code 1" or "...: Killed": those are the ranks that srun ended
+// after the failure, or that ended on their own error (its line came first), while the tasks of a
+// node whose step daemon died get no line at all.
 struct Blame {
   std::string host;         // empty: none could be told
   std::string first_error;  // the first "ringtrain: rank ..." error line, or the launcher's line

@@ -110,7 +110,16 @@ TEST(Blame, TheLaunchersOwnWords) {
           .host,
       "rt-b");
   EXPECT_EQ(blame_failure({"=   RANK 2 PID 1510 RUNNING AT rt-b", "=   KILLED BY SIGNAL: 9 (Killed)"}).host, "rt-b");
-  EXPECT_EQ(blame_failure({"srun: error: node02: task 3: Killed"}).host, "node02");
+  EXPECT_EQ(blame_failure({"srun: error: Node failure on node02"}).host, "node02");
+  EXPECT_EQ(blame_failure({"srun: error: Task launch for StepId=7.0 failed on node node03: Communication "
+                           "connection failure"})
+                .host,
+            "node03");
+  // The survivors srun ended (node rt-b's step daemon, killed, reported nothing).
+  EXPECT_EQ(
+      blame_failure({"srun: error: rt-a: tasks 0-1: Exited with exit code 1", "srun: error: rt-a: task 0: Killed"})
+          .host,
+      "");
 }
 
 TEST(Blame, ARanksOwnErrorIsItsHost) {
