@@ -16,16 +16,17 @@ namespace rt {
 
 JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   RT_CHECK(!argv.empty(), "no job to launch");
-  int fds[2];
-  RT_CHECK(pipe2(fds, O_CLOEXEC) == 0, "pipe: ", std::strerror(errno));
-  std::vector<char*> args, envs;
+  int out[2], err[2];
+  RT_CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, "pipe: ", std::strerror(errno));
+  std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_ = fork();
   RT_CHECK(pid_ >= 0, "fork: ", std::strerror(errno));
   if (pid_ == 0) {
     setpgid(0, 0);  // the launcher and all it starts here: one group, ended together
-    dup2(fds[1], STDERR_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
     for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     execvp(args[0], args.data());
     const std::string why = str_cat("ringtrain elastic: cannot run '", argv[0], "': ", std::strerror(errno), "\n");
@@ -33,8 +34,10 @@ JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<s
     _exit(127);
   }
   setpgid(pid_, pid_);  // also here: whichever runs first
-  close(fds[1]);
-  err_fd_ = fds[0];
+  close(out[1]);
+  close(err[1]);
+  streams_[0] = {out[0], STDOUT_FILENO, ""};
+  streams_[1] = {err[0], STDERR_FILENO, ""};
 }
 
 JobProcess::~JobProcess() {
@@ -42,7 +45,7 @@ JobProcess::~JobProcess() {
     kill(-pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
-  if (err_fd_ >= 0) close(err_fd_);
+  for (const Stream& s : streams_) close(s.from);
 }
 
 void JobProcess::signal(int signal) const {
@@ -54,35 +57,40 @@ void JobProcess::kill_all() const {
 }
 
 void JobProcess::drain(const std::function<void(const std::string&)>& on_line, bool to_end) {
+  const auto pass_on = [&](Stream& s, const std::string& line) {
+    const std::string text = line + "\n";
+    write_fully(s.to, text.data(), text.size());
+    on_line(line);
+  };
   char buf[1 << 14];
-  for (;;) {
-    // At the end, a writer outside the launcher's group (a daemon that left it) may hold the pipe
-    // open: 2 s without a word ends the wait.
-    pollfd p{err_fd_, POLLIN, 0};
-    if (::poll(&p, 1, to_end ? 2000 : 0) <= 0) break;
-    const ssize_t n = read(err_fd_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    partial_.append(buf, static_cast<size_t>(n));
-    size_t end;
-    while ((end = partial_.find('\n')) != std::string::npos) {
-      const std::string line = partial_.substr(0, end);
-      partial_.erase(0, end + 1);
-      stderr_line(line);
-      on_line(line);
+  for (Stream& s : streams_) {
+    for (;;) {
+      // At the end, a writer outside the launcher's group (a daemon that left it) may hold the
+      // pipe open: 2 s without a word ends the wait.
+      pollfd p{s.from, POLLIN, 0};
+      if (::poll(&p, 1, to_end ? 2000 : 0) <= 0) break;
+      const ssize_t n = read(s.from, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      s.partial.append(buf, static_cast<size_t>(n));
+      size_t end;
+      while ((end = s.partial.find('\n')) != std::string::npos) {
+        const std::string line = s.partial.substr(0, end);
+        s.partial.erase(0, end + 1);
+        pass_on(s, line);
+      }
     }
-  }
-  if (to_end && !partial_.empty()) {  // the last words, without a newline
-    stderr_line(partial_);
-    on_line(partial_);
-    partial_.clear();
+    if (to_end && !s.partial.empty()) {  // the last words, without a newline
+      pass_on(s, s.partial);
+      s.partial.clear();
+    }
   }
 }
 
 bool JobProcess::poll(double wait_s, const std::function<void(const std::string&)>& on_line) {
   if (exited_) return true;
-  pollfd p{err_fd_, POLLIN, 0};
-  ::poll(&p, 1, static_cast<int>(wait_s * 1000));
+  pollfd p[2] = {{streams_[0].from, POLLIN, 0}, {streams_[1].from, POLLIN, 0}};
+  ::poll(p, 2, static_cast<int>(wait_s * 1000));
   drain(on_line, false);
   int raw = 0;
   if (waitpid(pid_, &raw, WNOHANG) != pid_) return false;

@@ -1,6 +1,7 @@
 // One launch of the job under `ringtrain elastic`: the launcher runs as a child in a process group
-// of its own, its stdout is the supervisor's, and its stderr passes through the supervisor line by
-// line (each line is copied on at once), so that the supervisor reads the job's first error.
+// of its own, and its stdout and stderr pass through the supervisor line by line (each line is
+// copied on at once, to the same stream), so that the supervisor reads the job's first error and
+// how it stopped.
 #pragma once
 
 #include <sys/types.h>
@@ -19,8 +20,8 @@ class JobProcess {
   JobProcess(const JobProcess&) = delete;
   JobProcess& operator=(const JobProcess&) = delete;
 
-  // Copies what the job wrote to stderr since the last call on, line by line, handing each whole
-  // line to on_line, for at most wait_s; returns true once the job has exited (then status() holds).
+  // Copies what the job wrote since the last call on, line by line, handing each whole line to
+  // on_line, for at most wait_s; returns true once the job has exited (then status() holds).
   bool poll(double wait_s, const std::function<void(const std::string&)>& on_line);
   // The exit status, as a shell gives it: 128 + N for a job killed by signal N.
   int status() const { return status_; }
@@ -30,12 +31,15 @@ class JobProcess {
   void kill_all() const;
 
  private:
+  struct Stream {
+    int from = -1, to = -1;  // the pipe's end we read; where its lines go (stdout, stderr)
+    std::string partial;     // the start of a line not yet ended
+  };
   void drain(const std::function<void(const std::string&)>& on_line, bool to_end);
   pid_t pid_ = -1;
-  int err_fd_ = -1;
   bool exited_ = false;
   int status_ = -1;
-  std::string partial_;  // the start of a line not yet ended
+  Stream streams_[2];
 };
 
 }  // namespace rt

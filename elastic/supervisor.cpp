@@ -56,6 +56,13 @@ double now_s() {
 
 void say(const std::string& line) { stderr_line("ringtrain elastic: " + line); }
 
+// What rank 0 says when the job saved on a signal and stopped (app/run/training_run.cpp).
+const std::regex& saved_on_signal() {
+  static const std::regex re(
+      R"(^ringtrain: SIG[A-Z0-9]+ reached \d+ rank\(s\); saved .* and stopped \(exit status 75)");
+  return re;
+}
+
 // What rank 0 of a launched job says once every rank has started (cli/elastic_command.h).
 const std::regex& ranks_started() {
   static const std::regex re(R"(^ringtrain: all \d+ ranks started$)");
@@ -123,10 +130,11 @@ class Supervisor {
       bool grow_asked = false, stop_asked = false;
       std::vector<std::string> told;
       double looked = now_s();
-      bool started = false, gave_up = false;
+      bool started = false, gave_up = false, saved = false;
       while (!job.poll(0.25, [&](const std::string& line) {
         if (told.size() < 400 && tells_failure(line)) told.push_back(line);
         started = started || std::regex_match(line, ranks_started());
+        saved = saved || std::regex_search(line, saved_on_signal());
       })) {
         // Hydra waits for good on a host where its proxy cannot start.
         if (!started && !gave_up && now_s() - started_s > o_.start_timeout_s) {
@@ -158,6 +166,8 @@ class Supervisor {
         }
       }
       last_status_ = job.status();
+      // MPICH's mpiexec ends with 0 once it has passed SIGUSR1 on, whatever the ranks' status.
+      if (last_status_ == 0 && saved) last_status_ = kExitSavedOnSignal;
       const JobEnd end = job_end(last_status_);
       if (end == JobEnd::kFinished) {
         say(str_cat("the job finished (exit status ", last_status_, ") after ", launch,
