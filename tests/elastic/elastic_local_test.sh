@@ -12,6 +12,7 @@
 #   host_limit:  a job that fails every time (a fault planted at step 3) on this host, left out for
 #                0 s: launched 3 times, then the host is out for good and it stops, saying why;
 #   max_failures: the same with --host-failures 10 --max-failures 2: stops after 2 failures.
+# Under MPICH (CI's second tree) only config, data and unreachable run: what Hydra decides.
 # usage: elastic_local_test.sh RINGTRAIN SOURCE_DIR      (exit 77 = skipped)
 set -u
 ringtrain=$1 src=$2
@@ -45,21 +46,27 @@ expect() {
   fi
 }
 
-expect finishes 0 1 "the job finished \(exit status 0\) after 1 launch" "${job[@]}"
-grep -q '"kind":"elastic".*"ranks":2,"global_batch":64,"event":"start","launch":1' "$work/finishes/metrics.jsonl" ||
-  { echo "FAIL: finishes: no launch record in metrics.jsonl"; fail=1; }
-python3 "$src/tests/app/metrics_fields_test.py" "$src" "$work/finishes/metrics.jsonl" || fail=1
-expect bad_key 78 0 "error: --set train.bogus=1: unknown key" "${job[@]}" --set train.bogus=1
+# Under MPICH only what Hydra decides: the statuses it passes on, and a host its proxy cannot reach.
+mpich=0
+[[ ${RINGTRAIN_MPI:-openmpi} == mpich ]] && mpich=1
+if ((!mpich)); then
+  expect finishes 0 1 "the job finished \(exit status 0\) after 1 launch" "${job[@]}"
+  grep -q '"kind":"elastic".*"ranks":2,"global_batch":64,"event":"start","launch":1' "$work/finishes/metrics.jsonl" ||
+    { echo "FAIL: finishes: no launch record in metrics.jsonl"; fail=1; }
+  python3 "$src/tests/app/metrics_fields_test.py" "$src" "$work/finishes/metrics.jsonl" || fail=1
+  expect bad_key 78 0 "error: --set train.bogus=1: unknown key" "${job[@]}" --set train.bogus=1
+fi
 expect config 78 1 "command line or config is wrong \(exit status 78\): not launching it again" \
   "${job[@]}" --set model.name=nosuchmodel
 expect data 65 1 "data is wrong \(exit status 65\): not launching it again" "${job[@]}" --set data.dir="$work/none"
-expect min_np 1 0 "stopping: 2 slots usable on $(hostname):2; the job needs at least 4 ranks" --min-np 4 "${job[@]}"
+((mpich)) || expect min_np 1 0 "stopping: 2 slots usable on $(hostname):2; the job needs at least 4 ranks" --min-np 4 "${job[@]}"
 # A listed host whose daemon cannot start (the rsh agent fails): left out, and the job goes on here.
 printf '%s 2\nrt-nosuch 2\n' "$(hostname)" > "$work/hosts2"
 expect unreachable 0 2 "the job finished \(exit status 0\) after 2 launches" --hosts "$work/hosts2" \
-  --launcher "$src/scripts/mpi_launch.sh --testing --rsh /bin/false" --start-timeout-s 10 "${job[@]}"
+  --launcher "$src/scripts/mpi_launch.sh --testing --rsh /bin/false" --start-timeout-s 8 "${job[@]}"
 grep -q "leaving rt-nosuch out for 600 s" "$work/unreachable.out" ||
   { echo "FAIL: unreachable: rt-nosuch is not left out"; grep "^ringtrain elastic" "$work/unreachable.out"; fail=1; }
+((mpich)) && exit $fail
 export RINGTRAIN_TEST_FAULT=1:step:3
 expect host_limit 1 3 "stopping: 0 slots usable; left out: $(hostname) \(failed 3 times: out for good\)" \
   --leave-out-s 0 "${job[@]}"

@@ -11,7 +11,7 @@
 #         must train every epoch to the end, and metrics.jsonl must hold the three launches'
 #         records (4, 2 and 4 ranks, global batch 64, at increasing steps);
 #   cut:  rt-a's end of the link goes down for good mid-epoch: the supervisor must name rt-b, go on
-#         at 2 ranks on rt-a and train to the end.
+#         at 2 ranks on rt-a and train to the end (Open MPI only).
 # Prints, for each, the seconds from the failure to the first step after the launch that followed
 # it, and the steps lost (the last step logged before the failure, less the step the launch
 # resumed from). Creates and removes its own namespaces.
@@ -27,7 +27,7 @@ hosts=$src/scripts/netns_hosts.sh
 trap '"$hosts" down; pkill -9 -f "$work/" 2> /dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 fashion_mnist_subset "$work/data" 4096 256 || exit 1
 export RINGTRAIN_SIGNAL_HOLD_S=1
-epochs=${ELASTIC_TEST_EPOCHS:-20}
+epochs=${ELASTIC_TEST_EPOCHS:-14}
 fail=0
 
 # run NAME: the supervisor in the background, writing $work/NAME.out; sets pid.
@@ -126,13 +126,15 @@ sleep 0.6  # the supervisor looks at the list every 0.25 s: it has seen rt-b dro
 printf 'rt-a 2\nrt-b 2\n' > "$work/listed"  # ... and lists it again, back
 wait_for "kill: growing back" "$work/kill.out" "launching again: 4 ranks on rt-a:2,rt-b:2, global batch 64" 200
 check_finished kill 4 2 4
-said kill "the job failed \(exit status [0-9]+\) on host rt-b: "
+said kill "leaving rt-b out for 600 s"  # named by the job's output, or found by the probe
 said kill "asking the job to save and stop \(SIGUSR1\) to grow from 2 to 4 ranks"
 said kill "the job finished \(exit status 0\) after 3 launches"
 wait "$figures_pid"
 show_figures kill
 "$hosts" down
-[[ ${ELASTIC_TEST_ONLY:-} == kill ]] && exit $fail
+# Under MPICH, Hydra's end of a job whose link is cut is dist_dead_link's to check, and the lines
+# it names the host in are test_elastic's: the cut runs in the Open MPI tree only (CI's time).
+[[ ${ELASTIC_TEST_ONLY:-} == kill || ${RINGTRAIN_MPI:-openmpi} == mpich ]] && exit $fail
 
 "$hosts" up > /dev/null || exit 1
 run cut

@@ -4,7 +4,7 @@
 #   2. srun -n 2 without --mpi (MpiDefault=none) refuses to start, naming that plugin, rather than
 #      training two worlds of 1;
 #   3. srun -n 1 -c 1 --cpu-bind=cores: as many compute threads as CPUs the task is bound to;
-#   4. docs/examples/ringtrain.sbatch, submitted with sbatch --wait, trains to the end;
+#   4. docs/examples/ringtrain.sbatch, submitted with sbatch, trains to the end;
 #   5. ringtrain started straight from a batch script of 2 tasks (no srun) runs as one rank: the
 #      job's SLURM_* variables alone must not make it refuse;
 #   6. docs/examples/ringtrain_requeue.sbatch under sbatch --requeue: Slurm's SIGUSR1 to the batch
@@ -18,6 +18,7 @@
 set -u
 ringtrain=$1 src=$2
 source "$src/tests/support/fashion_mnist.sh"
+source "$src/tests/slurm/slurm_jobs.sh"
 require_fashion_mnist
 cluster=$src/tests/slurm/local_slurm.sh
 work=$(mktemp -d /tmp/ringtrain_slurm_XXXXXX)
@@ -70,13 +71,13 @@ else
        "$out"
 fi
 
-out=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml SLURM_MPI_TYPE=$plugin timeout 90 \
-  sbatch --wait --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --output="$work/job.out" \
+out=$(RINGTRAIN=$ringtrain CONFIG=$src/configs/fashion_mnist.toml SLURM_MPI_TYPE=$plugin \
+  sbatch --parsable --time=2 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --output="$work/job.out" \
   "$src/docs/examples/ringtrain.sbatch" --set model.name=lenet --set train.epochs=1 \
   --set train.batch_per_rank=128 --set log.progress=none --set checkpoint.dir="$work/checkpoint" 2>&1)
 rc=$?
 job=$(head -1 <<< "$out")
-state=$(scontrol -o show job "$job" 2> /dev/null | grep -oE "\b(JobState|ExitCode)=[^ ]+" | paste -sd " ")
+state=$(slurm_job_end "$job" 90)
 if [[ $rc -eq 0 && $state == "JobState=COMPLETED ExitCode=0:0" ]] \
    && grep -q "world 2 rank(s) over MPI" "$work/job.out" && grep -q "^done: test top-1" "$work/job.out"; then
   pass "docs/examples/ringtrain.sbatch trained 2 ranks to the end ($state)"
@@ -86,13 +87,13 @@ else
 fi
 
 printf '#!/bin/bash\nexec "$@"\n' > "$work/direct.sbatch"
-timeout 45 sbatch --wait --quiet --ntasks=2 --output="$work/direct.out" "$work/direct.sbatch" \
-  "$ringtrain" "${bench[@]}"
+job=$(sbatch --parsable --time=1 --ntasks=2 --output="$work/direct.out" "$work/direct.sbatch" "$ringtrain" "${bench[@]}")
 rc=$?
-if [[ $rc -eq 0 ]] && grep -q "world 1 rank(s)" "$work/direct.out"; then
+state=$(slurm_job_end "$job" 45)
+if [[ $rc -eq 0 && $state == "JobState=COMPLETED ExitCode=0:0" ]] && grep -q "world 1 rank(s)" "$work/direct.out"; then
   pass "ringtrain straight from a batch script of 2 tasks ran as one rank"
 else
-  fail "ringtrain straight from a batch script of 2 tasks should run as one rank (exit $rc)" \
+  fail "ringtrain straight from a batch script of 2 tasks should run as one rank (sbatch exit $rc, $state)" \
        "$(cat "$work/direct.out" 2> /dev/null)"
 fi
 
