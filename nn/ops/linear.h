@@ -12,7 +12,9 @@ class LinearOp {
  public:
   virtual ~LinearOp() = default;
   virtual void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) = 0;  // writes y
-  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;           // writes dx
+  // Writes dx. Under the CPU's bf16 it reads the copy of w the last forward made, as PyTorch's
+  // autograd reads autocast's cast: call it after a forward on the same weights.
+  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
   // writes dw and db (db only with bias).
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) = 0;
 };

@@ -166,6 +166,40 @@ TEST(CpuBf16, AFullyConnectedLayerComputesFromBf16CopiesAndWritesFloat32) {
   EXPECT_LE(rounded, kRoundedBound) << "y is not the float32 sum of bf16 products";
   EXPECT_GE(unrounded, kUnroundedFloor) << "y was computed from unrounded (float32) inputs";
   std::printf("linear: y against rounded inputs %.2e, against unrounded %.2e\n", rounded, unrounded);
+
+  // The backward products read bf16 copies too, dx the forward's copy of w (as PyTorch's autograd
+  // keeps autocast's cast): w changed since the forward does not reach dx.
+  const Tensor dy = centred({n, out}, 6);
+  const std::vector<float> w_then = values(w, true);
+  Tensor w_later = centred({out, in}, 7);
+  Tensor dx(plain_spec({n, in})), dw(plain_spec({out, in}));
+  op->backward_data(dy, w_later, dx);
+  op->backward_weights(x, dy, dw, nullptr);
+  const auto dx_sums = [&](const std::vector<float>& dyv, const std::vector<float>& wv) {
+    std::vector<double> r(static_cast<size_t>(n * in));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < in; ++k)
+        for (int64_t o = 0; o < out; ++o) r[i * in + k] += static_cast<double>(dyv[i * out + o]) * wv[o * in + k];
+    return r;
+  };
+  const auto dw_sums = [&](const std::vector<float>& dyv, const std::vector<float>& xv) {
+    std::vector<double> r(static_cast<size_t>(out * in));
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < in; ++k)
+        for (int64_t i = 0; i < n; ++i) r[o * in + k] += static_cast<double>(dyv[i * out + o]) * xv[i * in + k];
+    return r;
+  };
+  const double dx_rounded = relative_error(dx, dx_sums(values(dy, true), w_then));
+  EXPECT_LE(dx_rounded, kRoundedBound) << "dx is not the float32 sum of bf16 products with the forward's w";
+  EXPECT_GE(relative_error(dx, dx_sums(values(dy, false), values(w, false))), kUnroundedFloor)
+      << "dx was computed from unrounded (float32) inputs";
+  EXPECT_GE(relative_error(dx, dx_sums(values(dy, true), values(w_later, true))), 0.1)
+      << "dx read w as it is now, not the forward's copy";
+  const double dw_rounded = relative_error(dw, dw_sums(values(dy, true), values(x, true)));
+  EXPECT_LE(dw_rounded, kRoundedBound) << "dw is not the float32 sum of bf16 products";
+  EXPECT_GE(relative_error(dw, dw_sums(values(dy, false), values(x, false))), kUnroundedFloor)
+      << "dw was computed from unrounded (float32) inputs";
+  std::printf("linear: dx against rounded inputs %.2e, dw %.2e\n", dx_rounded, dw_rounded);
 }
 
 TEST(CpuBf16, DropoutAndAccumulationComputeInFloat32AndRoundOnce) {
