@@ -15,13 +15,12 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 out=$1 seeds=${2:-1 2 3} epochs=${3:-3}
 ringtrain=$src/build/ringtrain hosts=$src/scripts/netns_hosts.sh
 source "$src/tests/support/fashion_mnist.sh"
+source "$src/tests/support/netns_link.sh"
 require_fashion_mnist
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 killer=
 trap '[[ -n $killer ]] && kill "$killer" 2> /dev/null; "$hosts" down' EXIT
-
-last_step() { grep -o '"kind":"step","epoch":[0-9]*,"step":[0-9]*' "$1/metrics.jsonl" | tail -1 | sed 's/.*://'; }
 
 # run NAME SEED MODE: one supervised run; appends its figures to $out/figures.jsonl.
 run() {
@@ -40,20 +39,12 @@ run() {
     until grep -qs '"step":550,' "$dir/metrics.jsonl"; do sleep 0.02; done
     t_fail=$(date +%s.%N)
     if [[ $mode == kill ]]; then
-      (while :; do for p in $(ip netns pids rt-b); do kill -9 "$p" 2> /dev/null; done; sleep 0.05; done) &
-      killer=$!
+      lose_host rt-b
     else
       ip -n rt-a link set rt-veth-a down
     fi
-    step=$(last_step "$dir")
-    # The first step after the second launch.
-    until python3 -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-e = [i for i, x in enumerate(r) if x["kind"] == "elastic"]
-sys.exit(0 if len(e) > 1 and any(x["kind"] == "step" for x in r[e[1]:]) else 1)' "$dir/metrics.jsonl" 2> /dev/null; do
-      sleep 0.05
-    done
+    step=$(last_step "$dir/metrics.jsonl")
+    until relaunch_resumed_from "$dir/metrics.jsonl" > /dev/null; do sleep 0.05; done  # its first step
     first=$(date +%s.%N)
   fi
   wait "$job"

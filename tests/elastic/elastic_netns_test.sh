@@ -24,7 +24,8 @@ require_fashion_mnist
 require_netns
 work=$(mktemp -d /tmp/ringtrain_elastic_netns_XXXXXX)
 hosts=$src/scripts/netns_hosts.sh
-trap '"$hosts" down; pkill -9 -f "$work/" 2> /dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
+killer=
+trap '[[ -n $killer ]] && kill "$killer"; "$hosts" down; pkill -9 -f "$work/" 2> /dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 fashion_mnist_subset "$work/data" 4096 256 || exit 1
 export RINGTRAIN_SIGNAL_HOLD_S=1
 epochs=${ELASTIC_TEST_EPOCHS:-14}
@@ -55,22 +56,13 @@ wait_for() {
   return 1
 }
 
-# last_step NAME: the last step metrics.jsonl logged (a launch that resumes removes those after its
-# checkpoint, so it is read at the failure).
-last_step() { grep -o '"kind":"step","epoch":[0-9]*,"step":[0-9]*' "$work/$1/metrics.jsonl" | tail -1 | sed 's/.*://'; }
-
 # figures NAME T_FAIL STEP: waits for the first step after the second launch; prints the seconds
 # from T_FAIL to it, and the steps lost: STEP (the last logged at the failure) less the step that
 # launch resumed from.
 figures() {
-  local name=$1 t_fail=$2 step=$3 resumed
+  local name=$1 t_fail=$2 step=$3 resumed=""
   for _ in $(seq 1200); do
-    resumed=$(python3 -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-e = [i for i, x in enumerate(r) if x["kind"] == "elastic"]
-if len(e) > 1 and any(x["kind"] == "step" for x in r[e[1]:]): print(r[e[1]]["step"])' "$work/$name/metrics.jsonl")
-    [[ -n $resumed ]] && break
+    resumed=$(relaunch_resumed_from "$work/$name/metrics.jsonl") && break
     sleep 0.1
   done
   [[ -n $resumed ]] || { echo "FAIL: $name: no step after the second launch"; fail=1; return; }
@@ -113,15 +105,14 @@ said() {  # said NAME PATTERN: the supervisor's output holds PATTERN (grep -E)
 run kill
 wait_for "kill: step 30" "$work/kill/metrics.jsonl" '"step":30,'
 t_fail=$(date +%s.%N)
-# Host b is lost for good: whatever starts there is killed, until it "comes back".
-(while :; do for p in $(ip netns pids rt-b); do kill -9 "$p" 2> /dev/null; done; sleep 0.05; done) &
-killer=$!
+lose_host rt-b  # until it "comes back"
 printf 'rt-a 2\n' > "$work/listed"  # the discovery script drops rt-b ...
-step=$(last_step kill)
+step=$(last_step "$work/kill/metrics.jsonl")
 figures kill "$t_fail" "$step" > "$work/kill.figures" &
 figures_pid=$!
 wait_for "kill: the launch on rt-a alone" "$work/kill.out" "launching again: 2 ranks on rt-a:2, global batch 64 \(host rt-b failed\)"
 kill "$killer"
+killer=
 sleep 0.6  # the supervisor looks at the list every 0.25 s: it has seen rt-b dropped
 printf 'rt-a 2\nrt-b 2\n' > "$work/listed"  # ... and lists it again, back
 wait_for "kill: growing back" "$work/kill.out" "launching again: 4 ranks on rt-a:2,rt-b:2, global batch 64" 200
@@ -141,7 +132,7 @@ run cut
 wait_for "cut: step 30" "$work/cut/metrics.jsonl" '"step":30,'
 t_fail=$(date +%s.%N)
 ip -n rt-a link set rt-veth-a down
-step=$(last_step cut)
+step=$(last_step "$work/cut/metrics.jsonl")
 figures cut "$t_fail" "$step" > "$work/cut.figures" &
 figures_pid=$!
 wait_for "cut: the launch on rt-a alone" "$work/cut.out" "launching again: 2 ranks on rt-a:2, global batch 64 \(host rt-b failed\)" 90

@@ -43,11 +43,7 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 grep -qs '"step":30,' "$work/run/metrics.jsonl" || { echo "FAIL: the job did not reach step 30"; cat "$work/job.out"; exit 1; }
-(while :; do
-  for p in $(ip netns pids rt-b); do [[ $(cat "/proc/$p/comm" 2> /dev/null) == slurmd ]] || kill -9 "$p" 2> /dev/null; done
-  sleep 0.05
-done) &
-killer=$!
+lose_host rt-b slurmd  # rt-b's processes but its node daemon
 # Once the supervisor has left rt-b out, the node may "come back": its step daemons must then clean
 # up the lost step, or the allocation waits on them at its end.
 for _ in $(seq 1200); do

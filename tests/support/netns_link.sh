@@ -4,6 +4,7 @@
 #   require_netns                    # exit 77 (skipped) where namespaces cannot be made
 #   link_cut_run NAME EPOCHS DOWN_S COMMAND...   # the job, its link cut once step 20 is logged
 #   expect_job_ended NAME ...; expect_job_finished NAME WHAT
+#   lose_host NS [SPARE]; last_step METRICS; relaunch_resumed_from METRICS   # a host lost for good
 # They use $work (the test's scratch folder) and set fail=1 on a failed check.
 # shellcheck shell=bash
 
@@ -87,4 +88,31 @@ expect_job_finished() {
     job_said "$work/$1.log" | tail -20
     fail=1
   fi
+}
+
+# lose_host NS [SPARE]: host NS lost for good: every process in namespace NS, and whatever starts
+# there later, is killed (but those whose command name is SPARE), until `kill "$killer"`.
+lose_host() {
+  (while :; do
+    for p in $(ip netns pids "$1"); do
+      [[ -n ${2:-} && $(cat "/proc/$p/comm" 2> /dev/null) == "$2" ]] || kill -9 "$p" 2> /dev/null
+    done
+    sleep 0.05
+  done) &
+  killer=$!
+}
+
+# last_step METRICS: the last step a metrics.jsonl logged. A launch that resumes removes the steps
+# after its checkpoint, so read it at the failure.
+last_step() { grep -o '"kind":"step","epoch":[0-9]*,"step":[0-9]*' "$1" | tail -1 | sed 's/.*://'; }
+
+# relaunch_resumed_from METRICS: under `ringtrain elastic`, the step its second launch resumed
+# from, once METRICS logs a step after that launch; nothing (status 1) before.
+relaunch_resumed_from() {
+  python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+e = [i for i, x in enumerate(r) if x["kind"] == "elastic"]
+ok = len(e) > 1 and any(x["kind"] == "step" for x in r[e[1]:])
+print(r[e[1]]["step"]) if ok else sys.exit(1)' "$1" 2> /dev/null
 }
