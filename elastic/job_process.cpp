@@ -14,7 +14,8 @@
 
 namespace rt {
 
-JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env, Echo echo)
+    : echo_(echo) {
   RT_CHECK(!argv.empty(), "no job to launch");
   int out[2], err[2];
   RT_CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, "pipe: ", std::strerror(errno));
@@ -25,6 +26,10 @@ JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<s
   RT_CHECK(pid_ >= 0, "fork: ", std::strerror(errno));
   if (pid_ == 0) {
     setpgid(0, 0);  // the launcher and all it starts here: one group, ended together
+    if (echo == Echo::kQuiet) {
+      const int null = open("/dev/null", O_RDONLY);
+      dup2(null, STDIN_FILENO);
+    }
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
     for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
@@ -58,8 +63,10 @@ void JobProcess::kill_all() const {
 
 void JobProcess::drain(const std::function<void(const std::string&)>& on_line, bool to_end) {
   const auto pass_on = [&](Stream& s, const std::string& line) {
-    const std::string text = line + "\n";
-    write_fully(s.to, text.data(), text.size());
+    if (echo_ == Echo::kPassOn) {
+      const std::string text = line + "\n";
+      write_fully(s.to, text.data(), text.size());
+    }
     on_line(line);
   };
   char buf[1 << 14];

@@ -15,7 +15,9 @@ namespace rt {
 class JobProcess {
  public:
   // Starts argv[0] (found on PATH) with argv and, added to the environment, `env` ("NAME=VALUE").
-  JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+  // Quiet: its lines go to poll's on_line only, and it reads no stdin (a probe of a host).
+  enum class Echo { kPassOn, kQuiet };
+  JobProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env, Echo echo = Echo::kPassOn);
   ~JobProcess();  // a job still running is killed, its whole process group
   JobProcess(const JobProcess&) = delete;
   JobProcess& operator=(const JobProcess&) = delete;
@@ -37,6 +39,7 @@ class JobProcess {
   };
   void drain(const std::function<void(const std::string&)>& on_line, bool to_end);
   pid_t pid_ = -1;
+  Echo echo_;
   bool exited_ = false;
   int status_ = -1;
   Stream streams_[2];

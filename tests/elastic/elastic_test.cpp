@@ -3,9 +3,12 @@
 // host was lost (captured from real runs across scripts/netns_hosts.sh's two namespace hosts).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "base/check.h"
 #include "elastic/failure_blame.h"
 #include "elastic/host_pool.h"
+#include "elastic/host_probe.h"
 #include "elastic/supervisor.h"
 
 namespace rt::testing {
@@ -134,6 +137,20 @@ TEST(Blame, ACollectiveThatWaitedNamesNoOne) {
                      "MPI_Iallgather over 3 ranks has waited 6 s (dist.stall_abort_s = 6)"});
   EXPECT_EQ(b.host, "");
   EXPECT_NE(b.first_error.find("has waited"), std::string::npos);
+}
+
+// Real processes stand for the launcher: "true sleep 1" ends at once with 0, "false sleep 1" with 1,
+// and the third never ends, so it is killed at the deadline and counted failed.
+TEST(HostProbe, BlamesTheHostsWhoseProbeFailsOrOutlivesTheDeadline) {
+  const auto one_rank_on = [](const std::string& host) -> std::vector<std::string> {
+    if (host == "up") return {"true"};
+    if (host == "down") return {"false"};
+    return {"sh", "-c", "exec sleep 600"};
+  };
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(failing_hosts({"up", "down", "hangs", "up"}, one_rank_on, 3), (std::vector<std::string>{"down", "hangs"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60)) << "the hung probe was not killed";
+  EXPECT_TRUE(failing_hosts({"up"}, one_rank_on, 3).empty());
 }
 
 TEST(JobEnd, WhatEachStatusAsks) {
