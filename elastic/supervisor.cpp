@@ -196,7 +196,7 @@ class Supervisor {
                     blame.first_error.empty() ? "" : " (" + blame.first_error + ")",
                     "; asking each of its hosts to run one process (sleep 1) through the launcher"));
         failed = failing_hosts(
-            hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, o_.start_timeout_s);
+            hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, o_.probe_timeout_s);
         if (failed.empty()) {
           say("every host ran it: launching again on the same hosts");
           event = {.kind = "relaunch",
@@ -365,7 +365,7 @@ std::string elastic_usage() {
   return "usage: ringtrain elastic [--min-np N] [--max-np M] (--hosts FILE | --discover SCRIPT | --slurm)\n"
          "                         [--launcher \"CMD ARGS\"] [--leave-out-s S] [--host-failures K]\n"
          "                         [--max-failures F] [--window-s W] [--look-every-s L] [--start-timeout-s T]\n"
-         "                         -- ringtrain train ...\n"
+         "                         [--probe-timeout-s P] -- ringtrain train ...\n"
          "  --hosts FILE       the hosts, one per line: NAME, NAME SLOTS, NAME:SLOTS or NAME slots=SLOTS;\n"
          "                     read again every L s (edit it to add or drop a host)\n"
          "  --discover SCRIPT  a command that prints the hosts as the file holds them, run every L s\n"
@@ -381,6 +381,9 @@ std::string elastic_usage() {
          "  --look-every-s L   how often the host list is read again (default 30)\n"
          "  --start-timeout-s T  a launch whose ranks have not all started (MPI_Init) after T s is a\n"
          "                     failed one (default 120)\n"
+         "  --probe-timeout-s P  where the failed job's output names no host, each host runs `sleep 1`\n"
+         "                     through the launcher; one where that fails or has not ended after P s\n"
+         "                     failed (default 20)\n"
          "The job is launched with --auto-resume added, on the most ranks that divide its\n"
          "train.global_batch; it is not launched again after exit status 65 (data) or 78 (config).\n";
 }
@@ -421,6 +424,8 @@ ElasticOptions parse_elastic_args(const std::vector<std::string>& args) {
       o.window_s = number_of(a, value(a), 1);
     } else if (a == "--start-timeout-s") {
       o.start_timeout_s = number_of(a, value(a), 1);
+    } else if (a == "--probe-timeout-s") {
+      o.probe_timeout_s = number_of(a, value(a), 2);
     } else if (a == "--look-every-s") {
       o.look_every_s = number_of(a, value(a), 0.1);
     } else {

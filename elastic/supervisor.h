@@ -22,6 +22,7 @@ struct ElasticOptions {
   double window_s = 3600;
   double look_every_s = 30;      // --look-every-s: how often the host list is read again
   double start_timeout_s = 120;  // --start-timeout-s: a launch whose ranks have not all started
+  double probe_timeout_s = 20;   // --probe-timeout-s: a host whose `sleep 1` has not ended failed
   std::vector<std::string> job;  // after --: the job, `ringtrain train ...`
 };
 

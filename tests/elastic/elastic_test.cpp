@@ -168,9 +168,11 @@ TEST(ElasticArgs, RefusesWhatCannotRun) {
   EXPECT_THROW(parse_elastic_args({"--hosts", "h"}), Error);  // no job
   EXPECT_THROW(parse_elastic_args({"--hosts", "h", "--min-np", "0", "--", "ringtrain"}), Error);
   EXPECT_THROW(parse_elastic_args({"--hosts", "h", "--min-np", "4", "--max-np", "2", "--", "ringtrain"}), Error);
-  const ElasticOptions o = parse_elastic_args(
-      {"--discover", "./d.sh", "--min-np", "2", "--launcher", "mpirun -x A", "--", "ringtrain", "x"});
+  EXPECT_THROW(parse_elastic_args({"--hosts", "h", "--probe-timeout-s", "1", "--", "ringtrain"}), Error);
+  const ElasticOptions o = parse_elastic_args({"--discover", "./d.sh", "--min-np", "2", "--launcher", "mpirun -x A",
+                                               "--probe-timeout-s", "7", "--", "ringtrain", "x"});
   EXPECT_EQ(o.min_np, 2);
+  EXPECT_EQ(o.probe_timeout_s, 7);
   EXPECT_EQ(o.launcher, (std::vector<std::string>{"mpirun", "-x", "A"}));
   EXPECT_EQ(o.job, (std::vector<std::string>{"ringtrain", "x"}));
 }
