@@ -19,10 +19,10 @@ std::vector<std::string> failing_hosts(const std::vector<std::string>& hosts,
   // They run side by side: each is waited for until the one deadline, then killed (its group).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::vector<std::string> failed;
+  const auto ignore = [](const std::string&) {};
   for (size_t i = 0; i < hosts.size(); ++i) {
-    bool ended = false;
-    while (!(ended = probes[i]->poll(0.1, [](const std::string&) {})) && std::chrono::steady_clock::now() < deadline) {
-    }
+    bool ended = probes[i]->poll(0.1, ignore);
+    while (!ended && std::chrono::steady_clock::now() < deadline) ended = probes[i]->poll(0.1, ignore);
     if (!ended) probes[i]->kill_all();
     if (!ended || probes[i]->status() != 0) failed.push_back(hosts[i]);
   }

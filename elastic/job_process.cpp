@@ -27,7 +27,7 @@ JobProcess::JobProcess(const std::vector<std::string>& argv, const std::vector<s
   if (pid_ == 0) {
     setpgid(0, 0);  // the launcher and all it starts here: one group, ended together
     if (echo == Echo::kQuiet) {
-      const int null = open("/dev/null", O_RDONLY);
+      const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
       dup2(null, STDIN_FILENO);
     }
     dup2(out[1], STDOUT_FILENO);

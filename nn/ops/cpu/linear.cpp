@@ -21,46 +21,43 @@ class CpuLinear final : public LinearOp {
     const md x_md = plain_md({n, in}), w_md = plain_md({out, in}), y_md = plain_md({n, out});
     const md b_md = bias ? plain_md({out}) : md();
     const md x_in = plain_md({n, in}, compute), y_c = plain_md({n, out}, compute);
-    // float32 reads its plain weights (no copy per pass); bf16 copies them, into a buffer of this
-    // layer's own, which outlives the call.
-    const md w_any = plain_md({out, in}, compute);
-    dnnl::inner_product_forward::desc fd(dnnl::prop_kind::forward_training, x_in, w_any, b_md, y_md);
+    // Both products read w plain: float32 its own weights, bf16 the forward's copy, in a buffer of
+    // this layer's own, which outlives the call.
+    w_c_ = plain_md({out, in}, compute);
+    dnnl::inner_product_forward::desc fd(dnnl::prop_kind::forward_training, x_in, w_c_, b_md, y_md);
     auto fpd = dnnl::inner_product_forward::primitive_desc(fd, engine());
     fwd_ = dnnl::inner_product_forward(fpd);
     x_fwd_ = Staging(x_md, fpd.src_desc(), 0);
-    copies_w_ = fpd.weights_desc() != w_md;
-    if (copies_w_) {
-      w_copy_md_ = fpd.weights_desc();
-      w_copy_ = Tensor(plain_spec({static_cast<int64_t>((w_copy_md_.get_size() + 3) / 4)}));
-    }
+    RT_ASSERT(fpd.weights_desc() == w_c_);
+    copies_w_ = compute != dt::f32;
+    if (copies_w_) w_copy_ = Tensor(plain_spec({static_cast<int64_t>((w_c_.get_size() + 3) / 4)}));
     dnnl::inner_product_backward_weights::desc wd(x_in, w_md, b_md, y_c);
     auto wpd = dnnl::inner_product_backward_weights::primitive_desc(wd, engine(), fpd);
     bww_ = dnnl::inner_product_backward_weights(wpd);
     x_bww_ = Staging(x_md, wpd.src_desc(), 0);
     dy_bww_ = Staging(y_md, wpd.diff_dst_desc(), 1);
     if (need_dx) {
-      dnnl::inner_product_backward_data::desc dd(x_md, w_any, y_c);
+      dnnl::inner_product_backward_data::desc dd(x_md, w_c_, y_c);
       auto dpd = dnnl::inner_product_backward_data::primitive_desc(dd, engine(), fpd);
       bwd_ = dnnl::inner_product_backward_data(dpd);
+      RT_ASSERT(dpd.weights_desc() == w_c_);
       dy_bwd_ = Staging(y_md, dpd.diff_dst_desc(), 0);
-      reuse_w_copy_ = copies_w_ && dpd.weights_desc() == w_copy_md_;
-      if (!reuse_w_copy_) w_bwd_ = Staging(w_md, dpd.weights_desc(), 1);
     }
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, x_fwd_.in(mem(x))}, {DNNL_ARG_WEIGHTS, weights_in(w)}, {DNNL_ARG_DST, mem(y)}};
+        {DNNL_ARG_SRC, x_fwd_.in(mem(x))}, {DNNL_ARG_WEIGHTS, weights(w, true)}, {DNNL_ARG_DST, mem(y)}};
     if (b) args[DNNL_ARG_BIAS] = mem(*b);
     fwd_.execute(stream(), args);
     stream().wait();
   }
 
-  // Reads the copy of w the last forward made, where it is in the layout this product reads.
+  // Under bf16 reads the copy of w the last forward made.
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     RT_ASSERT(need_dx_);
     bwd_.execute(stream(), {{DNNL_ARG_DIFF_DST, dy_bwd_.in(mem(dy))},
-                            {DNNL_ARG_WEIGHTS, reuse_w_copy_ ? mem(w_copy_md_, w_copy_.data()) : w_bwd_.in(mem(w))},
+                            {DNNL_ARG_WEIGHTS, weights(w, false)},
                             {DNNL_ARG_DIFF_SRC, mem(dx)}});
     stream().wait();
   }
@@ -74,22 +71,21 @@ class CpuLinear final : public LinearOp {
   }
 
  private:
-  // w as the forward reads it: itself, or its copy made now.
-  dnnl::memory weights_in(const Tensor& w) {
+  // w as the products read it: itself under float32; else its bf16 copy, made now when `copy`.
+  dnnl::memory weights(const Tensor& w, bool copy) {
     if (!copies_w_) return mem(w);
-    dnnl::memory copy = mem(w_copy_md_, w_copy_.data());
-    reorder(mem(w), copy);
-    return copy;
+    dnnl::memory copied = mem(w_c_, w_copy_.data());
+    if (copy) reorder(mem(w), copied);
+    return copied;
   }
 
-  bool need_dx_;
-  bool copies_w_ = false, reuse_w_copy_ = false;
-  md w_copy_md_;
+  bool need_dx_, copies_w_;
+  md w_c_;
   Tensor w_copy_;
   dnnl::inner_product_forward fwd_;
   dnnl::inner_product_backward_data bwd_;
   dnnl::inner_product_backward_weights bww_;
-  Staging x_fwd_, x_bww_, dy_bww_, dy_bwd_, w_bwd_;
+  Staging x_fwd_, x_bww_, dy_bww_, dy_bwd_;
 };
 
 }  // namespace
