@@ -14,6 +14,7 @@
 
 #include "base/bucket_caps.h"
 #include "base/check.h"
+#include "base/join.h"
 #include "base/signal_names.h"
 #include "config/config_schema.h"
 #include "config/schema_loader.h"
@@ -23,7 +24,6 @@ namespace {
 
 using schema_detail::describe;
 using schema_detail::format_value;
-using suggest::join;
 
 // A rule that ties keys together, broken: the key to blame and the key it was judged against
 // (the problem is reported where the later of the two values came from: an override that broke

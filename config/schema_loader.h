@@ -237,9 +237,8 @@ class SchemaLoader {
           fail(at, suggest::unknown_key_message(schema_, "", name.str()));
         } else {
           auto names = suggest::near_keys(schema_, "", name.str());
-          fail(at,
-               str_cat("key '", name.str(), "' is outside any table; every key belongs to one of: ",
-                       suggest::join(table_names(schema_), ", "), names.empty() ? "" : suggest::did_you_mean(names)));
+          fail(at, str_cat("key '", name.str(), "' is outside any table; every key belongs to one of: ",
+                           join(table_names(schema_), ", "), names.empty() ? "" : suggest::did_you_mean(names)));
         }
         continue;
       }
@@ -373,7 +372,7 @@ class SchemaLoader {
     for (std::string_view t : table_names(schema_))
       if (suggest::closeness(name, t)) near.push_back(str_cat(t));
     fail(at, str_cat("unknown table '", name, "'",
-                     near.empty() ? str_cat(" (tables are: ", suggest::join(table_names(schema_), ", "), ")")
+                     near.empty() ? str_cat(" (tables are: ", join(table_names(schema_), ", "), ")")
                                   : suggest::did_you_mean(near)));
   }
 
@@ -403,8 +402,8 @@ class SchemaLoader {
     std::vector<std::string> near;
     for (std::string_view c : field.names)  // stricter than for keys: "gpu" must not suggest "cpu"
       if (suggest::edit_distance(v, c) * 4 <= v.size()) near.push_back(str_cat(c));
-    fail(at, str_cat("'", full_name(spec), "' = ", schema_detail::format_value(v), " is not one of: ",
-                     suggest::join(field.names, ", "), near.empty() ? "" : suggest::did_you_mean(near)));
+    fail(at, str_cat("'", full_name(spec), "' = ", schema_detail::format_value(v),
+                     " is not one of: ", join(field.names, ", "), near.empty() ? "" : suggest::did_you_mean(near)));
   }
 
   void check(const Spec& spec, const std::vector<double>& v, const Origin& at) {

@@ -12,18 +12,10 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/join.h"
 #include "config/schema.h"
 
 namespace rt::suggest {
-
-inline std::string join(std::span<const std::string_view> parts, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
 
 // Optimal string alignment distance: edits, with a swap of two neighbours counting as one.
 inline size_t edit_distance(std::string_view a, std::string_view b) {

@@ -15,6 +15,7 @@
 
 #include "app/run/stop_signals.h"
 #include "base/check.h"
+#include "base/join.h"
 #include "base/stderr_line.h"
 #include "elastic/failure_blame.h"
 #include "elastic/host_pool.h"
@@ -67,12 +68,6 @@ const std::regex& saved_on_signal() {
 const std::regex& ranks_started() {
   static const std::regex re(R"(^ringtrain: all \d+ ranks started$)");
   return re;
-}
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
 }
 
 // The standard output of `command` (through sh), and its exit status.

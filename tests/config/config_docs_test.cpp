@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/join.h"
 #include "config/config_schema.h"
 
 namespace rt {
@@ -43,12 +44,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? std::string(sep) : "") + items[i];
-  return out;
 }
 
 // ---- The schema and the printed defaults ----
