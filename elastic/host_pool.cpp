@@ -119,14 +119,20 @@ std::vector<std::string> HostPool::left_out(double now_s) const {
   return out;
 }
 
-std::string place_ranks(const std::vector<HostSlots>& hosts, int ranks) {
-  std::string out;
+std::vector<HostSlots> place_ranks(const std::vector<HostSlots>& hosts, int ranks) {
+  std::vector<HostSlots> out;
   for (const HostSlots& h : hosts) {
     if (ranks <= 0) break;
     const int here = std::min(ranks, h.slots);
-    out += str_cat(out.empty() ? "" : ",", h.name, ":", here);
+    out.push_back({h.name, here});
     ranks -= here;
   }
+  return out;
+}
+
+std::string hosts_arg(const std::vector<HostSlots>& placed) {
+  std::string out;
+  for (const HostSlots& h : placed) out += str_cat(out.empty() ? "" : ",", h.name, ":", h.slots);
   return out;
 }
 

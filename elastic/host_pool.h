@@ -55,9 +55,10 @@ class HostPool {
   std::vector<Host> hosts_;
 };
 
-// "rt-a:2,rt-b:2": the first `ranks` slots of `hosts` in order, each host with the ranks it gets,
-// the launcher's --hosts.
-std::string place_ranks(const std::vector<HostSlots>& hosts, int ranks);
+// The first `ranks` slots of `hosts` in order: each host with the ranks it gets.
+std::vector<HostSlots> place_ranks(const std::vector<HostSlots>& hosts, int ranks);
+// "rt-a:2,rt-b:2": placed hosts as the launcher's --hosts.
+std::string hosts_arg(const std::vector<HostSlots>& placed);
 
 // How many ranks to launch on `slots` free slots: the most, at most max_np, that divides
 // global_batch (0: any count); 0 where none reaches min_np.

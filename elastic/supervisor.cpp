@@ -115,7 +115,8 @@ class Supervisor {
             " (--min-np)"));
         return last_status_ ? last_status_ : 1;
       }
-      const std::string placement = place_ranks(usable, ranks);
+      const std::vector<HostSlots> placed = place_ranks(usable, ranks);
+      const std::string placement = hosts_arg(placed);
       say(str_cat(launch == 1 ? "launching " : "launching again: ", ranks, ranks == 1 ? " rank" : " ranks", " on ",
                   placement, recipe_.global_batch ? str_cat(", global batch ", recipe_.global_batch) : "",
                   event.why.empty() ? "" : " (" + event.why + ")"));
@@ -191,7 +192,7 @@ class Supervisor {
                     blame.first_error.empty() ? "" : " (" + blame.first_error + ")",
                     "; asking each of its hosts to run one process (sleep 1) through the launcher"));
         failed = failing_hosts(
-            hosts_in(placement), [&](const std::string& h) { return one_rank_on(h); }, o_.probe_timeout_s);
+            names_of(placed), [&](const std::string& h) { return one_rank_on(h); }, o_.probe_timeout_s);
         if (failed.empty()) {
           say("every host ran it: launching again on the same hosts");
           event = {.kind = "relaunch",
@@ -243,11 +244,9 @@ class Supervisor {
             "--overlap"};
   }
 
-  // "a:2,b:2" -> {a, b}
-  static std::vector<std::string> hosts_in(const std::string& placement) {
+  static std::vector<std::string> names_of(const std::vector<HostSlots>& hosts) {
     std::vector<std::string> out;
-    std::istringstream in(placement);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(item.substr(0, item.rfind(':')));
+    for (const HostSlots& h : hosts) out.push_back(h.name);
     return out;
   }
 
@@ -268,11 +267,10 @@ class Supervisor {
   }
 
   std::string describe_slots(const std::vector<HostSlots>& usable) const {
-    std::vector<std::string> names;
     int slots = 0;
-    for (const HostSlots& h : usable) names.push_back(str_cat(h.name, ":", h.slots)), slots += h.slots;
+    for (const HostSlots& h : usable) slots += h.slots;
     const std::vector<std::string> out = pool_.left_out(now_s());
-    return str_cat(slots, slots == 1 ? " slot" : " slots", " usable", names.empty() ? "" : " on " + join(names, ","),
+    return str_cat(slots, slots == 1 ? " slot" : " slots", " usable", usable.empty() ? "" : " on " + hosts_arg(usable),
                    out.empty() ? "" : "; left out: " + join(out, ", "));
   }
 

@@ -41,9 +41,9 @@ TEST(HostList, NamesTheBadLine) {
 TEST(HostPool, LeavesAFailedHostOutForItsTime) {
   HostPool pool(100, 3);
   pool.listed({{"a", 2}, {"b", 2}}, 0);
-  EXPECT_EQ(place_ranks(pool.usable(0), 4), "a:2,b:2");
+  EXPECT_EQ(hosts_arg(place_ranks(pool.usable(0), 4)), "a:2,b:2");
   EXPECT_EQ(pool.failed("b.cluster", 10), 1);  // the name a rank gives may carry the domain
-  EXPECT_EQ(place_ranks(pool.usable(10), 4), "a:2");
+  EXPECT_EQ(hosts_arg(place_ranks(pool.usable(10), 4)), "a:2");
   EXPECT_EQ(pool.left_out(10), std::vector<std::string>{"b (failed 1 time; out for 100 s more)"});
   pool.listed({{"a", 2}, {"b", 2}}, 50);  // listed all along: still out
   EXPECT_EQ(pool.usable(50).size(), 1u);
@@ -57,7 +57,7 @@ TEST(HostPool, TakesBackAHostTheListDroppedAndListsAgain) {
   pool.listed({{"a", 2}}, 2);
   EXPECT_EQ(pool.usable(3).size(), 1u);
   pool.listed({{"a", 2}, {"b", 2}}, 4);
-  EXPECT_EQ(place_ranks(pool.usable(4), 4), "a:2,b:2");
+  EXPECT_EQ(hosts_arg(place_ranks(pool.usable(4), 4)), "a:2,b:2");
 }
 
 TEST(HostPool, KeepsOutForGoodAHostThatFailedItsLimit) {
@@ -67,7 +67,7 @@ TEST(HostPool, KeepsOutForGoodAHostThatFailedItsLimit) {
   EXPECT_TRUE(pool.out_for_good("b"));
   pool.listed({{"a", 2}}, 10);
   pool.listed({{"a", 2}, {"b", 2}}, 11);  // listed again: still out
-  EXPECT_EQ(place_ranks(pool.usable(1e6), 4), "a:2");
+  EXPECT_EQ(hosts_arg(place_ranks(pool.usable(1e6), 4)), "a:2");
   EXPECT_EQ(pool.left_out(11), std::vector<std::string>{"b (failed 3 times: out for good)"});
 }
 
