@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "base/half_float.h"
@@ -228,11 +229,20 @@ TEST(CpuBf16, DropoutAndAccumulationComputeInFloat32AndRoundOnce) {
   EXPECT_EQ(wrong, 0) << "kept elements are not the bf16 rounding of x / (1 - p)";
   EXPECT_NEAR(static_cast<double>(zeros) / static_cast<double>(kept.size()), p, 0.05);
 
-  accumulate(a, b);
-  const std::vector<float> sum = values(a, false);
-  int64_t off = 0;
-  for (size_t i = 0; i < sum.size(); ++i) off += sum[i] != round_bf16(a0[i] + b0[i]);
-  EXPECT_EQ(off, 0) << "of " << sum.size() << " sums, these are not the bf16 rounding of the float32 sum";
+  // And with 20 channels, which leave the layout's last block of 16 part padding.
+  const TensorSpec padded =
+      make_conv2d(Conv2dGeometry::square(kC, 20, 3, 1, 1), plain_spec({kN, kC, kH, kH}), false, plan)->y_spec();
+  Tensor c(padded), d(padded);
+  reorder(centred({kN, 20, kH, kH}, 8), c);
+  reorder(centred({kN, 20, kH, kH}, 9), d);
+  const std::vector<float> c0 = values(c, false), d0 = values(d, false);
+  for (auto [into, from, into0, from0] : {std::tie(a, b, a0, b0), std::tie(c, d, c0, d0)}) {
+    accumulate(into, from);
+    const std::vector<float> sum = values(into, false);
+    int64_t off = 0;
+    for (size_t i = 0; i < sum.size(); ++i) off += sum[i] != round_bf16(into0[i] + from0[i]);
+    EXPECT_EQ(off, 0) << "of " << sum.size() << " sums, these are not the bf16 rounding of the float32 sum";
+  }
 }
 
 }  // namespace
