@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/join.h"
 #include "config/schema.h"
 #include "config/schema_suggest.h"
 

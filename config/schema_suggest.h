@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
