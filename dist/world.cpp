@@ -128,7 +128,11 @@ World World::single() {
 std::string World::tag() const { return rank_ == 0 ? "" : str_cat("[rank ", rank_, "] "); }
 
 void World::abort(const std::string& message, int status) const {
-  stderr_line(str_cat("ringtrain: rank ", rank_, " of ", size_, " on ", host_, ": ", message));
+  // Under a launcher the ranks' stdout and stderr often end in one file, forwarded in chunks that
+  // need not end at a line's end: rank 0's resolved config, cut mid-line, once held this message
+  // inside one of its lines. So it opens a line of its own, for the eye, for grep '^ringtrain:
+  // rank' and for `ringtrain elastic`'s blame (Note [Which host failed] in elastic/failure_blame.h).
+  stderr_line(str_cat(mpi_ ? "\n" : "", "ringtrain: rank ", rank_, " of ", size_, " on ", host_, ": ", message));
   if (mpi_) wait_until_stderr_is_read(1.0);
   // MPI_COMM_WORLD, not comm_ (its duplicate): MPICH aborts any other communicator by messaging
   // each of its ranks and waits for them to progress, which ranks spinning on a shared-memory
