@@ -151,6 +151,7 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
       grads[i].push_back(ref.grad);
     }
   mark_backward();
+  hand_relus_to_batch_norm(context);
   Shape in_shape = nodes_[0].y.shape();
   in_shape[0] = batch;
   nodes_[0].y = Tensor(plain_spec(in_shape, device));
@@ -180,6 +181,26 @@ void Graph::plan(int64_t batch, Device device, bool training, const PlanContext&
   allocate_activations(y_specs);
   plan_calls();
   planned_ = true;
+}
+
+// Note [ReLU in batch norm]: batch norm followed by ReLU (every convolution of Inception-v3, the
+// first two of each ResNet bottleneck) is one oneDNN primitive with the ReLU fused: its forward
+// writes max(0, y) and a bit an element where that is positive, its backward masks dy with the
+// bits. Apart, the ReLU reads and writes the whole tensor once forward and, backward, reads it
+// and its gradient and writes the input's gradient: a memory-bound pass as long as batch norm's
+// own. Values and gradients are the same either way (the same mask, the same kernels), so the
+// graph hands the ReLU to the batch norm wherever the batch norm's output has no other reader
+// and the batch norm can take it (Layer::can_take_relu: on the CPU, statistics its own batch's).
+// The ReLU then runs in place over the batch norm's output and shares its gradient's buffer
+// (Note [Activation memory]), doing nothing.
+void Graph::hand_relus_to_batch_norm(const PlanContext& context) {
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    if (n.inputs.size() != 1 || n.inputs[0] == input()) continue;
+    Node& in = nodes_[n.inputs[0]];
+    if (in.consumers == 1 && in.layer->can_take_relu(device_, context) && n.layer->give_relu_away())
+      in.layer->take_relu();
+  }
 }
 
 // Which tensors each layer reads and writes is a function of the graph alone, so forward and

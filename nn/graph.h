@@ -53,7 +53,8 @@ struct LayerRow {
   Shape output;                    // logical output shape at the planned batch
   int64_t params = 0;              // parameters of this layer
   int64_t macs = 0;                // forward multiply-adds per image (Layer::multiply_adds)
-  std::string algorithm;           // Layer::algorithm(): "direct" / "winograd" for convolutions
+  std::string algorithm;           // Layer::algorithm(): "direct" / "winograd" for convolutions,
+                                   // "in batch norm" for a ReLU it applies
   int cudnn_graph_directions = 0;  // Layer::cudnn_graph_directions()
 };
 
@@ -197,6 +198,7 @@ class Graph {
 
   void allocate_activations(const std::vector<TensorSpec>& y_specs);
   void mark_backward();
+  void hand_relus_to_batch_norm(const PlanContext& context);
   void plan_calls();
 
   std::vector<Node> nodes_;

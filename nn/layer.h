@@ -68,6 +68,13 @@ class Layer {
   // an input nothing else reads share the output gradient's buffer, and backward gets a null dx
   // for it (nothing to copy). See Note [Activation memory] in nn/graph.cpp.
   virtual bool passes_gradient_through() const { return false; }
+  // Note [ReLU in batch norm] in nn/graph.cpp: before plan, the graph may hand a ReLU's work to
+  // the layer whose output only that ReLU reads. can_take_relu says whether this layer would
+  // apply it to its own output in a plan on `device` with `context`; take_relu makes it do so.
+  virtual bool can_take_relu(Device, const PlanContext&) const { return false; }
+  virtual void take_relu() {}
+  // The ReLU's side: true for a ReLU, which from then on passes its input and gradient through.
+  virtual bool give_relu_away() { return false; }
   // False when backward needs none of the inputs' values (add, concat, pooling with its own
   // workspace): the graph may then reuse an input's memory once its forward readers are done.
   virtual bool backward_reads_inputs() const { return true; }

@@ -37,6 +37,9 @@ struct PlanContext {
   // train.bn_group: the ranks each batch-norm layer pools its training statistics over (Note
   // [Group batch norm]); null for a rank's own.
   const BatchNormGroup* bn_group = nullptr;
+  // Whether batch norm applies the ReLU that follows it (Note [ReLU in batch norm] in
+  // nn/graph.cpp); off only to check it against the two layers apart.
+  bool relu_in_batch_norm = true;
 };
 
 }  // namespace rt

@@ -15,6 +15,11 @@ std::vector<BufferSpec> BatchNorm2d::buffer_specs() const {
   return {{"running_mean", {channels_}, 0.0f}, {"running_var", {channels_}, 1.0f}};
 }
 
+bool BatchNorm2d::can_take_relu(Device device, const PlanContext& context) const {
+  const bool pooled = context.bn_group && context.bn_group->size > 1;
+  return context.relu_in_batch_norm && device == Device::kCpu && !statistics_frozen() && !pooled;
+}
+
 TensorSpec BatchNorm2d::plan_impl(const std::vector<TensorSpec>& x, const std::vector<bool>& need_dx) {
   RT_CHECK(x[0].shape.size() == 4 && x[0].shape[1] == channels_, "batch_norm2d(", channels_, ") got input ",
            shape_str(x[0].shape));

@@ -17,6 +17,10 @@ class BatchNorm2d final : public Layer {
   std::vector<ParamSpec> param_specs() const override;
   std::vector<BufferSpec> buffer_specs() const override;
   std::vector<std::pair<std::string, int64_t*>> counters() override { return {{"num_batches_tracked", &batches_}}; }
+  // Note [ReLU in batch norm] in nn/graph.cpp: on the CPU, with its statistics its own batch's
+  // (not frozen, not pooled over ranks).
+  bool can_take_relu(Device device, const PlanContext& context) const override;
+  void take_relu() override { options_.fuse_relu = true; }
   // torchvision's zero_init_residual: the last BN of a residual branch starts with weight 0.
   BatchNorm2d& zero_init() {
     zero_init_ = true;

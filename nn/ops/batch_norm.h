@@ -13,6 +13,9 @@ namespace rt {
 struct BatchNormOptions {
   double eps = 1e-5;
   double momentum = 0.1;
+  // The output is max(0, batch norm), and backward passes dy only where that output is positive
+  // (Note [ReLU in batch norm] in nn/graph.cpp). The CPU's alone; not with backward_inference.
+  bool fuse_relu = false;
 };
 
 class BatchNormOp {

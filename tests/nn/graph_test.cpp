@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "base/rng.h"
+#include "nn/cpu_bf16.h"
 #include "nn/graph.h"
 #include "nn/layers/add.h"
 #include "nn/layers/batch_norm2d.h"
@@ -438,6 +439,89 @@ TEST(Graph, FrozenBatchNormKeepsItsStatisticsAndPassesTheEvalGradient) {
   g->forward(x.data(), {});
   g->backward(dy, {});
   EXPECT_LT(worst_relative_error(w, loss, 1e-2f, 7, 1e-2), 2e-2);
+}
+
+// input -> block1 (conv, bn, relu) -> block2 (conv, bn, then both relu and add read the bn) ->
+// add -> relu -> flatten -> fc: block1's ReLU is the batch norm's only reader, the others not.
+// `block1_relu` false: an identity (dropout with p = 0) in its place.
+std::unique_ptr<Graph> relu_blocks(bool relu_in_batch_norm, Precision precision, bool training,
+                                   bool block1_relu = true) {
+  auto g = std::make_unique<Graph>(Shape{3, 6, 6});
+  int x = g->add("block1.conv", Conv2d(conv3x3(3, 16)), {g->input()});
+  x = g->add("block1.bn", BatchNorm2d(16), {x});
+  x = block1_relu ? g->add("block1.relu", Relu(), {x}) : g->add("block1.relu", Dropout(0.0), {x});
+  x = g->add("block2.conv", Conv2d(conv3x3(16, 16)), {x});
+  const int bn = g->add("block2.bn", BatchNorm2d(16), {x});
+  x = g->add("block2.relu", Relu(), {bn});
+  x = g->add("add", Add(), {x, bn});
+  x = g->add("relu", Relu(), {x});
+  x = g->add("flatten", Flatten(), {x});
+  g->add("fc", Linear(16 * 36, 5), {x});
+  PlanContext context;
+  context.precision = precision;
+  context.relu_in_batch_norm = relu_in_batch_norm;
+  g->plan(4, Device::kCpu, training, context);
+  g->init_parameters(8);
+  return g;
+}
+
+std::string algorithm_of(const Graph& g, const std::string& name) {
+  for (const LayerRow& row : g.layer_table())
+    if (row.name == name) return row.algorithm;
+  throw Error("no layer " + name);
+}
+
+// Note [ReLU in batch norm] in nn/graph.cpp: where a ReLU is the batch norm's only reader the
+// batch norm applies it, and the outputs, every gradient and the running statistics are bit for
+// bit those of the two layers apart; in training and in an inference plan.
+void expect_relu_in_batch_norm_changes_nothing(Precision precision) {
+  std::vector<float> x(4 * 3 * 6 * 6);
+  Rng rng(3, 6);
+  for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
+  for (bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "inference");
+    auto fused = relu_blocks(true, precision, training), apart = relu_blocks(false, precision, training);
+    EXPECT_EQ(algorithm_of(*fused, "block1.relu"), "in batch norm");
+    EXPECT_EQ(algorithm_of(*fused, "block2.relu"), "");  // the add reads the batch norm too
+    EXPECT_EQ(algorithm_of(*fused, "relu"), "");
+    EXPECT_EQ(algorithm_of(*apart, "block1.relu"), "");
+    std::vector<std::vector<float>> outputs;
+    for (Graph* g : {fused.get(), apart.get()}) {
+      const Tensor& y = g->forward(x.data(), {.training = training});
+      outputs.emplace_back(y.data(), y.data() + y.numel());
+      if (!training) continue;
+      Tensor dy(y.spec());
+      for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+      g->backward(dy, {});
+    }
+    EXPECT_EQ(outputs[0], outputs[1]);
+    if (!training) continue;
+    for (const ParamRef& p : fused->params()) {
+      const ParamRef& q = param_named(*apart, p.name);
+      ASSERT_EQ(p.grad.bytes(), q.grad.bytes());
+      EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
+    }
+    for (size_t i = 0; i < fused->buffers().size(); ++i) {
+      const Tensor &a = fused->buffers()[i].value, &b = apart->buffers()[i].value;
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << fused->buffers()[i].name;
+    }
+    // The ReLU's mask matters here: without it block1's weight gradient differs.
+    auto identity = relu_blocks(true, precision, training, /*block1_relu=*/false);
+    const Tensor& y = identity->forward(x.data(), {});
+    Tensor dy(y.spec());
+    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+    identity->backward(dy, {});
+    const Tensor &masked = param_named(*fused, "block1.conv.weight").grad,
+                 &unmasked = param_named(*identity, "block1.conv.weight").grad;
+    EXPECT_NE(std::memcmp(masked.data(), unmasked.data(), masked.bytes()), 0);
+  }
+}
+
+TEST(Graph, ReluInBatchNormChangesNoValueOrGradient) { expect_relu_in_batch_norm_changes_nothing(Precision::kFp32); }
+
+TEST(Graph, ReluInBatchNormChangesNoBf16ValueOrGradient) {
+  if (!cpu_bf16().runs) GTEST_SKIP() << "oneDNN 2.6 has no bf16 kernels on " << cpu_bf16().isa;
+  expect_relu_in_batch_norm_changes_nothing(Precision::kBf16);
 }
 
 }  // namespace

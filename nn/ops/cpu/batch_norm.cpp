@@ -3,6 +3,10 @@
 // gets the unbiased one, as PyTorch.
 #include "nn/ops/batch_norm.h"
 
+#include <unordered_map>
+
+#include "base/check.h"
+
 #include "nn/ops/cpu/dnnl_util.h"
 #include "nn/ops/cpu/make.h"
 
@@ -21,32 +25,34 @@ class CpuBatchNorm final : public BatchNormOp {
         var_(plain_spec({channels_})) {
     const md x_md = md_of(x);
     const float eps = static_cast<float>(o.eps);
-    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, x_md, eps,
-                                               flags::use_scale | flags::use_shift);
+    // With the ReLU fused, training's forward records in a workspace where the output was
+    // positive (a bit an element), and backward masks dy with it.
+    const flags affine = flags::use_scale | flags::use_shift | (o.fuse_relu ? flags::fuse_norm_relu : flags::none);
+    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, x_md, eps, affine);
     train_pd_ = dnnl::batch_normalization_forward::primitive_desc(td, engine());
     train_ = dnnl::batch_normalization_forward(train_pd_);
+    if (o.fuse_relu) workspace_ = dnnl::memory(train_pd_.workspace_desc(), engine());
     dnnl::batch_normalization_forward::desc id(dnnl::prop_kind::forward_inference, x_md, eps,
-                                               flags::use_scale | flags::use_shift | flags::use_global_stats);
+                                               affine | flags::use_global_stats);
     auto infer_pd = dnnl::batch_normalization_forward::primitive_desc(id, engine());
     infer_ = dnnl::batch_normalization_forward(infer_pd);
-    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, x_md, x_md, eps,
-                                                flags::use_scale | flags::use_shift);
+    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, x_md, x_md, eps, affine);
     bwd_ =
         dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(bd, engine(), train_pd_));
+    if (o.fuse_relu) return;  // an inference forward leaves no workspace for its backward
     dnnl::batch_normalization_backward::desc gd(dnnl::prop_kind::backward, x_md, x_md, eps,
-                                                flags::use_scale | flags::use_shift | flags::use_global_stats);
+                                                affine | flags::use_global_stats);
     bwd_global_ =
         dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(gd, engine(), infer_pd));
   }
 
   void forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& running_mean,
                         Tensor& running_var) override {
-    train_.execute(stream(), {{DNNL_ARG_SRC, mem(x)},
-                              {DNNL_ARG_SCALE, mem(gamma)},
-                              {DNNL_ARG_SHIFT, mem(beta)},
-                              {DNNL_ARG_DST, mem(y)},
-                              {DNNL_ARG_MEAN, mem(mean_)},
-                              {DNNL_ARG_VARIANCE, mem(var_)}});
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(x)},      {DNNL_ARG_SCALE, mem(gamma)},
+                                               {DNNL_ARG_SHIFT, mem(beta)}, {DNNL_ARG_DST, mem(y)},
+                                               {DNNL_ARG_MEAN, mem(mean_)}, {DNNL_ARG_VARIANCE, mem(var_)}};
+    if (options_.fuse_relu) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    train_.execute(stream(), args);
     stream().wait();
     const float m = static_cast<float>(options_.momentum);
     const float unbias = count_ > 1 ? static_cast<float>(count_) / static_cast<float>(count_ - 1) : 1.0f;
@@ -69,35 +75,34 @@ class CpuBatchNorm final : public BatchNormOp {
 
   void backward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& dy, Tensor& dx,
                          Tensor& dgamma, Tensor& dbeta) override {
-    run_backward(bwd_, x, gamma, beta, dy, dx, dgamma, dbeta, mean_, var_);
+    run_backward(bwd_, x, gamma, beta, dy, dx, dgamma, dbeta, mean_, var_, workspace_);
   }
 
   void backward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& dy, Tensor& dx,
                           Tensor& dgamma, Tensor& dbeta, const Tensor& running_mean,
                           const Tensor& running_var) override {
-    run_backward(bwd_global_, x, gamma, beta, dy, dx, dgamma, dbeta, running_mean, running_var);
+    RT_CHECK(!options_.fuse_relu, "batch norm with a fused ReLU has no backward from running statistics");
+    run_backward(bwd_global_, x, gamma, beta, dy, dx, dgamma, dbeta, running_mean, running_var, {});
   }
 
  private:
   static void run_backward(dnnl::batch_normalization_backward& prim, const Tensor& x, const Tensor& gamma,
                            const Tensor& beta, const Tensor& dy, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
-                           const Tensor& mean, const Tensor& var) {
+                           const Tensor& mean, const Tensor& var, const dnnl::memory& workspace) {
     // oneDNN 2.6 checks that SHIFT is passed whenever use_shift is set, although backward never reads it.
-    prim.execute(stream(), {{DNNL_ARG_SRC, mem(x)},
-                            {DNNL_ARG_MEAN, mem(mean)},
-                            {DNNL_ARG_VARIANCE, mem(var)},
-                            {DNNL_ARG_DIFF_DST, mem(dy)},
-                            {DNNL_ARG_SCALE, mem(gamma)},
-                            {DNNL_ARG_SHIFT, mem(beta)},
-                            {DNNL_ARG_DIFF_SRC, mem(dx)},
-                            {DNNL_ARG_DIFF_SCALE, mem(dgamma)},
-                            {DNNL_ARG_DIFF_SHIFT, mem(dbeta)}});
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, mem(x)},       {DNNL_ARG_MEAN, mem(mean)},         {DNNL_ARG_VARIANCE, mem(var)},
+        {DNNL_ARG_DIFF_DST, mem(dy)}, {DNNL_ARG_SCALE, mem(gamma)},       {DNNL_ARG_SHIFT, mem(beta)},
+        {DNNL_ARG_DIFF_SRC, mem(dx)}, {DNNL_ARG_DIFF_SCALE, mem(dgamma)}, {DNNL_ARG_DIFF_SHIFT, mem(dbeta)}};
+    if (workspace) args.emplace(DNNL_ARG_WORKSPACE, workspace);
+    prim.execute(stream(), args);
     stream().wait();
   }
 
   BatchNormOptions options_;
   int64_t channels_, count_;
-  Tensor mean_, var_;  // (C) batch statistics saved for backward
+  Tensor mean_, var_;       // (C) batch statistics saved for backward
+  dnnl::memory workspace_;  // with the ReLU fused: where training's output was positive
   dnnl::batch_normalization_forward::primitive_desc train_pd_;
   dnnl::batch_normalization_forward train_, infer_;
   dnnl::batch_normalization_backward bwd_, bwd_global_;

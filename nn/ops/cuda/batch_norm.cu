@@ -62,6 +62,7 @@ class CudaBatchNorm final : public BatchNormOp {
         format_(format_of(x)),
         saved_mean_(plain_spec({x.shape[1]}, Device::kCuda)),
         saved_inv_sd_(plain_spec({x.shape[1]}, Device::kCuda)) {
+    RT_CHECK(!o.fuse_relu, "batch norm with a fused ReLU is the CPU's alone");
     RT_CHECK(o.eps >= CUDNN_BN_MIN_EPSILON, "cuDNN batch norm needs eps >= ", CUDNN_BN_MIN_EPSILON, ", got ", o.eps);
     x_.set(x);
     // (1, C, 1, 1) float32 for every input type cuDNN takes.
