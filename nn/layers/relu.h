@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "base/check.h"
 #include "nn/layer.h"
 #include "nn/ops/relu.h"
 
@@ -27,13 +28,14 @@ class Relu final : public Layer {
     if (!given_away_) op_ = make_relu(x[0]);
     return x[0];
   }
-  // Given away, the graph runs it in place and shares its gradient with its input's wherever it
-  // can (Note [Activation memory] in nn/graph.cpp): the copies are for where it cannot.
+  // Given away, it runs in place over its input, the batch norm's output, which has no other
+  // reader (Note [Activation memory] in nn/graph.cpp), and its gradient is the batch norm's own
+  // buffer but where it is a graph output, whose gradient comes from outside: then it is copied.
   void forward_impl(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
     if (!given_away_)
       op_->forward(*x[0], y);
-    else if (x[0]->data() != y.data())
-      copy_bytes(y.data(), y.device(), x[0]->data(), x[0]->device(), y.bytes());
+    else
+      RT_ASSERT(x[0]->data() == y.data());
   }
   void backward_impl(const std::vector<const Tensor*>&, const Tensor& y, const Tensor& dy,
                      const std::vector<Tensor*>& dx, const RunContext&) override {

@@ -517,6 +517,40 @@ void expect_relu_in_batch_norm_changes_nothing(Precision precision) {
   }
 }
 
+// A graph that ends in batch norm and ReLU: the ReLU's gradient is the caller's, copied to the
+// batch norm's buffer, and the gradients are those of the two apart.
+TEST(Graph, ReluInBatchNormAtTheGraphsEndTakesTheCallersGradient) {
+  std::vector<std::unique_ptr<Graph>> graphs;
+  for (bool relu_in_batch_norm : {true, false}) {
+    auto g = std::make_unique<Graph>(Shape{3, 5, 5});
+    int x = g->add("conv", Conv2d(conv3x3(3, 16)), {g->input()});
+    x = g->add("bn", BatchNorm2d(16), {x});
+    g->add("relu", Relu(), {x});
+    PlanContext context;
+    context.relu_in_batch_norm = relu_in_batch_norm;
+    g->plan(2, Device::kCpu, true, context);
+    g->init_parameters(4);
+    graphs.push_back(std::move(g));
+  }
+  EXPECT_EQ(algorithm_of(*graphs[0], "relu"), "in batch norm");
+  std::vector<float> x(2 * 3 * 5 * 5);
+  Rng rng(5, 6);
+  for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
+  std::vector<std::vector<float>> outputs;
+  for (auto& g : graphs) {
+    const Tensor& y = g->forward(x.data(), {});
+    outputs.emplace_back(y.data(), y.data() + y.numel());
+    Tensor dy(y.spec());
+    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+    g->backward(dy, {});
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  for (const ParamRef& p : graphs[0]->params()) {
+    const ParamRef& q = param_named(*graphs[1], p.name);
+    EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
+  }
+}
+
 TEST(Graph, ReluInBatchNormChangesNoValueOrGradient) { expect_relu_in_batch_norm_changes_nothing(Precision::kFp32); }
 
 TEST(Graph, ReluInBatchNormChangesNoBf16ValueOrGradient) {
