@@ -17,6 +17,7 @@
 #include "dist/cuda/device_collective.h"
 #include "dist/powersgd_buckets.h"
 #include "models/registry.h"
+#include "nn/cpu_bf16.h"
 #include "nn/device.h"
 
 namespace rt {
@@ -74,13 +75,18 @@ int info_command(const CliArgs& args) {
   Shape input = usual_input(c);
   if (args.input > 0) input[1] = input[2] = args.input;
   const int64_t batch = args.config_path.empty() ? 1 : c.train.batch_per_rank;
-  const std::unique_ptr<Graph> g = plan_config_model_on_cpu(c, input, batch, /*training=*/true);
+  // Planned as the CPU would train it: in bf16 where the config asks for it and the CPU runs it
+  // (oneDNN's choices, Winograd's among them, differ by precision).
+  const bool bf16 = c.train.device == Device::kCpu && c.train.precision == Precision::kBf16 && cpu_bf16().runs;
+  const std::unique_ptr<Graph> g =
+      plan_config_model_on_cpu(c, input, batch, /*training=*/true, bf16 ? Precision::kBf16 : Precision::kFp32);
   if (!args.config_path.empty())
     std::cout << "  optimizer: " << optimizer_summary(c.train) << "\n"
               << "  schedule: " << schedule_summary(c.schedule, c.train.epochs) << "\n"
               << "  batch norm: " << batch_norm_summary(c.train) << "\n";
   std::cout << "  " << c.model.name << " at batch " << batch << ", input " << shape_str(input) << ", "
-            << c.model.num_classes << " classes, " << g->parameter_count() << " parameters:\n"
+            << c.model.num_classes << " classes, " << g->parameter_count() << " parameters" << (bf16 ? ", in bf16" : "")
+            << ":\n"
             << g->summary();
   if (const std::string frozen = trainable_summary(*g, c.finetune); !frozen.empty())
     std::cout << "  " << frozen << "\n";

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "formats/safetensors.h"
 #include "models/registry.h"
+#include "nn/cpu_bf16.h"
 #include "nn/device.h"
 
 namespace rt::testing {
@@ -293,6 +294,37 @@ TEST(RingtrainBinary, InfoConfigListsTheTensorsPowerSgdCompresses) {
   EXPECT_NE(r.output.find(str_cat("4 of 10 tensors compressed: a rank averages ", sent * 4 / 1e6, " MB a step")),
             std::string::npos)
       << r.output;
+}
+
+// `info` plans the model in the precision the config trains in: its layer table marks Winograd on
+// the convolutions `bench` runs with Winograd, in float32 and in bf16 (where oneDNN has none).
+TEST(RingtrainBinary, InfoMarksWinogradWhereBenchRunsItInEitherPrecision) {
+  const std::string config = "--config " + std::string(RT_SOURCE_DIR) +
+                             "/configs/fashion_mnist.toml --set train.conv_algorithm=winograd "
+                             "--set train.bf16_emulation=true --set train.threads=1";
+  const auto count_rows = [](const std::string& out) {
+    int64_t rows = 0;
+    for (size_t at = out.find("  winograd\n"); at != std::string::npos; at = out.find("  winograd\n", at + 1)) ++rows;
+    return rows;
+  };
+  for (const char* precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    if (std::string(precision) == "bf16" && !cpu_bf16().runs) continue;  // bf16 is refused below AVX-512
+    const std::string set = str_cat(" --set train.precision=", precision);
+    const ProcessResult info = ringtrain("info " + config + set);
+    const ProcessResult bench =
+        ringtrain("bench " + config + set +
+                  " --set bench.warmup_steps=0 --set bench.windows=2 --set bench.steps_per_window=1 "
+                  "--set log.progress=none");
+    ASSERT_EQ(info.status, 0) << info.output;
+    ASSERT_EQ(bench.status, 0) << bench.output;
+    const size_t at = bench.output.find("Winograd on ");
+    ASSERT_NE(at, std::string::npos) << bench.output;
+    EXPECT_EQ(count_rows(info.output), std::stoll(bench.output.substr(at + std::string("Winograd on ").size())))
+        << info.output << bench.output;
+    EXPECT_EQ(info.output.find(" parameters, in bf16:") != std::string::npos, std::string(precision) == "bf16")
+        << info.output;
+  }
 }
 
 TEST(RingtrainBinary, InfoInputSizeMustBePositive) {
