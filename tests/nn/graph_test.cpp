@@ -465,6 +465,26 @@ std::unique_ptr<Graph> relu_blocks(bool relu_in_batch_norm, Precision precision,
   return g;
 }
 
+// One step of g on x, backward from a fixed output gradient where training; returns the output.
+std::vector<float> step(Graph& g, const std::vector<float>& x, bool training = true) {
+  const Tensor& y = g.forward(x.data(), {.training = training});
+  std::vector<float> out(y.data(), y.data() + y.numel());
+  if (training) {
+    Tensor dy(y.spec());
+    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+    g.backward(dy, {});
+  }
+  return out;
+}
+
+void expect_same_gradients(const Graph& a, const Graph& b) {
+  for (const ParamRef& p : a.params()) {
+    const ParamRef& q = param_named(b, p.name);
+    ASSERT_EQ(p.grad.bytes(), q.grad.bytes());
+    EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
+  }
+}
+
 std::string algorithm_of(const Graph& g, const std::string& name) {
   for (const LayerRow& row : g.layer_table())
     if (row.name == name) return row.algorithm;
@@ -485,32 +505,16 @@ void expect_relu_in_batch_norm_changes_nothing(Precision precision) {
     EXPECT_EQ(algorithm_of(*fused, "block2.relu"), "");  // the add reads the batch norm too
     EXPECT_EQ(algorithm_of(*fused, "relu"), "");
     EXPECT_EQ(algorithm_of(*apart, "block1.relu"), "");
-    std::vector<std::vector<float>> outputs;
-    for (Graph* g : {fused.get(), apart.get()}) {
-      const Tensor& y = g->forward(x.data(), {.training = training});
-      outputs.emplace_back(y.data(), y.data() + y.numel());
-      if (!training) continue;
-      Tensor dy(y.spec());
-      for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
-      g->backward(dy, {});
-    }
-    EXPECT_EQ(outputs[0], outputs[1]);
+    EXPECT_EQ(step(*fused, x, training), step(*apart, x, training));
     if (!training) continue;
-    for (const ParamRef& p : fused->params()) {
-      const ParamRef& q = param_named(*apart, p.name);
-      ASSERT_EQ(p.grad.bytes(), q.grad.bytes());
-      EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
-    }
+    expect_same_gradients(*fused, *apart);
     for (size_t i = 0; i < fused->buffers().size(); ++i) {
       const Tensor &a = fused->buffers()[i].value, &b = apart->buffers()[i].value;
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << fused->buffers()[i].name;
     }
     // The ReLU's mask matters here: without it block1's weight gradient differs.
     auto identity = relu_blocks(true, precision, training, /*block1_relu=*/false);
-    const Tensor& y = identity->forward(x.data(), {});
-    Tensor dy(y.spec());
-    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
-    identity->backward(dy, {});
+    step(*identity, x);
     const Tensor &masked = param_named(*fused, "block1.conv.weight").grad,
                  &unmasked = param_named(*identity, "block1.conv.weight").grad;
     EXPECT_NE(std::memcmp(masked.data(), unmasked.data(), masked.bytes()), 0);
@@ -536,19 +540,8 @@ TEST(Graph, ReluInBatchNormAtTheGraphsEndTakesTheCallersGradient) {
   std::vector<float> x(2 * 3 * 5 * 5);
   Rng rng(5, 6);
   for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
-  std::vector<std::vector<float>> outputs;
-  for (auto& g : graphs) {
-    const Tensor& y = g->forward(x.data(), {});
-    outputs.emplace_back(y.data(), y.data() + y.numel());
-    Tensor dy(y.spec());
-    for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
-    g->backward(dy, {});
-  }
-  EXPECT_EQ(outputs[0], outputs[1]);
-  for (const ParamRef& p : graphs[0]->params()) {
-    const ParamRef& q = param_named(*graphs[1], p.name);
-    EXPECT_EQ(std::memcmp(p.grad.data(), q.grad.data(), p.grad.bytes()), 0) << p.name;
-  }
+  EXPECT_EQ(step(*graphs[0], x), step(*graphs[1], x));
+  expect_same_gradients(*graphs[0], *graphs[1]);
 }
 
 TEST(Graph, ReluInBatchNormChangesNoValueOrGradient) { expect_relu_in_batch_norm_changes_nothing(Precision::kFp32); }
