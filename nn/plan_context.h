@@ -10,9 +10,10 @@ namespace rt {
 
 // How convolutions compute (train.conv_algorithm). "direct" is the exact reference: its results
 // match PyTorch's float32 convolutions. "winograd" uses Winograd's minimal filtering (F(4x4, 3x3):
-// about 4x fewer multiplications) for 3x3 stride-1 convolutions where the backend has it, and
-// direct everywhere else; it is faster but its rounding error grows with the inputs' mean, which
-// batch norm then amplifies (docs/models.md, "Convolution algorithm").
+// about 4x fewer multiplications) for 3x3 stride-1 convolutions where the backend has it (on the
+// CPU under bf16, our F(2x2, 3x3) where it pays: Note [bf16 Winograd]), and direct everywhere
+// else; it is faster but its rounding error grows with the inputs' mean, which batch norm then
+// amplifies (docs/models.md, "Convolution algorithm").
 //
 // What the CUDA backend computes in (train.precision); see Note [Mixed precision] in
 // nn/ops/cuda/gpu_layout.h. fp32: float32 throughout. tf32: float32 storage, but convolutions and

@@ -297,7 +297,8 @@ TEST(RingtrainBinary, InfoConfigListsTheTensorsPowerSgdCompresses) {
 }
 
 // `info` plans the model in the precision the config trains in: its layer table marks Winograd on
-// the convolutions `bench` runs with Winograd, in float32 and in bf16 (where oneDNN has none).
+// the convolutions `bench` runs with Winograd, in float32 and in bf16 (where ours runs only from 256
+// channels: resnet_mini has none, so both count 0; tests/nn/cpu_bf16_test.cpp checks the choice).
 TEST(RingtrainBinary, InfoMarksWinogradWhereBenchRunsItInEitherPrecision) {
   const std::string config = "--config " + std::string(RT_SOURCE_DIR) +
                              "/configs/fashion_mnist.toml --set train.conv_algorithm=winograd "

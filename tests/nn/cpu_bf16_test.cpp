@@ -18,6 +18,7 @@
 #include "nn/cpu_bf16.h"
 #include "nn/ops/add.h"
 #include "nn/ops/conv2d.h"
+#include "nn/ops/cpu/winograd_bf16.h"
 #include "nn/ops/dropout.h"
 #include "nn/ops/linear.h"
 #include "nn/ops/reorder.h"
@@ -243,6 +244,60 @@ TEST(CpuBf16, DropoutAndAccumulationComputeInFloat32AndRoundOnce) {
     for (size_t i = 0; i < sum.size(); ++i) off += sum[i] != round_bf16(into0[i] + from0[i]);
     EXPECT_EQ(off, 0) << "of " << sum.size() << " sums, these are not the bf16 rounding of the float32 sum";
   }
+}
+
+// root mean square of a - b over that of b, both read back as plain float32.
+double rms_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = values(a, false), y = values(b, false);
+  double miss = 0, square = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    miss += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
+    square += static_cast<double>(y[i]) * y[i];
+  }
+  return std::sqrt(miss / square);
+}
+
+// Under bf16, conv_algorithm = "winograd" runs our F(2x2, 3x3) (Note [bf16 Winograd] in
+// nn/ops/cpu/winograd_bf16.h) where it pays, and direct elsewhere. Its three passes agree with
+// direct bf16's to a few times bf16's rounding (tests/nn/winograd_bf16_test.cpp checks them
+// against exact sums), here from a plain float32 input, so the reorders in and out run too.
+TEST(CpuBf16, WinogradRunsOursWhereItPaysAndAgreesWithDirect) {
+  SKIP_WITHOUT_BF16();
+  PlanContext direct, winograd;
+  direct.precision = winograd.precision = Precision::kBf16;
+  winograd.conv_algorithm = ConvAlgorithm::kWinograd;
+  const Conv2dGeometry small = Conv2dGeometry::square(64, 64, 3, 1, 1);
+  EXPECT_EQ(make_conv2d(small, plain_spec({2, 64, 14, 14}), true, winograd)->algorithm(), ConvAlgorithm::kDirect)
+      << "64 channels are too few for bf16 Winograd to pay";
+  Conv2dGeometry g = Conv2dGeometry::square(256, 272, 3, 1, 1);
+  g.bias = true;
+  const Tensor x = centred({2, 256, 15, 14}, 11), w = centred(g.weight_shape(), 12), b = centred({272}, 13);
+  const auto ours = make_conv2d(g, x.spec(), true, winograd), theirs = make_conv2d(g, x.spec(), true, direct);
+  if (!cpu::winograd_bf16_runs()) GTEST_SKIP() << "bf16 Winograd needs AVX-512 BW";
+  ASSERT_EQ(ours->algorithm(), ConvAlgorithm::kWinograd);
+  ASSERT_EQ(theirs->algorithm(), ConvAlgorithm::kDirect);
+  Tensor y_ours(ours->y_spec()), y_theirs(theirs->y_spec());
+  ours->forward(x, w, &b, y_ours);
+  theirs->forward(x, w, &b, y_theirs);
+  Tensor dy(ours->y_spec());
+  reorder(centred({2, 272, 15, 14}, 14), dy);
+  Tensor dy_theirs(theirs->y_spec());
+  reorder(dy, dy_theirs);
+  Tensor dx_ours(x.spec()), dx_theirs(x.spec());
+  ours->backward_data(dy, w, dx_ours);
+  theirs->backward_data(dy_theirs, w, dx_theirs);
+  Tensor dw_ours(plain_spec(g.weight_shape())), dw_theirs(plain_spec(g.weight_shape()));
+  Tensor db_ours(plain_spec({272})), db_theirs(plain_spec({272}));
+  ours->backward_weights(x, dy, dw_ours, &db_ours);
+  theirs->backward_weights(x, dy_theirs, dw_theirs, &db_theirs);
+  const double fwd = rms_difference(y_ours, y_theirs), bwd = rms_difference(dx_ours, dx_theirs);
+  const double bww = rms_difference(dw_ours, dw_theirs), bias = rms_difference(db_ours, db_theirs);
+  std::printf("bf16 Winograd against direct bf16: y %.2e, dx %.2e, dw %.2e, db %.2e of their root mean square\n", fwd,
+              bwd, bww, bias);
+  EXPECT_LT(fwd, 1e-2);
+  EXPECT_LT(bwd, 1e-2);
+  EXPECT_LT(bww, 1e-2);
+  EXPECT_LT(bias, 1e-5);  // both sum the same bf16 dy in float32
 }
 
 }  // namespace

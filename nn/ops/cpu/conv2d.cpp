@@ -7,11 +7,13 @@
 // ConvAlgorithm::kWinograd, 3x3 stride-1 convolutions use oneDNN's F(4x4, 3x3) kernels where the
 // CPU has them (about 2x faster on ResNet-101's 3x3 layers here). Under bf16 (Note [CPU bfloat16])
 // the activations, their gradients and the weights' per-pass copies are bf16, the weight and bias
-// gradients float32.
+// gradients float32; oneDNN has no bf16 Winograd, so kWinograd runs ours (Note [bf16 Winograd]
+// in winograd_bf16.h) where it pays.
 #include "nn/ops/conv2d.h"
 
 #include "nn/ops/cpu/dnnl_util.h"
 #include "nn/ops/cpu/make.h"
+#include "nn/ops/cpu/winograd_bf16.h"
 
 namespace rt::cpu {
 namespace {
@@ -132,10 +134,65 @@ class CpuConv2d final : public Conv2dOp {
   Staging x_fwd_, w_fwd_, x_bww_, dy_bww_, dw_out_, w_bwd_, dy_bwd_, dx_out_;
 };
 
+// A 3x3 convolution through our bf16 Winograd (Note [bf16 Winograd] in winograd_bf16.h), on
+// activations in nChw16c bf16; x and dx are reordered where the caller holds another layout.
+class CpuWinogradBf16Conv2d final : public Conv2dOp {
+ public:
+  CpuWinogradBf16Conv2d(const WinogradBf16Shape& s, const TensorSpec& x, bool need_dx)
+      : kernel_(s),
+        x_md_(md_of(x)),
+        blocked_(md({s.n, s.c, s.h, s.w}, dt::bf16, tag::nChw16c)),
+        y_spec_(spec_of({s.n, s.k, s.h, s.w}, md({s.n, s.k, s.h, s.w}, dt::bf16, tag::nChw16c))),
+        x_in_(x_md_, blocked_, 0),
+        dx_out_(x_md_, blocked_, 2),
+        need_dx_(need_dx) {}
+
+  const TensorSpec& y_spec() const override { return y_spec_; }
+  ConvAlgorithm algorithm() const override { return ConvAlgorithm::kWinograd; }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) override {
+    kernel_.forward(bf16_of(x_in_.in(mem(x))), w.data(), b ? b->data() : nullptr, bf16_of(y));
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    RT_ASSERT(need_dx_);
+    dnnl::memory dx_mem = mem(dx);
+    dnnl::memory target = dx_out_.target(dx_mem);
+    kernel_.backward_data(bf16_of(dy), w.data(), static_cast<uint16_t*>(target.get_data_handle()));
+    dx_out_.out(dx_mem);
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
+    kernel_.backward_weights(bf16_of(x_in_.in(mem(x))), bf16_of(dy), dw.data(), db ? db->data() : nullptr);
+  }
+
+ private:
+  static uint16_t* bf16_of(const dnnl::memory& m) { return static_cast<uint16_t*>(m.get_data_handle()); }
+  static uint16_t* bf16_of(const Tensor& t) { return reinterpret_cast<uint16_t*>(const_cast<float*>(t.data())); }
+
+  WinogradBf16 kernel_;
+  md x_md_, blocked_;
+  TensorSpec y_spec_;
+  Staging x_in_, dx_out_;
+  bool need_dx_;
+};
+
+// Where bf16 Winograd is asked for, runs on this CPU, fits the geometry and pays for its shape.
+bool takes_winograd_bf16(const Conv2dGeometry& g, const Shape& x, const PlanContext& plan) {
+  if (plan.precision != Precision::kBf16 || plan.conv_algorithm != ConvAlgorithm::kWinograd) return false;
+  const bool fits = g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 1 &&
+                    g.pad_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.groups == 1 &&
+                    g.in_channels % 16 == 0 && g.out_channels % 16 == 0;
+  return fits && winograd_bf16_pays({x[0], g.in_channels, g.out_channels, x[2], x[3]}) && winograd_bf16_runs();
+}
+
 }  // namespace
 
 std::unique_ptr<Conv2dOp> make_conv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx,
                                       const PlanContext& plan) {
+  if (takes_winograd_bf16(g, x.shape, plan))
+    return std::make_unique<CpuWinogradBf16Conv2d>(
+        WinogradBf16Shape{x.shape[0], g.in_channels, g.out_channels, x.shape[2], x.shape[3]}, x, need_dx);
   return std::make_unique<CpuConv2d>(g, x, need_dx, plan.conv_algorithm, compute_dt(plan.precision));
 }
 
