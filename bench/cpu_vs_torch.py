@@ -12,7 +12,11 @@ of PyTorch's two layouts in the same precision. Peak memory is GNU time's maximu
 PyTorch runs with what makes it fastest: OpenBLAS (scripts/setup.sh installs libopenblas0-pthread;
 the line before the table names the BLAS PyTorch loaded), OPENBLAS_NUM_THREADS = --threads, and
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for its runs (a machine may set them, pinning OpenBLAS
-to older kernels). The header names the CPU's bf16 flags and oneDNN's version.
+to older kernels), and tcmalloc for its allocator (--torch-malloc; scripts/setup.sh installs
+libtcmalloc-minimal4): under glibc's malloc every large tensor (autocast's bf16 copies of the
+weights, the gradients, the optimizer's temporaries) is mapped and unmapped at each step, and on a
+machine where page faults are dear that cost PyTorch up to 3.9x. The header names the CPU's bf16
+flags and oneDNN's version.
 
   bench/cpu_vs_torch.py [--reps 3] [--models resnet101,vgg16,inception_v3] [--algorithms direct,winograd]
                         [--precisions fp32,bf16] [--ringtrain build/ringtrain]
@@ -45,20 +49,25 @@ def ringtrain(binary, model, threads, batch, algorithm, precision):
     return record["median_images_per_s"], rss
 
 
-def torch_env(threads):
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+
+
+def torch_env(threads, malloc):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     env["OPENBLAS_NUM_THREADS"] = str(threads)
+    if malloc == "tcmalloc":
+        env["LD_PRELOAD"] = TCMALLOC
     return env
 
 
 BLAS = set()
 
 
-def torch(script, model, threads, batch, steps, channels_last, bf16):
+def torch(script, model, threads, batch, steps, channels_last, bf16, malloc):
     name, res = TORCH_NAMES[model]
     cmd = ["/usr/bin/python3", script, name, str(batch), str(res), "--threads", str(threads), "--steps", str(steps)]
     out, rss = timed(cmd + (["--channels-last"] if channels_last else []) + (["--bf16"] if bf16 else []),
-                     env=torch_env(threads))
+                     env=torch_env(threads, malloc))
     BLAS.add(re.search(r"blas=(\S+)", out).group(1))
     return float(re.search(r"img_per_s=([0-9.]+)", out).group(1)), rss
 
@@ -83,10 +92,12 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--torch-steps", type=int, default=4, help="timed steps of each PyTorch run")
+    p.add_argument("--torch-malloc", choices=("tcmalloc", "glibc"), default="tcmalloc",
+                   help="PyTorch's allocator: tcmalloc (libtcmalloc-minimal4, preloaded) or glibc's malloc")
     p.add_argument("--ringtrain", default=os.path.join(ROOT, "build", "ringtrain"))
     p.add_argument("--torch-script", default=os.path.join(ROOT, "bench", "torch_cpu_train.py"))
     a = p.parse_args()
-    for f in (a.ringtrain, a.torch_script):
+    for f in (a.ringtrain, a.torch_script) + ((TCMALLOC,) if a.torch_malloc == "tcmalloc" else ()):
         if not os.path.exists(f):
             sys.exit(f"cpu_vs_torch: {f} not found (build ringtrain first; --torch-script names the PyTorch step)")
     models, precisions = a.models.split(","), a.precisions.split(",")
@@ -101,10 +112,11 @@ def main():
             for k, alg, prec in ours:
                 runs[m][k].append(ringtrain(a.ringtrain, m, a.threads, a.batch, alg, prec))
             for k, cl, bf16 in theirs:
-                runs[m][k].append(torch(a.torch_script, m, a.threads, a.batch, a.torch_steps, cl, bf16))
+                runs[m][k].append(torch(a.torch_script, m, a.threads, a.batch, a.torch_steps, cl, bf16, a.torch_malloc))
             print(f"rep {rep + 1}/{a.reps} {m}: " + ", ".join(f"{k} {v[-1][0]:.3f} img/s {v[-1][1]:.0f} MiB"
                                                                for k, v in runs[m].items()), flush=True)
-    print(f"\nPyTorch's BLAS: {', '.join(sorted(BLAS))}")
+    print(f"\nPyTorch's BLAS: {', '.join(sorted(BLAS))}; its allocator: "
+          + (f"tcmalloc ({TCMALLOC}, preloaded)" if a.torch_malloc == "tcmalloc" else "glibc's malloc"))
     print(f"medians of {a.reps} repetitions, batch {a.batch}, {a.threads} threads (img/s; peak RSS MiB)")
     keys = [o[0] for o in ours] + [t[0] for t in theirs]
     ratios = [(o[0], o[2]) for o in ours]

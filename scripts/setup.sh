@@ -24,8 +24,10 @@ style_pkgs=(clang-format)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 # PyTorch is only the independent oracle of the comparison tests (run with /usr/bin/python3), and
 # the peer bench/cpu_vs_torch.py times; it calls whatever libblas.so.3 is installed, and OpenBLAS
-# runs its fully connected layers about 3x faster than the reference BLAS.
-oracle_pkgs=(python3-torch python3-torchvision libopenblas0-pthread)
+# runs its fully connected layers about 3x faster than the reference BLAS. The benchmark runs
+# PyTorch on tcmalloc, as PyTorch's CPU tuning advice has it: glibc's malloc maps and unmaps each
+# large tensor every step, and the page faults cost PyTorch up to 3.9x (docs/results).
+oracle_pkgs=(python3-torch python3-torchvision libopenblas0-pthread libtcmalloc-minimal4)
 # A one-node Slurm for `ctest -L slurm`; its pmix plugin loads libpmix.so, which only libpmix-dev has.
 slurm_pkgs=(slurm-wlm munge libpmix-dev)
 
