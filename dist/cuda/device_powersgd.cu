@@ -17,6 +17,7 @@
 #include "base/check.h"
 #include "dist/cuda/device_collective.h"
 #include "dist/cuda/device_powersgd.h"
+#include "nn/cuda/cublas_library.h"
 #include "nn/cuda/device_api.h"
 #include "nn/cuda/runtime.h"
 
@@ -145,9 +146,9 @@ void enqueue_compress(cublasHandle_t handle, cudaStream_t stream, const PowerSgd
   orthonormalize_kernel<<<1, kThreads, 0, stream>>>(q, x.m, x.k);
   RT_CU_LAUNCHED();
   const float one = 1, zero = 0;
-  RT_CU(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(x.n), static_cast<int>(x.k),
-                    static_cast<int>(x.m), &one, error, static_cast<int>(x.m), q, static_cast<int>(x.m), &zero, p,
-                    static_cast<int>(x.n)));
+  RT_CU(cuda::cublas().sgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(x.n), static_cast<int>(x.k),
+                             static_cast<int>(x.m), &one, error, static_cast<int>(x.m), q, static_cast<int>(x.m), &zero,
+                             p, static_cast<int>(x.n)));
 }
 // p orthonormalized, q_local = M^T p.
 void enqueue_project(cublasHandle_t handle, cudaStream_t stream, const PowerSgdMatrix& x, const float* error, float* p,
@@ -155,9 +156,9 @@ void enqueue_project(cublasHandle_t handle, cudaStream_t stream, const PowerSgdM
   orthonormalize_kernel<<<1, kThreads, 0, stream>>>(p, x.n, x.k);
   RT_CU_LAUNCHED();
   const float one = 1, zero = 0;
-  RT_CU(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(x.m), static_cast<int>(x.k),
-                    static_cast<int>(x.n), &one, error, static_cast<int>(x.m), p, static_cast<int>(x.n), &zero, q_local,
-                    static_cast<int>(x.m)));
+  RT_CU(cuda::cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(x.m), static_cast<int>(x.k),
+                             static_cast<int>(x.n), &one, error, static_cast<int>(x.m), p, static_cast<int>(x.n), &zero,
+                             q_local, static_cast<int>(x.m)));
 }
 // grad = p q^T, error -= grad, their squares added into squares[0] and [1].
 void enqueue_decompress(cudaStream_t stream, const PowerSgdMatrix& x, const float* p, const float* q, float* grad,
@@ -167,13 +168,13 @@ void enqueue_decompress(cudaStream_t stream, const PowerSgdMatrix& x, const floa
 }
 
 struct DestroyHandle {
-  void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
+  void operator()(cublasHandle_t handle) const { cuda::cublas().destroy(handle); }
 };
 using CublasHandle = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, DestroyHandle>;
 
 CublasHandle make_cublas_handle() {
   cublasHandle_t handle = nullptr;
-  RT_CU(cublasCreate(&handle));
+  RT_CU(cuda::cublas().create(&handle));
   return CublasHandle(handle);
 }
 
@@ -201,7 +202,7 @@ class DevicePowerSgdBuckets final : public PowerSgdBuckets {
     StreamOrder* order = collective.stream_order();
     RT_CHECK(order != nullptr, "PowerSGD on the GPU needs a collective on GPU memory, not ", collective.describe());
     stream_ = static_cast<cudaStream_t>(order->communication_stream(context));
-    RT_CU(cublasSetStream(cublas_.get(), stream_));
+    RT_CU(cuda::cublas().set_stream(cublas_.get(), stream_));
     RT_CU(cudaMemsetAsync(squares_.get() + 2 * bucket, 0, 2 * sizeof(double), stream_));
     PowerSgdBuckets::average(arena, bucket, collective, context, nullptr);
     measured_[bucket] = true;
@@ -332,7 +333,7 @@ double products_seconds(int64_t n, int64_t m, int64_t k, int runs) {
   cudaStream_t stream = nullptr;
   RT_CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CublasHandle handle = make_cublas_handle();
-  RT_CU(cublasSetStream(handle.get(), stream));
+  RT_CU(cuda::cublas().set_stream(handle.get(), stream));
   cudaEvent_t start = nullptr, stop = nullptr;
   RT_CU(cudaEventCreate(&start));
   RT_CU(cudaEventCreate(&stop));

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "nn/cuda/cublas_library.h"
 #include "nn/device.h"
 
 namespace rt {
@@ -21,9 +22,9 @@ std::string cuda_report() {
   os << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", cuDNN " << cudnn / 10000 << "."
      << cudnn % 10000 / 100 << "." << cudnn % 100;
   int cublas[3] = {0, 0, 0};  // asked of the library loaded, which may be newer than the headers
-  cublasGetProperty(MAJOR_VERSION, &cublas[0]);
-  cublasGetProperty(MINOR_VERSION, &cublas[1]);
-  cublasGetProperty(PATCH_LEVEL, &cublas[2]);
+  cuda::cublas().get_property(MAJOR_VERSION, &cublas[0]);
+  cuda::cublas().get_property(MINOR_VERSION, &cublas[1]);
+  cuda::cublas().get_property(PATCH_LEVEL, &cublas[2]);
   os << ", cuBLAS " << cublas[0] << "." << cublas[1] << "." << cublas[2] << ", driver ";
   if (driver == 0)
     os << "none";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "nn/cuda/cublas_library.h"
 #include "nn/cuda/device_api.h"
 
 namespace rt::cuda {
@@ -52,16 +53,16 @@ Context make_context() {
   RT_CU(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   RT_CU(cudnnCreate(&c.cudnn));
   RT_CU(cudnnSetStream(c.cudnn, c.stream));
-  RT_CU(cublasCreate(&c.cublas));
-  RT_CU(cublasSetStream(c.cublas, c.stream));
+  RT_CU(cublas().create(&c.cublas));
+  RT_CU(cublas().set_stream(c.cublas, c.stream));
   g_cublas_workspace.grow_to(kCublasWorkspace);
-  RT_CU(cublasSetWorkspace(c.cublas, g_cublas_workspace.ptr, g_cublas_workspace.bytes));
+  RT_CU(cublas().set_workspace(c.cublas, g_cublas_workspace.ptr, g_cublas_workspace.bytes));
   // The default math mode, so that the compute type each call names decides alone (the linear
   // op's, from PlanContext::precision: CUBLAS_COMPUTE_32F_PEDANTIC under fp32,
   // CUBLAS_COMPUTE_32F_FAST_TF32 under TF32). A pedantic handle beside a call asking for TF32 leaves
   // the outcome to how cuBLAS ranks the two, which only a timing could show
   // (GpuParity.LinearTf32IsFasterThanFp32).
-  RT_CU(cublasSetMathMode(c.cublas, CUBLAS_DEFAULT_MATH));
+  RT_CU(cublas().set_math_mode(c.cublas, CUBLAS_DEFAULT_MATH));
   return c;
 }
 
@@ -72,7 +73,7 @@ void fail(const char* library, const char* words, const char* call, const char* 
 }
 
 void check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail("cuBLAS", cublasGetStatusString(s), call, file, line);
+  if (s != CUBLAS_STATUS_SUCCESS) fail("cuBLAS", cublas().status_string(s), call, file, line);
 }
 
 static thread_local Context* t_scoped = nullptr;  // the innermost StreamScope's context

@@ -3,6 +3,7 @@
 // for the gradients. Bias and its gradient are kernels of ours. Each product names its compute
 // type, so TF32 is a property of the op (its PlanContext), not of the shared cuBLAS handle.
 #include "base/check.h"
+#include "nn/cuda/cublas_library.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/make.h"
 
@@ -14,8 +15,8 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 // C (m, n) = op(A) op(B) on column-major float32 matrices, beta = 0.
 void gemm(cublasComputeType_t compute, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a,
           int lda, const float* b, int ldb, float* c, int ldc) {
-  RT_CU(cublasGemmEx(context().cublas, ta, tb, m, n, k, &kOne, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &kZero, c,
-                     CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  RT_CU(cublas().gemm_ex(context().cublas, ta, tb, m, n, k, &kOne, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &kZero, c,
+                         CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 __global__ void add_bias(const float* b, int64_t N, int64_t O, float* y) {
