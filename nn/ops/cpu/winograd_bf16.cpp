@@ -295,18 +295,19 @@ bool winograd_bf16_pays(const WinogradBf16Shape& s) {
 struct WinogradBf16::Impl {
   WinogradBf16Shape s;
   Tiling g;
-  int64_t chunks, rows;    // tiles go through in `chunks` chunks of at most `rows`
+  int64_t rows;            // tiles go through in chunks of at most `rows`
   md v_md, u_md, m_md;     // forward: V (rows x C) U (C x K) = M (rows x K)
   md dm_md, ut_md, dv_md;  // backward data: dM (rows x K) U' (K x C) = dV (rows x C)
   md vt_md, du_md;         // backward weights: V^T (C x rows) dM (rows x K) = dU (C x K)
   md u_packed, ut_packed;  // U and U' in the layout the products read, packed once a call
   dnnl::matmul fwd, bwd, bww_first, bww_sum;
+  dnnl::reorder pack_u, pack_ut;
 
-  // U or U' (plain) packed into `packed`, which the products then read for every chunk.
-  const void* pack(const md& plain, const void* u, const md& packed) {
+  // U or U' (plain) packed by `pack` into `packed`, which the products then read for every chunk.
+  const void* pack(dnnl::reorder& reorder, const md& plain, const void* u, const md& packed) {
     void* out = packed_filters_buffer().as<void>();
     dnnl::memory from = at(plain, u), to = at(packed, out);
-    dnnl::reorder(from, to).execute(stream(), from, to);
+    reorder.execute(stream(), from, to);
     stream().wait();
     return out;
   }
@@ -323,8 +324,8 @@ WinogradBf16::WinogradBf16(const WinogradBf16Shape& s, int64_t tiles_per_chunk) 
   // and are even, so the last wastes little.
   const int64_t widest = std::max(s.c, s.k);
   const int64_t most = tiles_per_chunk > 0 ? tiles_per_chunk : std::max<int64_t>(64, (16 << 20) / (64 * widest));
-  m.chunks = (m.g.tiles() + most - 1) / most;
-  m.rows = (m.g.tiles() + m.chunks - 1) / m.chunks;
+  const int64_t chunks = (m.g.tiles() + most - 1) / most;
+  m.rows = (m.g.tiles() + chunks - 1) / chunks;
   m.v_md = batched(m.rows, s.c, dt::bf16);
   m.u_md = batched(s.c, s.k, dt::bf16);
   m.m_md = batched(m.rows, s.k, dt::f32);
@@ -339,6 +340,8 @@ WinogradBf16::WinogradBf16(const WinogradBf16Shape& s, int64_t tiles_per_chunk) 
   m.ut_packed = bwd.weights_desc();
   m.fwd = dnnl::matmul(fwd);
   m.bwd = dnnl::matmul(bwd);
+  m.pack_u = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), m.u_md, engine(), m.u_packed));
+  m.pack_ut = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), m.ut_md, engine(), m.ut_packed));
   m.bww_first = dnnl::matmul(plan_matmul(m.vt_md, m.dm_md, m.du_md, false));
   m.bww_sum = dnnl::matmul(plan_matmul(m.vt_md, m.dm_md, m.du_md, true));
   const size_t widest_rows = static_cast<size_t>(kPositions * m.rows * widest);
@@ -356,7 +359,7 @@ void WinogradBf16::forward(const uint16_t* x, const float* w, const float* b, ui
   uint16_t* v = tiles_buffer().as<uint16_t>();
   float* prod = products_buffer().as<float>();
   filter_transform(w, m.s.k, m.s.c, /*turned=*/false, u);
-  const void* packed = m.pack(m.u_md, u, m.u_packed);
+  const void* packed = m.pack(m.pack_u, m.u_md, u, m.u_packed);
   for (int64_t t0 = 0; t0 < m.g.tiles(); t0 += m.rows) {
     const int64_t count = std::min(m.rows, m.g.tiles() - t0);
     input_transform(x, m.s.c, m.g, t0, count, m.rows, v);
@@ -372,7 +375,7 @@ void WinogradBf16::backward_data(const uint16_t* dy, const float* w, uint16_t* d
   uint16_t* v = tiles_buffer().as<uint16_t>();
   float* prod = products_buffer().as<float>();
   filter_transform(w, m.s.k, m.s.c, /*turned=*/true, u);
-  const void* packed = m.pack(m.ut_md, u, m.ut_packed);
+  const void* packed = m.pack(m.pack_ut, m.ut_md, u, m.ut_packed);
   for (int64_t t0 = 0; t0 < m.g.tiles(); t0 += m.rows) {
     const int64_t count = std::min(m.rows, m.g.tiles() - t0);
     input_transform(dy, m.s.k, m.g, t0, count, m.rows, v);
