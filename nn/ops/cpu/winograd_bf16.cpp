@@ -292,24 +292,51 @@ bool winograd_bf16_pays(const WinogradBf16Shape& s) {
   return std::min(s.c, s.k) >= 256 && side >= 14 && std::max(s.h, s.w) <= 56;
 }
 
+// A pass through transformed filters: the forward, C channels in and K out, or backward data,
+// the forward of dy through the turned filters, K in and C out (Note [bf16 Winograd]).
+struct Filtering {
+  int64_t in = 0, out = 0;  // channels
+  bool turned = false;
+  md tiles, plain, packed, products;  // V (rows x in), U (in x out) plain and packed, M (rows x out)
+  dnnl::matmul multiply;
+  dnnl::reorder pack;  // U into the layout the products read, once a call
+
+  Filtering() = default;
+  Filtering(int64_t in_channels, int64_t out_channels, bool turned_filters, int64_t rows)
+      : in(in_channels), out(out_channels), turned(turned_filters) {
+    tiles = batched(rows, in, dt::bf16);
+    plain = batched(in, out, dt::bf16);
+    products = batched(rows, out, dt::f32);
+    const auto pd = plan_matmul(tiles, md({kPositions, in, out}, dt::bf16, tag::any), products, false);
+    packed = pd.weights_desc();
+    multiply = dnnl::matmul(pd);
+    pack = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plain, engine(), packed));
+  }
+};
+
 struct WinogradBf16::Impl {
   WinogradBf16Shape s;
   Tiling g;
-  int64_t rows;            // tiles go through in chunks of at most `rows`
-  md v_md, u_md, m_md;     // forward: V (rows x C) U (C x K) = M (rows x K)
-  md dm_md, ut_md, dv_md;  // backward data: dM (rows x K) U' (K x C) = dV (rows x C)
-  md vt_md, du_md;         // backward weights: V^T (C x rows) dM (rows x K) = dU (C x K)
-  md u_packed, ut_packed;  // U and U' in the layout the products read, packed once a call
-  dnnl::matmul fwd, bwd, bww_first, bww_sum;
-  dnnl::reorder pack_u, pack_ut;
+  int64_t rows = 0;  // tiles go through in chunks of at most `rows`
+  Filtering forward, data;
+  md vt_md, dm_md, du_md;  // backward weights: V^T (C x rows) dM (rows x K) = dU (C x K)
+  dnnl::matmul bww_first, bww_sum;
 
-  // U or U' (plain) packed by `pack` into `packed`, which the products then read for every chunk.
-  const void* pack(dnnl::reorder& reorder, const md& plain, const void* u, const md& packed) {
-    void* out = packed_filters_buffer().as<void>();
-    dnnl::memory from = at(plain, u), to = at(packed, out);
-    reorder.execute(stream(), from, to);
+  void filter(Filtering& f, const uint16_t* in, const float* w, const float* bias, uint16_t* out) {
+    uint16_t* u = filters_buffer().as<uint16_t>();
+    uint16_t* v = tiles_buffer().as<uint16_t>();
+    float* prod = products_buffer().as<float>();
+    void* packed = packed_filters_buffer().as<void>();
+    filter_transform(w, s.k, s.c, f.turned, u);
+    dnnl::memory from = at(f.plain, u), to = at(f.packed, packed);
+    f.pack.execute(stream(), from, to);
     stream().wait();
-    return out;
+    for (int64_t t0 = 0; t0 < g.tiles(); t0 += rows) {
+      const int64_t count = std::min(rows, g.tiles() - t0);
+      input_transform(in, f.in, g, t0, count, rows, v);
+      run(f.multiply, f.tiles, v, f.packed, packed, f.products, prod);
+      output_transform(prod, f.out, g, t0, count, rows, bias, out);
+    }
   }
 };
 
@@ -326,62 +353,28 @@ WinogradBf16::WinogradBf16(const WinogradBf16Shape& s, int64_t tiles_per_chunk) 
   const int64_t most = tiles_per_chunk > 0 ? tiles_per_chunk : std::max<int64_t>(64, (16 << 20) / (64 * widest));
   const int64_t chunks = (m.g.tiles() + most - 1) / most;
   m.rows = (m.g.tiles() + chunks - 1) / chunks;
-  m.v_md = batched(m.rows, s.c, dt::bf16);
-  m.u_md = batched(s.c, s.k, dt::bf16);
-  m.m_md = batched(m.rows, s.k, dt::f32);
-  m.dm_md = batched(m.rows, s.k, dt::bf16);
-  m.ut_md = batched(s.k, s.c, dt::bf16);
-  m.dv_md = batched(m.rows, s.c, dt::f32);
+  m.forward = Filtering(s.c, s.k, /*turned_filters=*/false, m.rows);
+  m.data = Filtering(s.k, s.c, /*turned_filters=*/true, m.rows);
   m.vt_md = md({kPositions, s.c, m.rows}, dt::bf16, dnnl::memory::dims{m.rows * s.c, 1, s.c});
+  m.dm_md = batched(m.rows, s.k, dt::bf16);
   m.du_md = batched(s.c, s.k, dt::f32);
-  const auto fwd = plan_matmul(m.v_md, md({kPositions, s.c, s.k}, dt::bf16, tag::any), m.m_md, false);
-  const auto bwd = plan_matmul(m.dm_md, md({kPositions, s.k, s.c}, dt::bf16, tag::any), m.dv_md, false);
-  m.u_packed = fwd.weights_desc();
-  m.ut_packed = bwd.weights_desc();
-  m.fwd = dnnl::matmul(fwd);
-  m.bwd = dnnl::matmul(bwd);
-  m.pack_u = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), m.u_md, engine(), m.u_packed));
-  m.pack_ut = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), m.ut_md, engine(), m.ut_packed));
   m.bww_first = dnnl::matmul(plan_matmul(m.vt_md, m.dm_md, m.du_md, false));
   m.bww_sum = dnnl::matmul(plan_matmul(m.vt_md, m.dm_md, m.du_md, true));
   const size_t widest_rows = static_cast<size_t>(kPositions * m.rows * widest);
   tiles_buffer().reserve(widest_rows * sizeof(uint16_t));
   products_buffer().reserve(widest_rows * sizeof(float));
   filters_buffer().reserve(static_cast<size_t>(kPositions * s.c * s.k) * sizeof(float));
-  packed_filters_buffer().reserve(std::max(m.u_packed.get_size(), m.ut_packed.get_size()));
+  packed_filters_buffer().reserve(std::max(m.forward.packed.get_size(), m.data.packed.get_size()));
 }
 
 WinogradBf16::~WinogradBf16() = default;
 
 void WinogradBf16::forward(const uint16_t* x, const float* w, const float* b, uint16_t* y) {
-  Impl& m = *impl_;
-  uint16_t* u = filters_buffer().as<uint16_t>();
-  uint16_t* v = tiles_buffer().as<uint16_t>();
-  float* prod = products_buffer().as<float>();
-  filter_transform(w, m.s.k, m.s.c, /*turned=*/false, u);
-  const void* packed = m.pack(m.pack_u, m.u_md, u, m.u_packed);
-  for (int64_t t0 = 0; t0 < m.g.tiles(); t0 += m.rows) {
-    const int64_t count = std::min(m.rows, m.g.tiles() - t0);
-    input_transform(x, m.s.c, m.g, t0, count, m.rows, v);
-    run(m.fwd, m.v_md, v, m.u_packed, packed, m.m_md, prod);
-    output_transform(prod, m.s.k, m.g, t0, count, m.rows, b, y);
-  }
+  impl_->filter(impl_->forward, x, w, b, y);
 }
 
 void WinogradBf16::backward_data(const uint16_t* dy, const float* w, uint16_t* dx) {
-  // dx is the forward of dy through the turned filters, K in and C out (Note [bf16 Winograd]).
-  Impl& m = *impl_;
-  uint16_t* u = filters_buffer().as<uint16_t>();
-  uint16_t* v = tiles_buffer().as<uint16_t>();
-  float* prod = products_buffer().as<float>();
-  filter_transform(w, m.s.k, m.s.c, /*turned=*/true, u);
-  const void* packed = m.pack(m.pack_ut, m.ut_md, u, m.ut_packed);
-  for (int64_t t0 = 0; t0 < m.g.tiles(); t0 += m.rows) {
-    const int64_t count = std::min(m.rows, m.g.tiles() - t0);
-    input_transform(dy, m.s.k, m.g, t0, count, m.rows, v);
-    run(m.bwd, m.dm_md, v, m.ut_packed, packed, m.dv_md, prod);
-    output_transform(prod, m.s.c, m.g, t0, count, m.rows, nullptr, dx);
-  }
+  impl_->filter(impl_->data, dy, w, nullptr, dx);
 }
 
 void WinogradBf16::backward_weights(const uint16_t* x, const uint16_t* dy, float* dw, float* db) {
