@@ -28,7 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kBatch = 4, kSteps = 5, kClasses = 7;
+// Batch 16: at 32 px, layer4's batch norm sees 1x1 images, so batch 4 gave it 4 values a channel, and
+// the step amplified rounding chaotically: on a Zen 5, 1.5x the tolerance (5.7x under
+// ONEDNN_MAX_CPU_ISA=AVX2). At 16 the worst error is 0.20 to 0.23 of the tolerance on both.
+constexpr int64_t kBatch = 16, kSteps = 5, kClasses = 7;
 constexpr double kBudgetFactor = 5.0, kFloor = 1e-6;
 const char* const kFrozen = "conv1,bn1,layer1,layer2";
 
