@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "nn/host_memory.h"
 #ifdef RINGTRAIN_WITH_CUDA
 #include "nn/cuda/device_api.h"
 #endif
@@ -50,11 +51,7 @@ std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes) {
     RT_CHECK(false, kNotBuilt);
 #endif
   }
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  RT_CHECK(p != nullptr, "out of host memory allocating ", bytes, " bytes");
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return allocate_host_zeroed(bytes);
 }
 
 std::shared_ptr<void> allocate_host_staging([[maybe_unused]] Device bound_for, size_t bytes) {

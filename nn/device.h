@@ -27,7 +27,9 @@ int visible_cuda_devices();
 // The selected GPU's UUID ("GPU-3f..."), the same in every process that uses that GPU.
 std::string cuda_device_uuid();
 
-// Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes.
+// Zero-filled memory on `device`, 64-byte aligned; released when the last owner goes. On the host,
+// buffers of 2 MiB and more are advised as huge pages (Note [Huge pages for large buffers] in
+// nn/host_memory.h).
 std::shared_ptr<void> allocate_zeroed(Device device, size_t bytes);
 // Zero-filled host memory for data on its way to `bound_for` (a batch of images): page-locked
 // for the GPU, so copies to it run at the bus's full rate without a staging copy; ordinary
