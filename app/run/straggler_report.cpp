@@ -20,9 +20,14 @@ void StragglerTally::begin_epoch() {
 }
 
 void StragglerTally::add_step(double compute_s, double averages_wait_s, const Links& now) {
-  from_prev_.seconds += now.from_prev.seconds - last_.from_prev.seconds;
-  from_prev_.bytes += now.from_prev.bytes - last_.from_prev.bytes;
+  const Links before = last_;
   last_ = now;
+  if (!warmed_up_) {
+    warmed_up_ = true;
+    return;
+  }
+  from_prev_.seconds += now.from_prev.seconds - before.from_prev.seconds;
+  from_prev_.bytes += now.from_prev.bytes - before.from_prev.bytes;
   compute_s_ += compute_s;
   ++steps_;
   averages_wait_s_ += averages_wait_s;

@@ -2,8 +2,9 @@
 // pace. Each rank keeps, per epoch, its compute time per step (batch in to last gradient ready,
 // the time spent waiting for data left out), its wait for each step's averages, and how long the
 // bytes of its receives from the previous ring rank took to arrive, first byte to last
-// (Collective::links). At the epoch's end these ride in the sum the epoch's figures already
-// take (each rank fills its own slots, the others add zeros), and rank 0 judges:
+// (Collective::links), leaving out the process's first step (its one-time costs). At the epoch's
+// end these ride in the sum the epoch's figures already take (each rank fills its own slots, the
+// others add zeros), and rank 0 judges:
 // - a rank whose compute stands out from the median (kComputeMargin, kFloorS) and for which the
 //   others waited (its own wait for the step's averages under half the others') held them back:
 //   "rank 5 (node07) computed 38 ms a step over the median (+12%); the ring waited on it in 91%
@@ -34,7 +35,9 @@ class StragglerTally {
  public:
   static constexpr int kFields = 8;  // per rank, in the epoch's sum
   // A step's compute seconds, how long it then waited for the step's averages, and the
-  // collective's links so far (their receive times cumulative).
+  // collective's links so far (their receive times cumulative). The process's first step is left
+  // out: it carries one-time costs (the first touch of every arena, caches filling) that differ
+  // between ranks by more than a straggler's 40 ms a step over an epoch of 16 steps.
   void add_step(double compute_s, double averages_wait_s, const Links& so_far);
   void begin_epoch();
   // This rank's figures into its slots of `all` (kFields per rank, zero elsewhere).
@@ -45,6 +48,7 @@ class StragglerTally {
   ReceiveTimes from_prev_;
   int64_t steps_ = 0, last_steps_ = 0;  // steps it came last to the averages, the others waiting
   Links last_;
+  bool warmed_up_ = false;  // the process's first step has passed
 };
 
 struct StragglerVerdict {
