@@ -1,6 +1,5 @@
 #include "nn/device.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "base/check.h"

@@ -36,8 +36,8 @@ class StragglerTally {
   static constexpr int kFields = 8;  // per rank, in the epoch's sum
   // A step's compute seconds, how long it then waited for the step's averages, and the
   // collective's links so far (their receive times cumulative). The process's first step is left
-  // out: it carries one-time costs (the first touch of every arena, caches filling) that differ
-  // between ranks by more than a straggler's 40 ms a step over an epoch of 16 steps.
+  // out: it carries one-time costs (the first touch of every arena, caches filling) that can differ
+  // between ranks by more than a straggler's excess over a whole short epoch.
   void add_step(double compute_s, double averages_wait_s, const Links& so_far);
   void begin_epoch();
   // This rank's figures into its slots of `all` (kFields per rank, zero elsewhere).

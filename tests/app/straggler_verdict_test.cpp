@@ -108,7 +108,7 @@ TEST(StragglerVerdict, OneRankHasNothingToCompare) {
 
 TEST(StragglerVerdict, TheProcesssFirstStepIsLeftOut) {
   // LeNet's 4 ms steps, 40 ms added to rank 2's, 16 steps an epoch; rank 1's first step took
-  // 1.5 s, its arenas touched for the first time: 94 ms a step over 16 steps, had it counted.
+  // 1.5 s, its arenas touched for the first time: 97.5 ms a step over 16 steps, had it counted.
   std::vector<RankEpoch> r = four_alike();
   for (RankEpoch& e : r) e.compute_ms = 4, e.wait_ms = 40, e.first_ms = 300;
   r[2].compute_ms = 44, r[2].wait_ms = 0.5;
