@@ -40,18 +40,32 @@ die() { echo "gpu_kit: $*" >&2; exit 1; }
 # The ELF files of a kit: its binaries, carried libraries and plugins.
 kit_elves() { find "$1/bin" "$1/lib" "$1/mpi" -type f \( -perm -u+x -o -name '*.so*' \) -print | sort; }
 
+# The libraries FILE loads as ldd resolves them, into deps_names and deps_paths ("not found" where
+# none is). Parsed in bash: a process per line of ldd's took half a minute over a kit on a slow VM.
+read_deps() {
+  local line rest
+  deps_names=() deps_paths=()
+  while IFS= read -r line; do
+    [[ $line =~ ^[[:space:]]*([^[:space:]]+)\ =\>\ (.*)$ ]] || continue
+    deps_names+=("${BASH_REMATCH[1]}")
+    rest=${BASH_REMATCH[2]}
+    if [[ $rest == "not found"* ]]; then deps_paths+=("not found"); else deps_paths+=("${rest% (0x*}"); fi
+  done < <(ldd "$1" 2>&1)
+}
+
 verify() {
-  local kit=$1 cuda_missing_ok=$2 bad=0 f line name path
+  local kit=$1 cuda_missing_ok=$2 bad=0 f i magic name path
   [[ -f $kit/env.sh ]] || die "$kit/env.sh: missing (is $kit a kit folder?)"
   # shellcheck source=/dev/null
   source "$kit/env.sh"
   declare -A found=()
   while read -r f; do
-    [[ $(od -An -tx1 -N4 "$f" | tr -d ' ') == 7f454c46 ]] || continue  # ELF files only
-    while read -r line; do
-      [[ $line == *"=>"* ]] || continue
-      name=${line%% *}
-      path=$(sed -n 's/.*=> \(.*\) (0x.*/\1/p; s/.*=> not found.*/not found/p' <<<"$line")
+    magic=""
+    IFS= read -r -n4 magic <"$f" || true
+    [[ $magic == $'\x7fELF' ]] || continue  # ELF files only
+    read_deps "$f"
+    for i in "${!deps_names[@]}"; do
+      name=${deps_names[i]} path=${deps_paths[i]}
       if [[ $path == "not found" ]]; then
         if [[ $name =~ $cuda_libs ]] && [[ $cuda_missing_ok == 1 ]]; then continue; fi
         echo "gpu_kit: ${f#"$kit"/}: $name not found" >&2; bad=1
@@ -60,38 +74,44 @@ verify() {
       elif [[ $name =~ $system_libs ]]; then
         :
       elif [[ $name =~ $cuda_libs ]]; then
-        found[$name]=$(readlink -f "$path")
+        [[ -v found[$name] ]] || found[$name]=$(readlink -f "$path")
       else
         echo "gpu_kit: ${f#"$kit"/}: $name comes from $path, outside the kit" >&2; bad=1
       fi
-    done < <(ldd "$f" 2>&1)
+    done
   done < <(kit_elves "$kit")
   for name in "${!found[@]}"; do echo "  $name -> ${found[$name]}"; done | sort
   [[ $bad == 0 ]] || die "$kit: the library closure is incomplete (above)"
   echo "gpu_kit: $kit: every library is in the kit or provided by the machine"
 }
 
-# Copies into $kit/lib every library its ELF files load that the GPU machine does not provide,
-# until nothing new is needed.
+# Copies into $kit/lib every library its ELF files load that the GPU machine does not provide. ldd
+# lists a file's whole closure, so after the first pass only the libraries just copied are read
+# again, until none is new.
 gather_libraries() {
-  local kit=$1 added=1 f name path
-  while [[ $added == 1 ]]; do
-    added=0
-    while read -r f; do
-      while read -r name path; do
+  local kit=$1 f i name path
+  local -a todo added
+  mapfile -t todo < <(kit_elves "$kit")
+  while [[ ${#todo[@]} -gt 0 ]]; do
+    added=()
+    for f in "${todo[@]}"; do
+      read_deps "$f"
+      for i in "${!deps_names[@]}"; do
+        name=${deps_names[i]} path=${deps_paths[i]}
         [[ $name =~ $system_libs || $name =~ $cuda_libs || -e $kit/lib/$name ]] && continue
-        [[ $path == not ]] && die "${f#"$kit"/} needs $name, which this machine does not have either"
+        [[ $path == "not found" ]] && die "${f#"$kit"/} needs $name, which this machine does not have either"
         cp -L "$path" "$kit/lib/$name"
         chmod u+w "$kit/lib/$name"
-        added=1
-      done < <(ldd "$f" | awk '/=>/ {print $1, $3}')
-    done < <(kit_elves "$kit")
+        added+=("$kit/lib/$name")
+      done
+    done
+    todo=("${added[@]}")
   done
 }
 
 # Open MPI's launcher and daemon, its plugins and help texts, and PMIx's, laid out for env.sh.
 gather_open_mpi() {
-  local kit=$1 info plugins pkgdata bindir sysconf pmix_lib pmix_root p name deps
+  local kit=$1 info plugins pkgdata bindir sysconf pmix_lib pmix_root p name keep
   info=$(ompi_info --parsable --path all) || die "ompi_info failed: the kit needs Open MPI (scripts/setup.sh)"
   plugins=$(sed -n 's/^path:pkglibdir://p' <<<"$info" | head -1)
   pkgdata=$(sed -n 's/^path:pkgdatadir://p' <<<"$info" | head -1)
@@ -103,9 +123,12 @@ gather_open_mpi() {
   cp -r "$pkgdata/." "$kit/mpi/share/"
   [[ -f $sysconf/openmpi-mca-params.conf ]] && cp "$sysconf/openmpi-mca-params.conf" "$kit/mpi/etc/"
   for p in "$plugins"/*.so; do
-    name=$(basename "$p")
-    deps=$(ldd "$p" | awk '/=>/ {print $1}' | grep -Ev "$system_libs" | grep -Ev "$mpi_plugin_deps" || true)
-    [[ -z $deps ]] && cp "$p" "$kit/mpi/plugins/"
+    read_deps "$p"
+    keep=1
+    for name in "${deps_names[@]}"; do
+      [[ $name =~ $system_libs || $name =~ $mpi_plugin_deps ]] || keep=0
+    done
+    if [[ $keep == 1 ]]; then cp "$p" "$kit/mpi/plugins/"; fi
   done
   pmix_lib=$(ldd "$plugins/mca_pmix_ext3x.so" | awk '$1 == "libpmix.so.2" {print $3}')
   [[ -n $pmix_lib ]] || die "cannot find PMIx through Open MPI's mca_pmix_ext3x plugin"
