@@ -232,8 +232,11 @@ write_env "$kit"
 } >"$kit/VERSION"
 verify "$(cd "$kit" && pwd)" 1
 # The five binaries each hold the same CUDA kernels (a few MiB): a dictionary that spans all of
-# them packs those once, where xz's own (1 MiB at -1, 8 MiB at -6) would pack them five times.
-tar -C "$(dirname "$kit")" -cf - "$(basename "$kit")" | xz -T0 --lzma2=preset="$level",dict=64MiB >"$out"
+# them packs those once, where xz's own (1 MiB at -1, 8 MiB at -6) would pack them five times. Sorted
+# by name, bin/ (about 33 MiB) comes first, within xz's first block; the blocks pack in parallel,
+# each on a core (about 1.6 times faster on 2 cores than one block, and no larger).
+tar -C "$(dirname "$kit")" --sort=name -cf - "$(basename "$kit")" |
+  xz -T0 --block-size=40MiB --lzma2=preset="$level",dict=40MiB >"$out"
 size=$(stat -c %s "$out")
 echo "gpu_kit: $out: $((size / 1024 / 1024)) MiB ($size bytes; unpacked $(du -sm "$kit" | cut -f1) MiB)"
 [[ $size -le $((kit_limit_mib * 1024 * 1024)) ]] || die "$out is over ${kit_limit_mib} MiB"
