@@ -55,6 +55,32 @@ uint64_t name_hash(const std::string& s) {  // FNV-1a: stable across platforms a
   return h;
 }
 
+// Value i of a parameter takes its stream's draws at counters fixed by i (a normal takes two, a
+// uniform one), so chunks fill in parallel on the caller's OpenMP threads and the values are the
+// same bits at any thread count. One thread took 5.5 s for VGG-16's 138 million.
+void draw_initial_values(float* out, int64_t n, const Init& init, uint64_t seed, uint64_t stream) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  const uint64_t draws_per_value = init.kind == Init::Kind::kNormal ? 2 : 1;
+#pragma omp parallel for schedule(static)
+  for (int64_t start = 0; start < n; start += kChunk) {
+    Rng rng(seed, stream, static_cast<uint64_t>(start) * draws_per_value);
+    const int64_t end = std::min(n, start + kChunk);
+    for (int64_t i = start; i < end; ++i) {
+      switch (init.kind) {
+        case Init::Kind::kConstant:
+          out[i] = static_cast<float>(init.a);
+          break;
+        case Init::Kind::kUniform:
+          out[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * init.a);
+          break;
+        case Init::Kind::kNormal:
+          out[i] = static_cast<float>(rng.normal() * init.a);
+          break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Graph::Graph(Shape sample_shape) {
@@ -346,25 +372,17 @@ void Graph::allocate_activations(const std::vector<TensorSpec>& y_specs) {
 
 void Graph::init_parameters(uint64_t seed) {
   RT_CHECK(planned_, "init_parameters before plan");
-  // Values are drawn on the host and copied to the graph's device.
+  // Drawn in place on the CPU; on a GPU drawn on the host and copied.
   std::vector<float> host;
   for (ParamRef& p : params_) {
-    Rng rng(seed, name_hash(p.name));
-    host.resize(static_cast<size_t>(p.value.numel()));
-    for (float& w : host) {
-      switch (p.init.kind) {
-        case Init::Kind::kConstant:
-          w = static_cast<float>(p.init.a);
-          break;
-        case Init::Kind::kUniform:
-          w = static_cast<float>((2.0 * rng.uniform() - 1.0) * p.init.a);
-          break;
-        case Init::Kind::kNormal:
-          w = static_cast<float>(rng.normal() * p.init.a);
-          break;
-      }
+    const int64_t n = p.value.numel();
+    float* out = p.value.data();
+    if (device_ != Device::kCpu) {
+      host.resize(static_cast<size_t>(n));
+      out = host.data();
     }
-    copy_bytes(p.value.data(), device_, host.data(), Device::kCpu, p.value.bytes());
+    draw_initial_values(out, n, p.init, seed, name_hash(p.name));
+    if (device_ != Device::kCpu) copy_bytes(p.value.data(), device_, host.data(), Device::kCpu, p.value.bytes());
   }
   size_t b = 0;
   for (size_t i = 1; i < nodes_.size(); ++i)

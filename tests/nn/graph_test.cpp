@@ -1,6 +1,7 @@
 // The static graph: parameter arena in backward order, the grad-ready callback, gradients summed
 // over fan-out (checked by finite differences of the whole graph), deterministic initialisation.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -311,6 +312,46 @@ TEST(Graph, InitialisationDependsOnlyOnSeedAndName) {
   b->init_parameters(6);
   EXPECT_NE(std::vector<float>(a->param_arena(), a->param_arena() + a->arena_floats()),
             std::vector<float>(b->param_arena(), b->param_arena() + b->arena_floats()));
+}
+
+// The stream of a parameter named `name` under base/rng.h: FNV-1a of the name, as graph.cpp says.
+uint64_t fnv1a(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Initial values are drawn in parallel chunks: at 1, 2 and 3 threads they are the bits one Rng
+// gives drawn in order, for a normal (two draws a value) and a uniform (one) over many chunks.
+TEST(Graph, InitialValuesAreOneSequentialStreamAtAnyThreadCount) {
+  Graph g(Shape{1000, 1, 1});
+  const int flat = g.add("flatten", Flatten(), {g.input()});
+  g.add("fc", Linear(1000, 300), {flat});  // 300,000 weights, uniform; 300 biases, uniform
+  Conv2dGeometry c = conv3x3(1000, 64);
+  c.bias = false;
+  Conv2d conv(c);
+  conv.kaiming_fan_out();  // 576,000 weights, normal
+  g.add("conv", std::move(conv), {g.input()});
+  g.plan(1, Device::kCpu);
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::memset(g.param_arena(), 0, static_cast<size_t>(g.arena_floats()) * sizeof(float));
+    g.init_parameters(7);
+    for (const ParamRef& p : g.params()) {
+      Rng rng(7, fnv1a(p.name));
+      const bool normal = p.name == "conv.weight";
+      const double a = normal ? std::sqrt(2.0 / (64 * 9)) : 1.0 / std::sqrt(1000.0);
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < p.value.numel(); ++i) {
+        const float want =
+            normal ? static_cast<float>(rng.normal() * a) : static_cast<float>((2.0 * rng.uniform() - 1.0) * a);
+        mismatches += std::memcmp(&want, p.value.data() + i, sizeof(float)) != 0;
+      }
+      EXPECT_EQ(mismatches, 0) << p.name << " at " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
 
 TEST(Graph, KaimingFanOutHasTorchvisionsStandardDeviation) {
