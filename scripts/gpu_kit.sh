@@ -234,7 +234,7 @@ verify "$(cd "$kit" && pwd)" 1
 # The five binaries each hold the same CUDA kernels (a few MiB): a dictionary that spans all of
 # them packs those once, where xz's own (1 MiB at -1, 8 MiB at -6) would pack them five times. Sorted
 # by name, bin/ (about 33 MiB) comes first, within xz's first block; the blocks pack in parallel,
-# each on a core (about 1.6 times faster on 2 cores than one block, and no larger).
+# each on a core (on 2 cores about twice as fast as one block, and no larger).
 tar -C "$(dirname "$kit")" --sort=name -cf - "$(basename "$kit")" |
   xz -T0 --block-size=40MiB --lzma2=preset="$level",dict=40MiB >"$out"
 size=$(stat -c %s "$out")
