@@ -18,6 +18,9 @@
 
 namespace rt {
 
+// The file of a record folder that names its classes, one per line; it is no container.
+inline constexpr const char* kClassList = "classes.txt";
+
 // An image inside a sample's record bytes; the label where the record holds it (else the index's).
 struct RecordImage {
   std::span<const uint8_t> image;

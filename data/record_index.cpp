@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 namespace rt {
 namespace {
 
-constexpr const char* kClassList = "classes.txt";
-
 // What the cache's validity is judged by: every shard and classes.txt, with size and time.
 struct Listed {
   std::string name;

@@ -14,8 +14,6 @@
 namespace rt {
 namespace {
 
-constexpr const char* kClassList = "classes.txt";
-
 // The extensions a sample's image member may have (decoding goes by content, not by name).
 bool image_extension(std::string ext) {
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -39,7 +39,7 @@ bool same_bits_on_every_rank(const std::vector<float>& v) {
 }
 
 // Rank r holds base + r * 7 + (i % 31) - 15: the average is base + 3.5 (world - 1) + (i % 31) - 15.
-std::vector<float> contribution(int64_t count, int rank, float base) {
+std::vector<float> based_contribution(int64_t count, int rank, float base) {
   std::vector<float> v(static_cast<size_t>(count));
   for (size_t i = 0; i < v.size(); ++i) v[i] = base + static_cast<float>(rank * 7 + static_cast<int>(i % 31) - 15);
   return v;
@@ -78,7 +78,7 @@ TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
   for (Wire wire : {Wire::kFp16, Wire::kBf16})
     for (const auto& c : rings(wire)) {
       for (int64_t count : {int64_t{1}, int64_t{w.size() + 1}, int64_t{1000}, int64_t{131071 * 3 + 5}}) {
-        std::vector<float> v = contribution(count, w.rank(), 100.0f);
+        std::vector<float> v = based_contribution(count, w.rank(), 100.0f);
         c->average(v.data(), count, {});
         const std::string what = c->describe() + ", count " + std::to_string(count);
         expect_near_average(v, w.size(), 100.0f, wire, what);
@@ -91,7 +91,7 @@ TEST(WireRing, AveragesWithinTheWireRoundingAndAgreesBitForBitOnEveryRank) {
 TEST(WireRing, Fp16DividesBeforeSendingSoLargeGradientsDoNotOverflow) {
   const World& w = World::get();
   auto c = make_collective({.transport = TransportChoice::kShm, .wire = Wire::kFp16}, w.comm(), test_stall());
-  std::vector<float> v = contribution(4099, w.rank(), 40000.0f);
+  std::vector<float> v = based_contribution(4099, w.rank(), 40000.0f);
   c->average(v.data(), static_cast<int64_t>(v.size()), {});
   expect_near_average(v, w.size(), 40000.0f, Wire::kFp16, c->describe() + ", values near 40000");
 }
@@ -102,7 +102,7 @@ TEST(WireRing, ShardedUpdateGathersParametersInFloat32) {
   const World& w = World::get();
   for (const auto& c : rings(Wire::kBf16)) {
     const int64_t count = 131071 + 13;
-    std::vector<float> g = contribution(count, w.rank(), 3.0f), params(static_cast<size_t>(count), 0.0f);
+    std::vector<float> g = based_contribution(count, w.rank(), 3.0f), params(static_cast<size_t>(count), 0.0f);
     const ShardUpdate update{[&](int64_t begin, int64_t n) {
                                for (int64_t i = begin; i < begin + n; ++i) params[i] = 2 * g[i] + 1;
                              },

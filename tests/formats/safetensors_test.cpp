@@ -17,11 +17,12 @@
 #include "base/check.h"
 #include "tests/support/error_of.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/python_probe.h"
 
 namespace rt {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using rt::testing::kPython;
 
 using rt::testing::error_of;
 using rt::testing::ScratchDir;

@@ -16,6 +16,7 @@
 #include "base/tfrecord.h"
 #include "tests/support/error_of.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/python_probe.h"
 
 namespace rt {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using rt::testing::error_of;
 using rt::testing::ScratchDir;
 
-constexpr const char* kPython = "/usr/bin/python3";
+using rt::testing::kPython;
 
 TEST(Crc32c, MatchesPublishedCheckValues) {
   EXPECT_EQ(crc32c("123456789"), 0xE3069283u);  // the CRC catalogue's check value of CRC-32C
