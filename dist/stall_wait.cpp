@@ -60,4 +60,31 @@ void wait_until(const std::function<PollResult()>& poll, const StallPolicy& poli
   }
 }
 
+void wait_for_collective(const std::function<PollResult()>& poll, const StallPolicy& policy,
+                         const std::function<std::string(double waited_s)>& describe,
+                         const std::function<std::string()>& blame) {
+  if (!policy.broken_links) return wait_until(poll, policy, describe, blame);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto look = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kBrokenLinkLookS));
+  auto next_look = start + 2 * look;
+  bool seen = false;  // the last look found a broken link
+  int idle = 0;
+  wait_until(
+      [&] {
+        const PollResult r = poll();
+        if (r != PollResult::kIdle || (++idle & 63) != 0) return r;  // the clock every 64th idle poll
+        const auto now = Clock::now();
+        if (now < next_look) return r;
+        next_look = now + look;
+        const std::string broken = policy.broken_links();
+        const bool believed = seen && !broken.empty();
+        seen = !broken.empty();
+        if (!believed) return r;
+        policy.abort(str_cat("error: ", describe(std::chrono::duration<double>(now - start).count()), broken));
+        return PollResult::kDone;  // only a test's stand-in for abort returns
+      },
+      policy, describe, blame);
+}
+
 }  // namespace rt

@@ -46,6 +46,23 @@ enum class PollResult { kDone, kMoved, kIdle };  // kMoved: not done, but bytes 
 void wait_until(const std::function<PollResult()>& poll, const StallPolicy& policy,
                 const std::function<std::string(double waited_s)>& describe, const std::function<std::string()>& blame);
 
+// Note [A broken link ends the wait]: a rank waiting in an MPI collective cannot learn from MPI which
+// rank is missing, but the ring's own connections can tell that a neighbour is gone
+// (policy.broken_links: its process closed them, or keepalive gave up on the link). That rank will
+// never join, so the wait ends then, not at dist.stall_abort_s (as NCCL's asynchronous error ends
+// a GPU rank's, dist/stall_watch.h), with an error naming the rank and its host: the line
+// `ringtrain elastic` reads the failed host from. The links are looked at from the first second of
+// the wait, every kBrokenLinkLookS, and a broken one believed when the call is still not done at
+// the next look: a neighbour that passed this very collective and closed its links on its way out
+// (the job's end) leaves this rank done within milliseconds.
+inline constexpr double kBrokenLinkLookS = 0.5;
+
+// wait_until, ended through policy.abort when policy.broken_links reports a broken link twice in a
+// row (Note [A broken link ends the wait]); exactly wait_until where the policy has no links.
+void wait_for_collective(const std::function<PollResult()>& poll, const StallPolicy& policy,
+                         const std::function<std::string(double waited_s)>& describe,
+                         const std::function<std::string()>& blame);
+
 // ": rank 3 (node04) is stuck, dead or running a different schedule", of a world rank.
 std::string blame_rank(const StallPolicy& policy, int world_rank);
 

@@ -16,9 +16,14 @@
 
 namespace rt {
 namespace {
+// socket_error's word for a connection its peer closed in good order (a FIN, where a dead process's
+// kernel sends one), which sets no error on the socket.
+constexpr int kClosedByPeer = -1;
+
 // Why a connection broke: the peer's end closed it (the rank died or aborted), or keepalive probes
 // and retransmissions went unanswered (the link or the peer's host is down).
 std::string broken(int error) {
+  if (error == kClosedByPeer) return "the connection was closed (the rank died or aborted)";
   return str_cat(std::strerror(error),
                  error == ETIMEDOUT ? " (the link or that host is down)" : " (the rank died or aborted)");
 }
@@ -59,7 +64,13 @@ int TcpTransport::socket_error(bool sending) const {
   const int fd = sending ? links_.to_next : links_.from_prev;
   int error = 0;
   socklen_t len = sizeof error;
-  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error == 0) return kept.load();
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return kept.load();
+  if (error == 0) {
+    // A peer never shuts its end of a ring link while it runs: a hang-up is its process gone.
+    pollfd p{fd, POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP)) == 0) return kept.load();
+    error = kClosedByPeer;
+  }
   int none = 0;
   kept.compare_exchange_strong(none, error);
   return kept.load();
@@ -168,8 +179,8 @@ bool TcpTransport::receive_payload(Transfer& t) {
   }
   const ssize_t k = ::recv(fd, into, want, MSG_DONTWAIT);
   if (k == 0) {
-    if (const int kept = socket_error(false); kept != 0) fail(false, broken(kept));
-    fail(false, "the connection was closed (the rank died or aborted)");
+    const int kept = socket_error(false);
+    fail(false, broken(kept != 0 ? kept : kClosedByPeer));
   }
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;

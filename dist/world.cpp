@@ -162,7 +162,7 @@ void World::complete(MPI_Request request, const char* call, const CollectiveWatc
     check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), call);
     return;
   }
-  wait_until(
+  wait_for_collective(
       [&] {
         int done = 0;
         check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);

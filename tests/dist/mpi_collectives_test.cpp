@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -240,6 +242,37 @@ TEST(Collectives, TcpTransportRefusesATransferOfTheWrongLength) {
     EXPECT_NE(std::string(e.what()).find("different schedules"), std::string::npos) << e.what();
   }
   w.barrier();  // no rank closes its sockets before every rank has read its header
+}
+
+// A neighbour whose process closed the ring's connections (here rank 0's transport, destroyed) is
+// named by links().broken on either side of it while the ring is idle, which ends a collective's
+// wait (Note [A broken link ends the wait] in dist/stall_wait.h); ranks beyond see nothing.
+TEST(Collectives, TcpTransportLinksNameTheNeighbourThatClosedThem) {
+  const World& w = World::get();
+  auto t = std::make_unique<TcpTransport>(w.comm(), test_stall());
+  EXPECT_EQ(t->links().broken, "");
+  w.barrier();  // every rank has looked before rank 0 closes
+  if (w.rank() == 0) t.reset();
+  w.barrier();
+  if (w.rank() != 0) {
+    const bool beside = w.rank() == 1 || w.rank() == w.size() - 1;
+    std::string broken = t->links().broken;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (beside && broken.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // rank 0's FIN is on its way
+      broken = t->links().broken;
+    }
+    if (beside) {
+      EXPECT_NE(broken.find("connection " + std::string(w.rank() == 1 ? "from" : "to") +
+                            " rank 0 failed: the "
+                            "connection was closed (the rank died or aborted)"),
+                std::string::npos)
+          << broken;
+    } else {
+      EXPECT_EQ(broken, "");
+    }
+  }
+  w.barrier();
 }
 
 TEST(Collectives, RingWithTinySlicesPipelinesCorrectly) {

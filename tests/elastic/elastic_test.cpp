@@ -139,6 +139,16 @@ TEST(Blame, ACollectiveThatWaitedNamesNoOne) {
   EXPECT_NE(b.first_error.find("has waited"), std::string::npos);
 }
 
+// A collective's wait ended by the ring's broken link (Note [A broken link ends the wait] in
+// dist/stall_wait.h) names the rank beyond it, whose host failed.
+TEST(Blame, ACollectiveEndedByABrokenLinkNamesThePeersHost) {
+  const Blame b = blame_failure(
+      {"ringtrain: rank 0 of 4 on rt-a: error: the evaluation's totals: MPI_Iallreduce over 4 ranks has waited 1 s; "
+       "the "
+       "ring's TCP connection from rank 2 (rt-b) failed: the connection was closed (the rank died or aborted)"});
+  EXPECT_EQ(b.host, "rt-b");
+}
+
 // Real processes stand for the launcher: "true sleep 1" ends at once with 0, "false sleep 1" with 1,
 // and the third never ends, so it is killed at the deadline and counted failed.
 TEST(HostProbe, BlamesTheHostsWhoseProbeFailsOrOutlivesTheDeadline) {
