@@ -53,7 +53,7 @@ for _ in $(seq 1200); do
 done
 kill "$killer"
 killer=
-state=$(slurm_job_end "$id" 300 "$hosts" on rt-a env SLURM_CONF="$SLURM_CONF")
+state=$(slurm_job_end "$id" 120 "$hosts" on rt-a env SLURM_CONF="$SLURM_CONF")
 fail=0
 said() { grep -Eq "$1" "$work/job.out" || { echo "FAIL: the job's output does not say /$1/"; fail=1; }; }
 [[ $state == "JobState=COMPLETED ExitCode=0:0" ]] || { echo "FAIL: the batch job ended as '$state'"; fail=1; }
