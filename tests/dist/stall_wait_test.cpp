@@ -27,18 +27,24 @@ StallPolicy throwing_policy() {
   return p;
 }
 
+// throwing_policy, whose ring links are always found broken; counts the looks.
+StallPolicy policy_with_broken_links(int& looks) {
+  StallPolicy p = throwing_policy();
+  p.broken_links = [&looks] {
+    ++looks;
+    return kBroken;
+  };
+  return p;
+}
+
 std::string describe(double waited_s) {
   return str_cat("the test's call has waited ", static_cast<int>(waited_s), " s");
 }
 std::string blame() { return ": nobody"; }
 
 TEST(BrokenLink, EndsACollectivesWaitAtOnceWithAnErrorNamingThePeer) {
-  StallPolicy policy = throwing_policy();
   int looks = 0;
-  policy.broken_links = [&] {
-    ++looks;
-    return kBroken;
-  };
+  const StallPolicy policy = policy_with_broken_links(looks);
   const auto start = Clock::now();
   std::string message;
   try {
@@ -57,12 +63,8 @@ TEST(BrokenLink, EndsACollectivesWaitAtOnceWithAnErrorNamingThePeer) {
 // The links of a neighbour that passed this very call on its way out: found broken once, and the
 // call is done before the next look.
 TEST(BrokenLink, ALinkFoundBrokenAsTheCallEndsEndsNothing) {
-  StallPolicy policy = throwing_policy();
   int looks = 0;
-  policy.broken_links = [&] {
-    ++looks;
-    return kBroken;
-  };
+  const StallPolicy policy = policy_with_broken_links(looks);
   EXPECT_NO_THROW(
       wait_for_collective([&] { return looks == 1 ? PollResult::kDone : PollResult::kIdle; }, policy, describe, blame));
   EXPECT_EQ(looks, 1);
