@@ -13,6 +13,7 @@
 #include "base/check.h"
 #include "data/image_decode.h"
 #include "data/jpeg_decode.h"
+#include "data/record_format.h"
 
 namespace fs = std::filesystem;
 
@@ -128,12 +129,12 @@ PackedShards pack_shards(const ImageIndex& index, const std::string& out_dir, co
     RT_CHECK(e.path().extension() != ".tar", "'", out_dir, "' already holds shards (", e.path().filename().string(),
              "); pack into an empty folder");
   {
-    std::ofstream classes(fs::path(out_dir) / "classes.txt", std::ios::trunc);
+    std::ofstream classes(fs::path(out_dir) / kClassList, std::ios::trunc);
     for (const std::string& c : index.classes) {
       RT_CHECK(c.find('\n') == std::string::npos, "class name '", c, "' holds a newline");
       classes << c << "\n";
     }
-    RT_CHECK(classes.good(), "cannot write '", out_dir, "/classes.txt'");
+    RT_CHECK(classes.good(), "cannot write '", out_dir, "/", kClassList, "'");
   }
   PackedShards done;
   std::unique_ptr<TarWriter> shard;
