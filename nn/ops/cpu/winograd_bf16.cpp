@@ -299,7 +299,10 @@ struct Filtering {
   bool turned = false;
   md tiles, plain, packed, products;  // V (rows x in), U (in x out) plain and packed, M (rows x out)
   dnnl::matmul multiply;
-  dnnl::reorder pack;  // U into the layout the products read, once a call
+  // U into the layout the products read, once a call; where the matmul reads U as it is (plain
+  // on the AVX512_BF16 CPUs measured), no copy: on ResNet-101 it took 0.1 ms a call.
+  bool repack = false;
+  dnnl::reorder pack;
 
   Filtering() = default;
   Filtering(int64_t in_channels, int64_t out_channels, bool turned_filters, int64_t rows)
@@ -310,7 +313,8 @@ struct Filtering {
     const auto pd = plan_matmul(tiles, md({kPositions, in, out}, dt::bf16, tag::any), products, false);
     packed = pd.weights_desc();
     multiply = dnnl::matmul(pd);
-    pack = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plain, engine(), packed));
+    repack = packed != plain;
+    if (repack) pack = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plain, engine(), packed));
   }
 };
 
@@ -326,11 +330,14 @@ struct WinogradBf16::Impl {
     uint16_t* u = filters_buffer().as<uint16_t>();
     uint16_t* v = tiles_buffer().as<uint16_t>();
     float* prod = products_buffer().as<float>();
-    void* packed = packed_filters_buffer().as<void>();
     filter_transform(w, s.k, s.c, f.turned, u);
-    dnnl::memory from = at(f.plain, u), to = at(f.packed, packed);
-    f.pack.execute(stream(), from, to);
-    stream().wait();
+    const void* packed = u;
+    if (f.repack) {
+      packed = packed_filters_buffer().as<void>();
+      dnnl::memory from = at(f.plain, u), to = at(f.packed, packed);
+      f.pack.execute(stream(), from, to);
+      stream().wait();
+    }
     for (int64_t t0 = 0; t0 < g.tiles(); t0 += rows) {
       const int64_t count = std::min(rows, g.tiles() - t0);
       input_transform(in, f.in, g, t0, count, rows, v);
@@ -364,7 +371,8 @@ WinogradBf16::WinogradBf16(const WinogradBf16Shape& s, int64_t tiles_per_chunk) 
   tiles_buffer().reserve(widest_rows * sizeof(uint16_t));
   products_buffer().reserve(widest_rows * sizeof(float));
   filters_buffer().reserve(static_cast<size_t>(kPositions * s.c * s.k) * sizeof(float));
-  packed_filters_buffer().reserve(std::max(m.forward.packed.get_size(), m.data.packed.get_size()));
+  if (m.forward.repack || m.data.repack)
+    packed_filters_buffer().reserve(std::max(m.forward.packed.get_size(), m.data.packed.get_size()));
 }
 
 WinogradBf16::~WinogradBf16() = default;
