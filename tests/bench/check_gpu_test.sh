@@ -25,21 +25,21 @@
 # and no deadline the check computes from what is left of a part reaches `timeout` as a duration it
 # cannot read.
 #
-# Note [Verdicts at any speed]: the stand-ins sleep a fifth of what the GPU's runs are estimated to
-# take, but every run also costs the check's own bookkeeping (bash, awk and Python started a few
-# times), which does not shrink with the scale and grows with a slow or busy machine: beside another
-# test on 2 slow cores it took the time of the graph API's run. So part 1, whose speed part runs 23
-# stand-ins that sleep 0 s (under a deadline they cannot reach), measures that bookkeeping per run,
-# and `margin` is 3 times it, in the check's seconds at a fifth. Every deadline that runs must fit
-# in gets `margin` for each run, and a stand-in meant to outlast what is left is longer by as much.
-# Where the machine got busier since, a speed part may still leave a run the test expects for lack
-# of time: the test then measures the bookkeeping in that part itself (its time less its runs'),
-# and where 3 times that is more than `margin`, widens `margin` and runs the part once more (a plan
-# that left the run for any other reason leaves it again). A part may end past its deadline by
-# 0.3 s and the larger of 3 times the bookkeeping per run and 80 starts of a process as timed just
-# before and after its check (what the check does after a command stopped 1.5 s before the
-# deadline; a command not stopped overruns by seconds more). So what is asserted is the plan's
-# order and bookkeeping, never what happened to fit on this machine.
+# Note [Verdicts at any speed]: the stand-ins sleep a tenth (part 1's a fifth) of what the GPU's
+# runs are estimated to take, but every run also costs the check's own bookkeeping (bash, awk and
+# Python started a few times), which does not shrink with the scale and grows with a slow or busy
+# machine: beside another test on 2 slow cores it took the time of the graph API's run. So part 1,
+# whose speed part runs 23 stand-ins that sleep 0 s (under a deadline they cannot reach), measures
+# that bookkeeping per run, and `margin` is 3 times it, in the check's seconds at a tenth. Every
+# deadline that runs must fit in gets `margin` for each run, and a stand-in meant to outlast what is
+# left is longer by as much. Where the machine got busier since, a speed part may still leave a run
+# the test expects for lack of time: the test then measures the bookkeeping in that part itself (its
+# time less its runs'), and where 3 times that is more than `margin`, widens `margin` and runs the
+# part once more (a plan that left the run for any other reason leaves it again). A part may end
+# past its deadline by 0.3 s and the larger of 3 times the bookkeeping per run and 80 starts of a
+# process as timed just before and after its check (what the check does after a command stopped
+# 1.5 s before the deadline; a command not stopped overruns by seconds more). So what is asserted is
+# the plan's order and bookkeeping, never what happened to fit on this machine.
 # usage: check_gpu_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 source_dir=$1 build_dir=$2
@@ -200,6 +200,7 @@ SH
 chmod +x "$work/python"
 export PYTHON=$work/python STUB_CALLS=$work/calls STUB_BENCH_LINES=$work/bench_lines
 calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
+tenths() { awk "BEGIN { printf \"%.1f\", $* }"; }  # as summary.md's speed tables give seconds
 # bookkeeping OUT [CARRIED]: the check's own seconds per run in OUT's speed part (its time less its
 # runs' seconds, over its runs; speed.jsonl's first CARRIED lines came from --from), or part 1's
 # where that is more (Note [Verdicts at any speed]).
@@ -216,7 +217,7 @@ bookkeeping() {
 widen() {
   local b wider
   b=$(bookkeeping "$@")
-  wider=$(awk "BEGIN { printf \"%d\", 3 * $b / 0.2 + 1 }")
+  wider=$(awk "BEGIN { printf \"%d\", 3 * $b / $at + 1 }")
   [[ $wider -gt $margin ]] || return 1
   echo "check_gpu_test: ${1##*/}'s speed part left a run for lack of time, its bookkeeping taking $b s per run: again, margin $wider s"
   margin=$wider
@@ -273,8 +274,9 @@ rows=$(grep -cE '^\| [0-9]+ \| ' "$out/summary.md")
 read -r speed_took speed_runs < <(awk -F'|' '$3 == " speed " { split($6, w, " "); print $5, w[1] }' "$out/summary.md")
 [[ ${speed_runs:-0} -ge 20 ]] || fail "the speed part ran ${speed_runs:-no} runs, expected 23: $(grep speed "$out/summary.md")"
 per_run=$(awk "BEGIN { r = $speed_took / $speed_runs; printf \"%.3f\", (r < 0.05 ? 0.05 : r) }")
-margin=$(awk "BEGIN { printf \"%d\", 3 * $per_run / 0.2 + 1 }")  # in the check's seconds at a fifth
-echo "check_gpu_test: the check's bookkeeping took $per_run s per run: margin $margin s at a fifth"
+at=0.1  # the scale of the parts after part 1: half the sleeping, the same margin in seconds
+margin=$(awk "BEGIN { printf \"%d\", 3 * $per_run / $at + 1 }")  # in the check's seconds at a tenth
+echo "check_gpu_test: the check's bookkeeping took $per_run s per run: margin $margin s at a tenth"
 deadlines_held "$out"
 grep -q '^| 0 | kit | 3.00 | [0-9.]* | env.sh: CUDA' "$out/summary.md" || fail "kit row: $(cat "$out/summary.md")"
 grep -q '^| 1 | versions | .* | libraries complete; CUDA: CUDA runtime 13.0' "$out/summary.md" || fail "versions row: $(cat "$out/summary.md")"
@@ -388,15 +390,15 @@ grep -q '^| 2 | ops | .* | parity: 3 passed, 1 skipped |$' "$work/out1v/summary.
 deadlines_held "$work/out1v"
 
 # 2. The speed part as the GPU's runs are estimated to take (PyTorch 15 s, ringtrain 12 s), with a
-# graph-API run that plans for longer than is left (100 s), at a fifth of the time: every bf16
+# graph-API run that plans for longer than is left (100 s), at a tenth of the time: every bf16
 # ratio is in summary.md. The part's deadline is the table's and `margin` for each of the 10 runs
 # it is to start, the graph-API run plans for as much longer (Note [Verdicts at any speed]).
 out=$work/out2
 speed_and_profile() {
   : >"$work/calls"
   speed_s=$((165 + 10 * margin)) profile_s=$((45 + 3 * margin))
-  STUB_TIMES="torch=15 plain=12 replay=12 where_faster=$((100 + 10 * margin))" STUB_SCALE=0.2 checked "$out" bash "$script" --kit "$kit" \
-    --out "$out" --parts "speed profile" --scale 0.2 --seconds "speed=$speed_s profile=$profile_s" >"$work/log2" 2>&1 || true
+  STUB_TIMES="torch=15 plain=12 replay=12 where_faster=$((100 + 10 * margin))" STUB_SCALE=$at checked "$out" bash "$script" --kit "$kit" \
+    --out "$out" --parts "speed profile" --scale $at --seconds "speed=$speed_s profile=$profile_s" >"$work/log2" 2>&1 || true
 }
 speed_and_profile
 if grep -q '^== left for lack of time .*: ringtrain resnet101 bf16 cudnn_graph=where_faster' "$out/check.log" && widen "$out"; then
@@ -415,12 +417,12 @@ expected:
 $expected_calls"
 grep -q '"kind": "stopped", "run": "ringtrain", "model": "resnet101", "precision": "bf16", .*"cudnn_graph": "where_faster", .*"run_s": [0-9.]*}' "$out/speed.jsonl" ||
   fail "the graph-API run stopped at the deadline is not recorded with its seconds: $(cat "$out/speed.jsonl")"
-grep -q '^| resnet101 | bf16 | where_faster | false | stopped at the deadline | more than [0-9.]* | 2.4 | ' "$out/summary.md" ||
+grep -q "^| resnet101 | bf16 | where_faster | false | stopped at the deadline | more than [0-9.]* | $(tenths "$at * 12") | " "$out/summary.md" ||
   fail "summary.md does not say how long the stopped graph-API run planned: $(cat "$out/summary.md")"
-grep -qE "^\| 1 \| speed \| $(calc "0.2 * $speed_s") \| [0-9.]+ \| 10 runs, 0 failed, [1-9][0-9]* left or stopped for lack of time" "$out/summary.md" ||
+grep -qE "^\| 1 \| speed \| $(calc "$at * $speed_s") \| [0-9.]+ \| 10 runs, 0 failed, [1-9][0-9]* left or stopped for lack of time" "$out/summary.md" ||
   fail "speed row: $(cat "$out/summary.md")"
 # Both profiles, each as long as a run of its kind, fit in the profile part's time.
-grep -qE "^\| 2 \| profile \| $(calc "0.2 * $profile_s") \| [0-9.]+ \| .*; ringtrain_profile: passed; pytorch_profile: passed \|\$" "$out/summary.md" ||
+grep -qE "^\| 2 \| profile \| $(calc "$at * $profile_s") \| [0-9.]+ \| .*; ringtrain_profile: passed; pytorch_profile: passed \|\$" "$out/summary.md" ||
   fail "profile row: $(grep profile "$out/summary.md")"
 deadlines_held "$out"
 # Where PyTorch's run is longer than what the profile part has left after ringtrain's (but not than
@@ -430,16 +432,16 @@ deadlines_held "$out"
 # PyTorch's estimate is half that run and `margin` short of the part's time, so it would fit in the
 # part alone, but not in what ringtrain's run leaves.
 plain_s=$((12 + 4 * margin)) profile_s=$((45 + 7 * margin))
-plain_run=$(calc "0.2 * $plain_s") torch_run=$(calc "0.2 * ($profile_s - $plain_s / 2 - $margin) - 1.5")
+plain_run=$(calc "$at * $plain_s") torch_run=$(calc "$at * ($profile_s - $plain_s / 2 - $margin) - 1.5")
 mkdir -p "$work/from2p"
 for setting in '"off","cuda_graph":false' '"off","cuda_graph":true' '"where_faster","cuda_graph":false'; do
   echo "{\"kind\":\"bench\",\"model\":\"resnet101\",\"precision\":\"bf16\",\"conv_algorithm\":\"winograd\",\"cudnn_graph\":$setting,\"batch_per_rank\":64,\"plan_s\":$plain_run,\"median_images_per_s\":100, \"run_s\": $plain_run}"
 done >"$work/from2p/speed.jsonl"
 echo "{\"kind\": \"torch_gpu\", \"model\": \"resnet101\", \"precision\": \"bf16\", \"images_per_s\": 40, \"run_s\": $torch_run}" >>"$work/from2p/speed.jsonl"
 : >"$work/calls"
-STUB_TIMES="plain=$plain_s" STUB_SCALE=0.2 checked "$work/out2p" bash "$script" --kit "$kit" --out "$work/out2p" --from "$work/from2p" \
-  --parts "speed profile" --models resnet101 --precisions bf16 --scale 0.2 --seconds "profile=$profile_s" >"$work/log2p" 2>&1 || true
-grep -qE "^\| 2 \| profile \| $(calc "0.2 * $profile_s") \| [0-9.]+ \| resnet101 bf16; ringtrain_profile: passed; PyTorch's profile not started: about $torch_run s needed, [0-9.]+ s left \|\$" \
+STUB_TIMES="plain=$plain_s" STUB_SCALE=$at checked "$work/out2p" bash "$script" --kit "$kit" --out "$work/out2p" --from "$work/from2p" \
+  --parts "speed profile" --models resnet101 --precisions bf16 --scale $at --seconds "profile=$profile_s" >"$work/log2p" 2>&1 || true
+grep -qE "^\| 2 \| profile \| $(calc "$at * $profile_s") \| [0-9.]+ \| resnet101 bf16; ringtrain_profile: passed; PyTorch's profile not started: about $torch_run s needed, [0-9.]+ s left \|\$" \
   "$work/out2p/summary.md" || fail "profile row, PyTorch's run too long: $(grep profile "$work/out2p/summary.md")"
 [[ $(grep -E '^(bench|torch) ' "$work/calls") == "bench resnet101 bf16 off false profile" ]] ||
   fail "expected ringtrain's profile alone, no run repeated: $(cat "$work/calls")"
@@ -450,8 +452,8 @@ deadlines_held "$work/out2p" 4
 bf16_failing() {
   : >"$work/calls"
   speed_s=$((165 + 9 * margin))
-  STUB_FAIL=bf16 STUB_TIMES="torch=15 plain=12 replay=12 where_faster=12" STUB_SCALE=0.2 checked "$work/out2f" bash "$script" --kit "$kit" \
-    --out "$work/out2f" --parts speed --scale 0.2 --seconds "speed=$speed_s" --precisions "bf16 tf32" >"$work/log2f" 2>&1 || true
+  STUB_FAIL=bf16 STUB_TIMES="torch=15 plain=12 replay=12 where_faster=12" STUB_SCALE=$at checked "$work/out2f" bash "$script" --kit "$kit" \
+    --out "$work/out2f" --parts speed --scale $at --seconds "speed=$speed_s" --precisions "bf16 tf32" >"$work/log2f" 2>&1 || true
 }
 bf16_failing
 if grep -q '^== left for lack of time' "$work/out2f/check.log" && widen "$work/out2f"; then bf16_failing; fi
@@ -473,14 +475,14 @@ for model in resnet101 vgg16 inception_v3; do
   grep -qE "^\| $model \| tf32 \| off \| false \| 100.0 \| 40.0 \| 2.50 \| " "$work/out2f/summary.md" ||
     fail "no tf32 ratio for $model after the bf16 runs failed: $(cat "$work/out2f/summary.md")"
 done
-grep -q "^| 1 | speed | $(calc "0.2 * $speed_s") | [0-9.]* | 9 runs, 3 failed, 0 left or stopped for lack of time, 6 not started after a failed plain bf16 run" \
+grep -q "^| 1 | speed | $(calc "$at * $speed_s") | [0-9.]* | 9 runs, 3 failed, 0 left or stopped for lack of time, 6 not started after a failed plain bf16 run" \
   "$work/out2f/summary.md" || fail "speed row after the bf16 faults: $(grep speed "$work/out2f/summary.md")"
 deadlines_held "$work/out2f"
 
 # The rerun docs/gpu.md gives, word for word but for the kit's and the folders' places, with a
-# graph-API run of 60 s: ResNet-101's where_faster gets its time and a rate, planned in 12 s. Its
+# graph-API run of 60 s: ResNet-101's where_faster gets its time and a rate, planned in 6 s. Its
 # estimate is the graph-API run stopped above, which ran for what that part had left; where that
-# (or the run's 60 s), the 7.5 s kept back and 3 times `margin` are more than the rerun's deadline
+# (or the run's 60 s), the 1.5 s kept back and 3 times `margin` are more than the rerun's deadline
 # for the speed part, that deadline is widened to hold them (Note [Verdicts at any speed]), and the
 # rerun must end within the deadlines it ran under.
 rerun=$(sed -n 's/^\(bash scripts\/check_gpu.sh .*--from .*\)$/\1/p' "$source_dir/docs/gpu.md")
@@ -499,11 +501,11 @@ rerun=${rerun//--out gpu-check-rerun/--out $work/out2r}
 rerun=${rerun//--from gpu-check/--from $out}
 rerun=${rerun/bash scripts\/check_gpu.sh/bash $script}
 rerun_as_documented() {
-  speed_s=$(awk "BEGIN { g = $stopped_s / 0.2; n = 7.5 + (g > 60 ? g : 60) + 3 * $margin + 1; printf \"%d\", (n > $docs_speed ? n : $docs_speed) }")
+  speed_s=$(awk "BEGIN { g = $stopped_s / $at; n = 1.5 / $at + (g > 60 ? g : 60) + 3 * $margin + 1; printf \"%d\", (n > $docs_speed ? n : $docs_speed) }")
   : >"$work/calls"
   rc=0
-  STUB_TIMES="torch=15 plain=12 replay=12 where_faster=60" STUB_SCALE=0.2 checked "$work/out2r" \
-    eval "${rerun/speed=$docs_speed/speed=$speed_s} --scale 0.2" >"$work/log2r" 2>&1 || rc=$?
+  STUB_TIMES="torch=15 plain=12 replay=12 where_faster=60" STUB_SCALE=$at checked "$work/out2r" \
+    eval "${rerun/speed=$docs_speed/speed=$speed_s} --scale $at" >"$work/log2r" 2>&1 || rc=$?
   took=$(cut -d' ' -f2 "$work/out2r.cost")
 }
 rerun_as_documented
@@ -514,13 +516,13 @@ fi
 [[ $rc == 0 ]] || fail "the rerun exited $rc: $(tail -n 20 "$work/log2r")"
 sum=$((sum + speed_s - docs_speed))
 over=$(calc "1.7 + $(over "$work/out2r" "$carried")")
-awk "BEGIN { exit !($took <= 0.2 * $sum + $over) }" || fail "the rerun took $took s, over its $sum s at a fifth (and $over s to start and of bookkeeping)"
+awk "BEGIN { exit !($took <= $at * $sum + $over) }" || fail "the rerun took $took s, over its $sum s at a tenth (and $over s to start and of bookkeeping)"
 if grep -qE '^torch [a-z0-9_]+ bf16$|^bench [a-z0-9_]+ bf16 off ' "$work/calls"; then
   fail "the rerun ran again what the first run held: $(cat "$work/calls")"
 fi
 [[ $(grep -m1 -E '^(bench|torch) ' "$work/calls") == "bench resnet101 bf16 where_faster false" ]] ||
   fail "the rerun did not carry on with the graph API: $(cat "$work/calls")"
-grep -q '^| resnet101 | bf16 | where_faster | false | 120.0 | 40.0 | 3.00 | 12.0 |$' "$work/out2r/summary.md" ||
+grep -q "^| resnet101 | bf16 | where_faster | false | 120.0 | 40.0 | 3.00 | $(tenths "$at * 60") |\$" "$work/out2r/summary.md" ||
   fail "the rerun's summary.md: $(cat "$work/out2r/summary.md")"
 deadlines_held "$work/out2r" "$carried"
 
