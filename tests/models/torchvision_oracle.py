@@ -24,7 +24,7 @@ def write_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous().cpu()
-        blob = t.numpy().tobytes() if t.dim() else t.reshape(1).numpy().tobytes()
+        blob = (t if t.dim() else t.reshape(1)).numpy().data.cast("B")  # no copy
         header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
@@ -58,7 +58,15 @@ def step(model, x, target, bf16=False):
         result["aux_logits"] = aux
     result.update({"grad." + n: p.grad for n, p in model.named_parameters()})
     result.update(dict(model.named_buffers()))
-    return {k: v.detach().double().contiguous() for k, v in result.items()}
+    return {k: v.detach().contiguous() for k, v in result.items()}
+
+def max_error(got, want):
+    """max |got - want| in float64, a slice at a time: whole-tensor temporaries of VGG-16's
+    classifier are gigabytes of fresh pages, and zeroing them took most of the oracle's time."""
+    got, want, err = got.reshape(-1), want.reshape(-1), 0.0
+    for i in range(0, want.numel(), 1 << 20):
+        err = max(err, (got[i:i + (1 << 20)].double() - want[i:i + (1 << 20)]).abs().max().item())
+    return err
 
 def main(name, batch, res, out_dir, precision="fp32"):
     torch.manual_seed(0)
@@ -78,15 +86,16 @@ def main(name, batch, res, out_dir, precision="fp32"):
     write_safetensors(out_dir + "/weights.safetensors", model.state_dict())
     write_safetensors(out_dir + "/batch.safetensors", {"input": x, "target": target})
 
-    ref = step(copy.deepcopy(model).double(), x.double(), target)
+    ref = {k: v.double() for k, v in step(copy.deepcopy(model).double(), x.double(), target).items()}
     bf16 = precision == "bf16"
-    nchw = step(copy.deepcopy(model), x, target, bf16)
-    cl = step(copy.deepcopy(model).to(memory_format=torch.channels_last),
-              x.contiguous(memory_format=torch.channels_last), target, bf16)
+    budget = {k: 0.0 for k in ref}
+    for layout in (torch.contiguous_format, torch.channels_last):
+        got = step(copy.deepcopy(model).to(memory_format=layout), x.contiguous(memory_format=layout), target, bf16)
+        for k, want in ref.items():
+            budget[k] = max(budget[k], max_error(got[k], want))
+        del got  # before the next run's copy of the model
     out = dict(ref)
-    for k, want in ref.items():
-        err = max((nchw[k] - want).abs().max().item(), (cl[k] - want).abs().max().item())
-        out["budget." + k] = torch.tensor(err, dtype=torch.float64)
+    out.update({"budget." + k: torch.tensor(err, dtype=torch.float64) for k, err in budget.items()})
     write_safetensors(out_dir + "/reference.safetensors", out)
 
 if __name__ == "__main__":
