@@ -15,19 +15,19 @@
 namespace rt::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kSumThreads = 256;
 
 __global__ void chunk_sums_of_squares(const float* x, int64_t n, double* out) {
-  __shared__ double part[kThreads];
+  __shared__ double part[kSumThreads];
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kAgreedChunk;
   const int64_t end = min(begin + kAgreedChunk, n);
   double s = 0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) s += static_cast<double>(x[i]) * x[i];
+  for (int64_t i = begin + threadIdx.x; i < end; i += kSumThreads) s += static_cast<double>(x[i]) * x[i];
   part[threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.x == 0) {
     double sum = 0;
-    for (int t = 0; t < kThreads; ++t) sum += part[t];
+    for (int t = 0; t < kSumThreads; ++t) sum += part[t];
     out[blockIdx.x] = sum;
   }
 }
@@ -37,16 +37,16 @@ __global__ void chunk_sums_of_squares(const float* x, int64_t n, double* out) {
 __device__ uint64_t mix(uint64_t h, uint64_t word) { return (h ^ word) * 0x100000001b3ull; }
 
 __global__ void chunk_hashes(const uint32_t* x, int64_t n, uint64_t* out) {
-  __shared__ uint64_t part[kThreads];
+  __shared__ uint64_t part[kSumThreads];
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kAgreedChunk;
   const int64_t end = min(begin + kAgreedChunk, n);
   uint64_t h = 0xcbf29ce484222325ull + threadIdx.x;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) h = mix(h, x[i]);
+  for (int64_t i = begin + threadIdx.x; i < end; i += kSumThreads) h = mix(h, x[i]);
   part[threadIdx.x] = h;
   __syncthreads();
   if (threadIdx.x == 0) {
     uint64_t chunk = 0xcbf29ce484222325ull;
-    for (int t = 0; t < kThreads; ++t) chunk = mix(chunk, part[t]);
+    for (int t = 0; t < kSumThreads; ++t) chunk = mix(chunk, part[t]);
     out[blockIdx.x] = chunk;
   }
 }
@@ -59,7 +59,7 @@ std::vector<T> per_chunk(void (*kernel)(const In*, int64_t, T*), const float* x,
   if (chunks == 0) return host;
   T* device = static_cast<T*>(scratch(sizeof(T) * host.size()));
   const cudaStream_t s = context().stream;
-  kernel<<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(reinterpret_cast<const In*>(x), n, device);
+  kernel<<<static_cast<unsigned>(chunks), kSumThreads, 0, s>>>(reinterpret_cast<const In*>(x), n, device);
   RT_CU_LAUNCHED();
   RT_CU(cudaMemcpyAsync(host.data(), device, sizeof(T) * host.size(), cudaMemcpyDeviceToHost, s));
   RT_CU(cudaStreamSynchronize(s));

@@ -14,11 +14,11 @@
 #include "nn/ops/cuda/descriptors.h"
 #include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
+#include "nn/ops/cuda/scaling.h"
 
 namespace rt::cuda {
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
 constexpr int kThreads = 256;
 
 // One block per channel: dbeta = sum dy, dgamma = sum dy (x - mean) / sd, dx = dy gamma / sd.

@@ -26,12 +26,12 @@
 #include "nn/ops/cuda/descriptors.h"
 #include "nn/ops/cuda/element_io.cuh"
 #include "nn/ops/cuda/make.h"
+#include "nn/ops/cuda/scaling.h"
 
 namespace rt::cuda {
 namespace {
 
 constexpr size_t kWorkspaceLimit = size_t{4} << 30;  // per convolution; the shared workspace is the largest
-constexpr float kOne = 1.0f, kZero = 0.0f;
 
 AlgorithmCache& cache() {
   static AlgorithmCache c;

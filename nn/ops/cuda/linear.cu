@@ -6,11 +6,10 @@
 #include "nn/cuda/cublas_library.h"
 #include "nn/cuda/runtime.h"
 #include "nn/ops/cuda/make.h"
+#include "nn/ops/cuda/scaling.h"
 
 namespace rt::cuda {
 namespace {
-
-constexpr float kOne = 1.0f, kZero = 0.0f;
 
 // C (m, n) = op(A) op(B) on column-major float32 matrices, beta = 0.
 void gemm(cublasComputeType_t compute, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a,
