@@ -545,7 +545,7 @@ grep -q "== ring: np3" "$out/suites.log" || fail "suites.log lost the ring's out
 : >"$work/orphans"
 echo "4242, 1200 MiB" >"$work/gpu_apps"
 STUB_ORPHAN=$work/orphans STUB_GPU_APPS=$work/gpu_apps checked "$work/out4" bash "$script" --kit "$kit" --out "$work/out4" --parts ring \
-  --scale 0.1 --seconds "ring=$((45 + 2 * margin))" >"$work/log4" 2>&1 || true
+  --scale $at --seconds "ring=$((45 + 2 * margin))" >"$work/log4" 2>&1 || true
 orphan=$(head -n 1 "$work/orphans")
 [[ -n $orphan ]] || fail "the stand-in left no process: $(cat "$work/log4")"
 sleep 0.2
