@@ -1,14 +1,14 @@
 // Convolution on oneDNN with "any" layouts: the primitive picks activation and weight formats
 // (nChw16c / OIhw16i16o on AVX-512); plain master weights are reordered in per pass, and weight
-// gradients reordered out to plain. A study of the three models' convolutions on a 2-core Zen 4
-// (oneDNN 2.6, 2026-11) chose this over plain NCHW primitives, im2col with a GEMM, and NHWC
-// activations; its convolutions per step, weight reorders included, ran 1.26x (ResNet-101),
-// 1.31x (VGG-16) and 1.31x (Inception-v3) faster than PyTorch's in NCHW. With
-// ConvAlgorithm::kWinograd, 3x3 stride-1 convolutions use oneDNN's F(4x4, 3x3) kernels where the
-// CPU has them (about 2x faster on ResNet-101's 3x3 layers here). Under bf16 (Note [CPU bfloat16])
-// the activations, their gradients and the weights' per-pass copies are bf16, the weight and bias
-// gradients float32; oneDNN has no bf16 Winograd, so kWinograd runs ours (Note [bf16 Winograd]
-// in winograd_bf16.h) where it pays.
+// gradients reordered out to plain (1x1 ones by ours, Note [1x1 weight reorders]). A study of the
+// three models' convolutions on a 2-core Zen 4 (oneDNN 2.6, 2026-11) chose this over plain NCHW
+// primitives, im2col with a GEMM, and NHWC activations; its convolutions per step, weight
+// reorders included, ran 1.26x (ResNet-101), 1.31x (VGG-16) and 1.31x (Inception-v3) faster than
+// PyTorch's in NCHW. With ConvAlgorithm::kWinograd, 3x3 stride-1 convolutions use oneDNN's
+// F(4x4, 3x3) kernels where the CPU has them (about 2x faster on ResNet-101's 3x3 layers here).
+// Under bf16 (Note [CPU bfloat16]) the activations, their gradients and the weights' per-pass
+// copies are bf16, the weight and bias gradients float32; oneDNN has no bf16 Winograd, so
+// kWinograd runs ours (Note [bf16 Winograd] in winograd_bf16.h) where it pays.
 #include "nn/ops/conv2d.h"
 
 #include "nn/ops/cpu/dnnl_util.h"

@@ -84,7 +84,12 @@ Tensor& staging_slot(int slot) {
 
 }  // namespace
 
-Staging::Staging(const md& have, const md& want, int slot) : needed_(have != want), slot_(slot), want_(want) {
+Staging::Staging(const md& have, const md& want, int slot)
+    : needed_(have != want),
+      slot_(slot),
+      want_(want),
+      fast_in_(WeightReorder::between(have, want)),
+      fast_out_(WeightReorder::between(want, have)) {
   Tensor& buffer = staging_slot(slot);
   if (needed_ && buffer.bytes() < want.get_size())
     // Described by its byte size only: it is addressed through `want_`.
@@ -96,14 +101,21 @@ float* Staging::buffer() const { return staging_slot(slot_).data(); }
 dnnl::memory Staging::in(const dnnl::memory& src) {
   if (!needed_) return src;
   dnnl::memory staged = mem(want_, buffer());
-  reorder(src, staged);
+  if (fast_in_)
+    fast_in_(src.get_data_handle(), buffer());
+  else
+    reorder(src, staged);
   return staged;
 }
 
 dnnl::memory Staging::target(const dnnl::memory& dst) { return needed_ ? mem(want_, buffer()) : dst; }
 
 void Staging::out(const dnnl::memory& dst) {
-  if (needed_) reorder(mem(want_, buffer()), dst);
+  if (!needed_) return;
+  if (fast_out_)
+    fast_out_(buffer(), dst.get_data_handle());
+  else
+    reorder(mem(want_, buffer()), dst);
 }
 
 int64_t right_pad(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad_left, int64_t dilation) {

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/run_settings.h"
+#include "nn/ops/cpu/weight_reorders.h"
 #include "nn/tensor.h"
 
 namespace rt::cpu {
@@ -73,6 +74,8 @@ class Staging {
   bool needed_ = false;
   int slot_ = 0;
   md want_;
+  // Ours in place of oneDNN's reorder, for 1x1 weights (Note [1x1 weight reorders]).
+  WeightReorder fast_in_, fast_out_;
 };
 
 void reorder(const dnnl::memory& src, const dnnl::memory& dst);
