@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "nn/cpu_bf16.h"
+#include "nn/ops/cpu/avx512_transpose.h"
 #include "nn/ops/cpu/dnnl_util.h"
 
 #define RT_AVX512 __attribute__((target("avx512f")))
@@ -16,35 +17,6 @@ namespace {
 
 constexpr int64_t kSide = 16;             // a tile is 16 x 16 of (K, C)
 constexpr int64_t kTile = kSide * kSide;  // elements in one block of the blocked layouts
-
-// r[i][j] becomes r[j][i]: pairs, then quadruples of rows interleave, then their 128-bit lanes.
-RT_AVX512 inline void transpose16(__m512 r[kSide]) {
-  __m512 t[kSide];
-  for (int i = 0; i < kSide; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < kSide; i += 4) {
-    const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-    const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
-    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xdd);
-    r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
-    r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xdd);
-  }
-}
 
 // Rows kb * 16 .. + 16 of a plain (K, C) matrix, columns cb * 16 .. + 16.
 RT_AVX512 inline void load_tile(const float* plain, int64_t c, int64_t kb, int64_t cb, __m512 r[kSide]) {
@@ -70,7 +42,7 @@ RT_AVX512 void gradient_to_plain(const void* src, void* dst, int64_t k, int64_t 
       const float* block = blocked + (kb * c_blocks + cb) * kTile;
       __m512 r[kSide];
       for (int64_t i = 0; i < kSide; ++i) r[i] = _mm512_loadu_ps(block + i * kSide);
-      transpose16(r);
+      transpose16x16(r);
       for (int64_t i = 0; i < kSide; ++i) _mm512_storeu_ps(plain + (kb * kSide + i) * c + cb * kSide, r[i]);
     }
 }
@@ -86,7 +58,7 @@ RT_AVX512_BF16 void weights_to_8b16a2b(const void* src, void* dst, int64_t k, in
     for (int64_t cb = 0; cb < c_blocks; ++cb) {
       __m512 r[kSide];
       load_tile(plain, c, kb, cb, r);
-      transpose16(r);  // r[input channel][output]
+      transpose16x16(r);  // r[input channel][output]
       uint16_t* block = blocked + (kb * c_blocks + cb) * kTile;
       for (int64_t pair = 0; pair < kSide / 2; ++pair)
         _mm512_storeu_si512(block + pair * 2 * kSide, interleave_bf16(r[2 * pair], r[2 * pair + 1]));
