@@ -8,11 +8,13 @@
 // F(4x4, 3x3) kernels where the CPU has them (about 2x faster on ResNet-101's 3x3 layers here).
 // Under bf16 (Note [CPU bfloat16]) the activations, their gradients and the weights' per-pass
 // copies are bf16, the weight and bias gradients float32; oneDNN has no bf16 Winograd, so
-// kWinograd runs ours (Note [bf16 Winograd] in winograd_bf16.h) where it pays.
+// kWinograd runs ours (Note [bf16 Winograd] in winograd_bf16.h) where it pays, and some 1x1
+// weight gradients are a product of ours (Note [1x1 weight gradient as a product]).
 #include "nn/ops/conv2d.h"
 
 #include "nn/ops/cpu/dnnl_util.h"
 #include "nn/ops/cpu/make.h"
+#include "nn/ops/cpu/one_by_one_weight_gradient.h"
 #include "nn/ops/cpu/winograd_bf16.h"
 
 namespace rt::cpu {
@@ -73,6 +75,15 @@ class CpuConv2d final : public Conv2dOp {
     w_fwd_ = Staging(w_plain_, fwd_pd_.weights_desc(), 1);
 
     bww_ = dnnl::convolution_backward_weights(bww_pd_);
+    const md nchw16c_x(dims(x.shape.begin(), x.shape.end()), dt::bf16, tag::nChw16c);
+    const md nchw16c_y(dims(y_shape.begin(), y_shape.end()), dt::bf16, tag::nChw16c);
+    const bool one_by_one = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
+                            g.pad_w == 0 && !grouped && !g.bias;
+    if (compute == dt::bf16 && one_by_one && x_md == nchw16c_x && fwd_pd_.dst_desc() == nchw16c_y &&
+        OneByOneWeightGradient::pays(g.in_channels, g.out_channels, x.shape[2] * x.shape[3]) &&
+        OneByOneWeightGradient::runs(g.in_channels, g.out_channels))
+      weight_product_ =
+          std::make_unique<OneByOneWeightGradient>(x.shape[0], g.in_channels, g.out_channels, x.shape[2] * x.shape[3]);
     x_bww_ = Staging(x_md, bww_pd_.src_desc(), 0);
     dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc(), 1);
     dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc(), 2);
@@ -109,6 +120,10 @@ class CpuConv2d final : public Conv2dOp {
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* db) override {
+    if (weight_product_) {  // Note [1x1 weight gradient as a product]; no bias by construction
+      (*weight_product_)(bf16_of(x), bf16_of(dy), dw.data());
+      return;
+    }
     dnnl::memory dw_mem = mem(w_plain_, dw.data());
     dnnl::memory dw_target = dw_out_.target(dw_mem);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_bww_.in(mem(x))},
@@ -132,6 +147,9 @@ class CpuConv2d final : public Conv2dOp {
   dnnl::convolution_backward_weights::primitive_desc bww_pd_;
   dnnl::convolution_backward_weights bww_;
   Staging x_fwd_, w_fwd_, x_bww_, dy_bww_, dw_out_, w_bwd_, dy_bwd_, dx_out_;
+  std::unique_ptr<OneByOneWeightGradient> weight_product_;  // in place of bww_ where it runs
+
+  static const uint16_t* bf16_of(const Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data()); }
 };
 
 // A 3x3 convolution through our bf16 Winograd (Note [bf16 Winograd] in winograd_bf16.h), on
