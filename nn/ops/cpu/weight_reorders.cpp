@@ -47,9 +47,12 @@ RT_AVX512 void gradient_to_plain(const void* src, void* dst, int64_t k, int64_t 
     }
 }
 
-// Plain (K, C) to bf16 ABcd8b16a2b: a block holds, for each pair of input channels, the 16
-// outputs' two values.
-RT_AVX512_BF16 void weights_to_8b16a2b(const void* src, void* dst, int64_t k, int64_t c) {
+// Plain (K, C) to bf16 blocks of 16 x 16 that hold values in pairs: for each pair of input
+// channels the 16 outputs' two values (ABcd8b16a2b, kInputPairs), or for each pair of outputs the
+// 16 inputs' two (8a16b2a); the blocks in ABcd order (output block outer) or BAcd (input block
+// outer).
+template <bool kInputPairs, bool kInputBlockOuter>
+RT_AVX512_BF16 void weights_to_bf16_blocks(const void* src, void* dst, int64_t k, int64_t c) {
   const float* plain = static_cast<const float*>(src);
   uint16_t* blocked = static_cast<uint16_t*>(dst);
   const int64_t k_blocks = k / kSide, c_blocks = c / kSide;
@@ -57,26 +60,8 @@ RT_AVX512_BF16 void weights_to_8b16a2b(const void* src, void* dst, int64_t k, in
   for (int64_t kb = 0; kb < k_blocks; ++kb)
     for (int64_t cb = 0; cb < c_blocks; ++cb) {
       __m512 r[kSide];
-      load_tile(plain, c, kb, cb, r);
-      transpose16x16(r);  // r[input channel][output]
-      uint16_t* block = blocked + (kb * c_blocks + cb) * kTile;
-      for (int64_t pair = 0; pair < kSide / 2; ++pair)
-        _mm512_storeu_si512(block + pair * 2 * kSide, interleave_bf16(r[2 * pair], r[2 * pair + 1]));
-    }
-}
-
-// Plain (K, C) to bf16 in 8a16b2a blocks (for each pair of outputs, the 16 inputs' two values),
-// the blocks in ABcd order (output block outer) or BAcd (input block outer).
-template <bool kInputBlockOuter>
-RT_AVX512_BF16 void weights_to_8a16b2a(const void* src, void* dst, int64_t k, int64_t c) {
-  const float* plain = static_cast<const float*>(src);
-  uint16_t* blocked = static_cast<uint16_t*>(dst);
-  const int64_t k_blocks = k / kSide, c_blocks = c / kSide;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t kb = 0; kb < k_blocks; ++kb)
-    for (int64_t cb = 0; cb < c_blocks; ++cb) {
-      __m512 r[kSide];
-      load_tile(plain, c, kb, cb, r);  // r[output][input channel]
+      load_tile(plain, c, kb, cb, r);      // r[output][input channel]
+      if (kInputPairs) transpose16x16(r);  // r[input channel][output]
       uint16_t* block = blocked + (kInputBlockOuter ? cb * k_blocks + kb : kb * c_blocks + cb) * kTile;
       for (int64_t pair = 0; pair < kSide / 2; ++pair)
         _mm512_storeu_si512(block + pair * 2 * kSide, interleave_bf16(r[2 * pair], r[2 * pair + 1]));
@@ -101,11 +86,11 @@ WeightReorder WeightReorder::between(const md& from, const md& to) {
     r.run_ = gradient_to_plain;
   else if (is(from, dt::f32, tag::abcd) && has_native_bf16()) {
     if (is(to, dt::bf16, tag::ABcd8b16a2b))
-      r.run_ = weights_to_8b16a2b;
+      r.run_ = weights_to_bf16_blocks<true, false>;
     else if (is(to, dt::bf16, tag::ABcd8a16b2a))
-      r.run_ = weights_to_8a16b2a<false>;
+      r.run_ = weights_to_bf16_blocks<false, false>;
     else if (is(to, dt::bf16, tag::BAcd8a16b2a))
-      r.run_ = weights_to_8a16b2a<true>;
+      r.run_ = weights_to_bf16_blocks<false, true>;
   }
   if (r.run_) {
     r.k_ = dims[0];
