@@ -22,6 +22,10 @@ namespace {
 
 using dims = dnnl::memory::dims;
 
+// The elements of a bf16 buffer, whose memory and tensor types speak of float.
+uint16_t* bf16_of(const dnnl::memory& m) { return static_cast<uint16_t*>(m.get_data_handle()); }
+uint16_t* bf16_of(const Tensor& t) { return reinterpret_cast<uint16_t*>(const_cast<float*>(t.data())); }
+
 class CpuConv2d final : public Conv2dOp {
  public:
   CpuConv2d(const Conv2dGeometry& g, const TensorSpec& x, bool need_dx, ConvAlgorithm algorithm, dt compute)
@@ -148,8 +152,6 @@ class CpuConv2d final : public Conv2dOp {
   dnnl::convolution_backward_weights bww_;
   Staging x_fwd_, w_fwd_, x_bww_, dy_bww_, dw_out_, w_bwd_, dy_bwd_, dx_out_;
   std::unique_ptr<OneByOneWeightGradient> weight_product_;  // in place of bww_ where it runs
-
-  static const uint16_t* bf16_of(const Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data()); }
 };
 
 // A 3x3 convolution through our bf16 Winograd (Note [bf16 Winograd] in winograd_bf16.h), on
@@ -176,7 +178,7 @@ class CpuWinogradBf16Conv2d final : public Conv2dOp {
     RT_ASSERT(need_dx_);
     dnnl::memory dx_mem = mem(dx);
     dnnl::memory target = dx_out_.target(dx_mem);
-    kernel_.backward_data(bf16_of(dy), w.data(), static_cast<uint16_t*>(target.get_data_handle()));
+    kernel_.backward_data(bf16_of(dy), w.data(), bf16_of(target));
     dx_out_.out(dx_mem);
   }
 
@@ -185,9 +187,6 @@ class CpuWinogradBf16Conv2d final : public Conv2dOp {
   }
 
  private:
-  static uint16_t* bf16_of(const dnnl::memory& m) { return static_cast<uint16_t*>(m.get_data_handle()); }
-  static uint16_t* bf16_of(const Tensor& t) { return reinterpret_cast<uint16_t*>(const_cast<float*>(t.data())); }
-
   WinogradBf16 kernel_;
   md x_md_, blocked_;
   TensorSpec y_spec_;
