@@ -4,11 +4,12 @@
 //
 // Note [bf16 Winograd]: each 4x4 input tile d (stride 2) becomes V = B^T d B, each filter g
 // U = G g G^T, and the 16 positions of the tile multiply as 16 independent matrix products,
-// M[p] (tiles x K) = V[p] (tiles x C) U[p] (C x K), through oneDNN's batched bf16 matmul with
-// float32 sums; Y = A^T M A gives 2x2 outputs. That is 16 products for 4 outputs where direct
+// M[p] (tiles x K) = V[p] (tiles x C) U[p] (C x K), bf16 with float32 sums (ours, Note [bf16 pair
+// products]: the transforms write U, and backward weights' operands, in the layouts it reads);
+// Y = A^T M A gives 2x2 outputs. That is 16 products for 4 outputs where direct
 // does 36: 2.25x fewer multiply-adds. Backward data is the same forward with the filter turned
 // 180 degrees and C and K swapped; backward weights sums dU[p] = V[p]^T dM[p] over the tiles, with
-// dM = A dy A^T, and returns G^T dU G. V, U and dM are rounded to bf16 (the matmul's inputs),
+// dM = A dy A^T, and returns G^T dU G. V, U and dM are rounded to bf16 (the products' inputs),
 // sums and transforms of sums stay float32. Its entries reach up to 4x the input's (V) and 2.25x
 // the filter's (U), so against direct bf16 the error grows by a few times bf16's rounding
 // (tests/nn/winograd_bf16_test.cpp bounds it). Images are walked in chunks of tiles so the
@@ -25,7 +26,7 @@ struct WinogradBf16Shape {
   int64_t n = 0, c = 0, k = 0, h = 0, w = 0;  // batch, in and out channels (multiples of 16), H x W
 };
 
-// Whether this CPU and oneDNN can run it: AVX-512 F and BW, and oneDNN's bf16 matmul.
+// Whether this CPU runs it: AVX-512 F and BW, where oneDNN runs bf16 (the convolutions around it).
 bool winograd_bf16_runs();
 // Whether it beats oneDNN's direct bf16 convolution (bench/winograd_bf16_layers, 2 cores of a Zen 5):
 // from 256 channels at 14 x 14 to 56 x 56. It lost at 64 to 128 channels (the products are too
