@@ -63,10 +63,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const Layer layers[] = {
-      {"resnet layer1", 64, 64, 56},    {"resnet layer2", 128, 128, 28},   {"resnet layer3", 256, 256, 14},
-      {"resnet layer4", 512, 512, 7},   {"vgg block2", 128, 128, 112},     {"vgg block3", 256, 256, 56},
-      {"vgg block4", 512, 512, 28},     {"vgg block5", 512, 512, 14},      {"inception 7b", 448, 384, 8},
-      {"inception 5x 3x3", 64, 96, 35}, {"inception 5x 3x3b", 96, 96, 35},
+      {"resnet layer1", 64, 64, 56},     {"resnet layer2", 128, 128, 28}, {"resnet layer3", 256, 256, 14},
+      {"resnet layer4", 512, 512, 7},    {"vgg 64->128", 64, 128, 112},   {"vgg block2", 128, 128, 112},
+      {"vgg 128->256", 128, 256, 56},    {"vgg block3", 256, 256, 56},    {"vgg block4", 512, 512, 28},
+      {"vgg block5", 512, 512, 14},      {"inception 7b", 448, 384, 8},   {"inception 5x 3x3", 64, 96, 35},
+      {"inception 5x 3x3b", 96, 96, 35},
   };
   constexpr int64_t kBatch = 8;
   std::printf("%-18s %4s %4s %4s | %-26s | %-26s | %s\n", "layer", "C", "K", "H", "direct: fwd, bwd data, bwd w",

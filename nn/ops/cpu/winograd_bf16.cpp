@@ -313,10 +313,7 @@ bool winograd_bf16_runs() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && cpu_bf16().runs;
 }
 
-bool winograd_bf16_pays(const WinogradBf16Shape& s) {
-  const int64_t side = std::min(s.h, s.w);
-  return std::min(s.c, s.k) >= 256 && side >= 14 && std::max(s.h, s.w) <= 56;
-}
+bool winograd_bf16_pays(const WinogradBf16Shape& s) { return std::min(s.c, s.k) >= 128; }
 
 struct WinogradBf16::Impl {
   WinogradBf16Shape s;

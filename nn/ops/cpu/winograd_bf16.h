@@ -29,8 +29,9 @@ struct WinogradBf16Shape {
 // Whether this CPU runs it: AVX-512 F and BW, where oneDNN runs bf16 (the convolutions around it).
 bool winograd_bf16_runs();
 // Whether it beats oneDNN's direct bf16 convolution (bench/winograd_bf16_layers, 2 cores of a Zen 5):
-// from 256 channels at 14 x 14 to 56 x 56. It lost at 64 to 128 channels (the products are too
-// small for the matmul's full rate) and at 7 x 7 and 8 x 8 (a tile's edges waste a quarter).
+// from 128 channels in and out, 1.05x (128 at 28 x 28) to 1.75x (512 at 28 x 28) over the three
+// passes, at every size from 7 x 7 to 112 x 112. With 64 or 96 channels it lost (0.78 to 0.97):
+// the products are too short for the transforms' cost.
 bool winograd_bf16_pays(const WinogradBf16Shape& s);
 
 class WinogradBf16 {
