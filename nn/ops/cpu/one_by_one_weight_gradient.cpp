@@ -8,7 +8,7 @@
 
 #include "nn/cpu_bf16.h"
 #include "nn/ops/cpu/avx512_transpose.h"
-#include "nn/ops/cpu/dnnl_util.h"
+#include "nn/ops/cpu/bf16_pair_product.h"
 
 #define RT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 // GCC 12 takes the intrinsics' deliberately undefined pass-through operands for uninitialised.
@@ -30,11 +30,14 @@ std::vector<uint16_t>& columns_buffer() {
   return b;
 }
 
-// out[k][i * pixels + p] = dy[i][k][p], 32 pixels of 16 channels at a time: each pair of pixels
-// interleaved into 16 32-bit lanes (channel j: the two pixels' values), then those lanes transposed.
-RT_AVX512 void lay_out_rows(const uint16_t* dy, int64_t n, int64_t k, int64_t pixels, uint16_t* out) {
+// out[k][i * pixels + p] = dy[i][k][p], rows `stride` apart, 32 pixels of 16 channels at a time:
+// each pair of pixels interleaved into 16 32-bit lanes (channel j: the two pixels' values), then
+// those lanes transposed. A row's element past the last pixel, where the stride leaves one, is 0.
+RT_AVX512 void lay_out_rows(const uint16_t* dy, int64_t n, int64_t k, int64_t pixels, int64_t stride, uint16_t* out) {
   constexpr int64_t kPixels = 2 * kLanes;
   const int64_t blocks = k / kLanes, tiles = (pixels + kPixels - 1) / kPixels, r = n * pixels;
+  if (stride > r)
+    for (int64_t row = 0; row < k; ++row) out[row * stride + r] = 0;
   alignas(64) static const uint16_t pairs[kPixels] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                                       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i order = _mm512_load_si512(pairs);
@@ -53,20 +56,31 @@ RT_AVX512 void lay_out_rows(const uint16_t* dy, int64_t n, int64_t k, int64_t pi
         transpose16x16(v);  // v[channel]: the 32 pixels' values
         const __mmask32 keep = count == kPixels ? ~0u : (1u << count) - 1;
         for (int64_t j = 0; j < kLanes; ++j)
-          _mm512_mask_storeu_epi16(out + (kb * kLanes + j) * r + i * pixels + p0, keep, _mm512_castps_si512(v[j]));
+          _mm512_mask_storeu_epi16(out + (kb * kLanes + j) * stride + i * pixels + p0, keep, _mm512_castps_si512(v[j]));
       }
 }
 
-// out[i * pixels + p][c] = x[i][c][p]: each pixel's blocks of 16 channels side by side.
-RT_AVX512 void lay_out_columns(const uint16_t* x, int64_t n, int64_t c, int64_t pixels, uint16_t* out) {
-  const int64_t blocks = c / kLanes;
+// X (rows x c, rows = n * pixels rounded up to even) in pair panels (Note [bf16 pair products]):
+// the pixels of pair j side by side, 16 channels of each at a time; a pixel past the last is 0.
+// Block cb of pixel `at` of x (n * pixels pixels in all), each value in a 32-bit lane's low half.
+RT_AVX512 inline __m512i pixel_block(const uint16_t* x, int64_t blocks, int64_t pixels, int64_t r, int64_t at,
+                                     int64_t cb) {
+  if (at >= r) return _mm512_setzero_si512();
+  const int64_t i = at / pixels, p = at % pixels;
+  return _mm512_cvtepu16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + ((i * blocks + cb) * pixels + p) * kLanes)));
+}
+
+RT_AVX512 void lay_out_columns(const uint16_t* x, int64_t n, int64_t c, int64_t pixels, int64_t rows, uint16_t* out) {
+  const int64_t blocks = c / kLanes, r = n * pixels;
 #pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t p = 0; p < pixels; ++p)
-      for (int64_t cb = 0; cb < blocks; ++cb)
-        _mm256_storeu_si256(
-            reinterpret_cast<__m256i*>(out + (i * pixels + p) * c + cb * kLanes),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + ((i * blocks + cb) * pixels + p) * kLanes)));
+  for (int64_t j = 0; j < rows / 2; ++j)
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const __m512i even = pixel_block(x, blocks, pixels, r, 2 * j, cb);
+      const __m512i odd = pixel_block(x, blocks, pixels, r, 2 * j + 1, cb);
+      _mm512_storeu_si512(out + pair_panel_index(rows, c, kPairPanelWidth, 2 * j, cb * kLanes),
+                          _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+    }
 }
 
 }  // namespace
@@ -81,25 +95,22 @@ bool OneByOneWeightGradient::pays(int64_t, int64_t k, int64_t pixels) {
 }
 
 OneByOneWeightGradient::OneByOneWeightGradient(int64_t n, int64_t c, int64_t k, int64_t pixels)
-    : n_(n), c_(c), k_(k), pixels_(pixels) {
-  const int64_t r = n * pixels;
-  rows_md_ = md({k, r}, dt::bf16, tag::ab);
-  columns_md_ = md({r, c}, dt::bf16, tag::ab);
-  dw_md_ = md({k, c}, dt::f32, tag::ab);
-  product_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows_md_, columns_md_, dw_md_), engine()));
-  if (rows_buffer().size() < static_cast<size_t>(k * r)) rows_buffer().resize(static_cast<size_t>(k * r));
-  if (columns_buffer().size() < static_cast<size_t>(r * c)) columns_buffer().resize(static_cast<size_t>(r * c));
+    : n_(n), c_(c), k_(k), pixels_(pixels), rows_((n * pixels + 1) / 2 * 2) {
+  if (rows_buffer().size() < static_cast<size_t>(k * rows_)) rows_buffer().resize(static_cast<size_t>(k * rows_));
+  if (columns_buffer().size() < static_cast<size_t>(rows_ * c)) columns_buffer().resize(static_cast<size_t>(rows_ * c));
 }
 
 void OneByOneWeightGradient::operator()(const uint16_t* x, const uint16_t* dy, float* dw) {
   uint16_t* rows = rows_buffer().data();
   uint16_t* columns = columns_buffer().data();
-  lay_out_rows(dy, n_, k_, pixels_, rows);
-  lay_out_columns(x, n_, c_, pixels_, columns);
-  product_.execute(stream(), {{DNNL_ARG_SRC, dnnl::memory(rows_md_, engine(), rows)},
-                              {DNNL_ARG_WEIGHTS, dnnl::memory(columns_md_, engine(), columns)},
-                              {DNNL_ARG_DST, dnnl::memory(dw_md_, engine(), dw)}});
-  stream().wait();
+  lay_out_rows(dy, n_, k_, pixels_, rows_, rows);
+  lay_out_columns(x, n_, c_, pixels_, rows_, columns);
+  PairProduct p;  // dW (k x c) = dY (k x rows) X (rows x c)
+  p.m = k_, p.n = c_, p.k = rows_;
+  p.a = rows, p.a_row = rows_ / 2, p.a_pair = 1;
+  p.b = columns;
+  p.c = dw;
+  multiply_pairs(p);
 }
 
 }  // namespace rt::cpu

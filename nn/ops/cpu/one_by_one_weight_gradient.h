@@ -6,13 +6,12 @@
 // 1x1 layers at about 190 G multiply-adds/s on a Zen 5, against 425 for the network's forward
 // convolutions, and was slowest where an image has an odd number of pixels. Ours lays dy out as K
 // rows of R pixels (pairs of pixels interleaved, then transposed in AVX-512 registers) and x as R
-// rows of C channels, and multiplies them by oneDNN's bf16 matmul, which writes the float32 dW
-// straight into the plain gradient. Both sum bf16 products in float32, in different orders: they
+// rows of C channels in pair panels, and multiplies them as pair products (Note [bf16 pair
+// products] in bf16_pair_product.h), which write the float32 dW straight into the plain gradient;
+// an odd R gains a zero pixel. Both sum bf16 products in float32, in different orders: they
 // agree to float32's rounding of the sums, not bit for bit. It runs only where oneDNN runs
 // avx512_core_bf16, and only on the shapes where it measured faster (pays()).
 #pragma once
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
 
@@ -24,9 +23,9 @@ class OneByOneWeightGradient {
   static bool runs(int64_t c, int64_t k);
   // Whether it beats oneDNN's (bench/one_by_one_weight_gradient_layers, 2 cores of a Zen 5, caches
   // cold): where an image has an odd number of pixels or at most 64, with 128 outputs or more. It
-  // was 1.24x to 1.38x faster at 7 x 7 and 17 x 17, 0.95x to 1.19x at 8 x 8; it lost at 14 x 14
-  // (0.89 to 0.96) and with 32 to 64 outputs (0.61 to 0.94), where oneDNN's kernel runs near its
-  // forward's rate or the product's rows are too few.
+  // was 1.14x to 1.61x faster at 7 x 7 and 17 x 17, 0.96x to 1.33x at 8 x 8; it lost at 14 x 14
+  // (0.87 to 0.99 but for two shapes of one and four layers) and with 32 to 64 outputs (0.60 to
+  // 0.95), where oneDNN's kernel runs near its forward's rate or the product's rows are too few.
   static bool pays(int64_t c, int64_t k, int64_t pixels);
 
   // n images of `pixels` pixels each, c channels in and k out.
@@ -37,8 +36,7 @@ class OneByOneWeightGradient {
 
  private:
   int64_t n_, c_, k_, pixels_;
-  dnnl::memory::desc rows_md_, columns_md_, dw_md_;  // dY (k x R), X (R x c), dW (k x c)
-  dnnl::matmul product_;
+  int64_t rows_;  // the R = n x pixels rows of the product, rounded up to even
 };
 
 }  // namespace rt::cpu
