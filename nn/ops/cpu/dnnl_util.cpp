@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "nn/ops/cpu/shared_scratch.h"
+
 namespace rt::cpu {
 
 dnnl::engine& engine() {
@@ -75,11 +77,9 @@ void reorder(const dnnl::memory& src, const dnnl::memory& dst) {
 
 namespace {
 
-// The shared staging buffers, one per slot; they only grow, at plan time.
-Tensor& staging_slot(int slot) {
-  static Tensor slots[kStagingSlots];
+ScratchUse staging_slot(int slot) {
   RT_ASSERT(slot >= 0 && slot < kStagingSlots);
-  return slots[slot];
+  return static_cast<ScratchUse>(static_cast<int>(ScratchUse::kStaging0) + slot);
 }
 
 }  // namespace
@@ -90,13 +90,10 @@ Staging::Staging(const md& have, const md& want, int slot)
       want_(want),
       fast_in_(WeightReorder::between(have, want)),
       fast_out_(WeightReorder::between(want, have)) {
-  Tensor& buffer = staging_slot(slot);
-  if (needed_ && buffer.bytes() < want.get_size())
-    // Described by its byte size only: it is addressed through `want_`.
-    buffer = Tensor(plain_spec({static_cast<int64_t>((want.get_size() + 3) / 4)}));
+  if (needed_) reserve_scratch(staging_slot(slot), want.get_size());
 }
 
-float* Staging::buffer() const { return staging_slot(slot_).data(); }
+float* Staging::buffer() const { return scratch_as<float>(staging_slot(slot_)); }
 
 dnnl::memory Staging::in(const dnnl::memory& src) {
   if (!needed_) return src;

@@ -53,8 +53,8 @@ dnnl::memory mem(const Tensor& t);
 
 // A buffer a primitive needs in a layout its caller does not provide, only when the two layouts
 // differ. Its contents live only inside one op call, so every Staging of the same `slot` shares
-// one process-wide buffer sized at plan time for the largest of them; an op gives the Stagings
-// it uses within one call distinct slots (0 to kStagingSlots - 1).
+// one buffer (Note [Shared scratch] in shared_scratch.h); an op gives the Stagings it uses within
+// one call distinct slots (0 to kStagingSlots - 1).
 inline constexpr int kStagingSlots = 3;
 class Staging {
  public:

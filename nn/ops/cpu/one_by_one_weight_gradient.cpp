@@ -4,11 +4,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "nn/cpu_bf16.h"
 #include "nn/ops/cpu/avx512_transpose.h"
 #include "nn/ops/cpu/bf16_pair_product.h"
+#include "nn/ops/cpu/shared_scratch.h"
 
 #define RT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 // GCC 12 takes the intrinsics' deliberately undefined pass-through operands for uninitialised.
@@ -18,17 +18,6 @@ namespace rt::cpu {
 namespace {
 
 constexpr int64_t kLanes = 16;  // channels in one nChw16c block
-
-// The laid-out dY and X live only inside one call, so every instance shares them, sized at plan
-// time for the largest.
-std::vector<uint16_t>& rows_buffer() {
-  static std::vector<uint16_t> b;
-  return b;
-}
-std::vector<uint16_t>& columns_buffer() {
-  static std::vector<uint16_t> b;
-  return b;
-}
 
 // out[k][i * pixels + p] = dy[i][k][p], rows `stride` apart, 32 pixels of 16 channels at a time:
 // each pair of pixels interleaved into 16 32-bit lanes (channel j: the two pixels' values), then
@@ -96,13 +85,14 @@ bool OneByOneWeightGradient::pays(int64_t, int64_t k, int64_t pixels) {
 
 OneByOneWeightGradient::OneByOneWeightGradient(int64_t n, int64_t c, int64_t k, int64_t pixels)
     : n_(n), c_(c), k_(k), pixels_(pixels), rows_((n * pixels + 1) / 2 * 2) {
-  if (rows_buffer().size() < static_cast<size_t>(k * rows_)) rows_buffer().resize(static_cast<size_t>(k * rows_));
-  if (columns_buffer().size() < static_cast<size_t>(rows_ * c)) columns_buffer().resize(static_cast<size_t>(rows_ * c));
+  // The laid-out dY and X live only inside one call (Note [Shared scratch]).
+  reserve_scratch(ScratchUse::kWeightGradientRows, static_cast<size_t>(k * rows_) * sizeof(uint16_t));
+  reserve_scratch(ScratchUse::kWeightGradientColumns, static_cast<size_t>(rows_ * c) * sizeof(uint16_t));
 }
 
 void OneByOneWeightGradient::operator()(const uint16_t* x, const uint16_t* dy, float* dw) {
-  uint16_t* rows = rows_buffer().data();
-  uint16_t* columns = columns_buffer().data();
+  uint16_t* rows = scratch_as<uint16_t>(ScratchUse::kWeightGradientRows);
+  uint16_t* columns = scratch_as<uint16_t>(ScratchUse::kWeightGradientColumns);
   lay_out_rows(dy, n_, k_, pixels_, rows_, rows);
   lay_out_columns(x, n_, c_, pixels_, rows_, columns);
   PairProduct p;  // dW (k x c) = dY (k x rows) X (rows x c)

@@ -5,13 +5,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "base/half_float.h"
 #include "base/check.h"
 #include "nn/cpu_bf16.h"
 #include "nn/ops/cpu/bf16_pair_product.h"
+#include "nn/ops/cpu/shared_scratch.h"
 
 #define RT_AVX512 __attribute__((target("avx512f,avx512bw")))
 // GCC 12 takes the intrinsics' deliberately undefined pass-through operands for uninitialised.
@@ -22,39 +21,6 @@ namespace {
 
 constexpr int64_t kLanes = 16;      // channels in one nChw16c block
 constexpr int64_t kPositions = 16;  // a 4x4 transformed tile
-
-// The transformed tiles and products live only inside one call, so every instance shares these,
-// sized at plan time for the largest (as Staging's buffers).
-class SharedBuffer {
- public:
-  void reserve(size_t bytes) {
-    if (bytes <= bytes_) return;
-    std::free(data_);
-    bytes_ = (bytes + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, bytes_);
-    RT_CHECK(data_ != nullptr, "cannot allocate ", bytes_, " bytes for bf16 Winograd");
-  }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-SharedBuffer& tiles_buffer() {  // V: transformed input tiles, bf16
-  static SharedBuffer b;
-  return b;
-}
-SharedBuffer& products_buffer() {  // M (f32) or dM (bf16, pair panels)
-  static SharedBuffer b;
-  return b;
-}
-SharedBuffer& filters_buffer() {  // U (bf16, pair panels) or dU (f32)
-  static SharedBuffer b;
-  return b;
-}
 
 RT_AVX512 inline __m512 load_bf16(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -325,9 +291,9 @@ struct WinogradBf16::Impl {
   // The forward, C channels in and K out, or backward data, the forward of dy through the turned
   // filters, K in and C out (Note [bf16 Winograd]).
   void filter(int64_t in, int64_t out, bool turned, const uint16_t* x, const float* w, const float* bias, uint16_t* y) {
-    uint16_t* u = filters_buffer().as<uint16_t>();
-    uint16_t* v = tiles_buffer().as<uint16_t>();
-    float* products = products_buffer().as<float>();
+    uint16_t* u = scratch_as<uint16_t>(ScratchUse::kWinogradFilters);
+    uint16_t* v = scratch_as<uint16_t>(ScratchUse::kWinogradTiles);
+    float* products = scratch_as<float>(ScratchUse::kWinogradProducts);
     filter_transform(w, s.k, s.c, turned, u);
     PairProduct p;  // M[p] (tiles x out) = V[p] (tiles x in) U[p] (in x out)
     p.batch = kPositions, p.n = out, p.k = in;
@@ -366,9 +332,9 @@ WinogradBf16::WinogradBf16(const WinogradBf16Shape& s, int64_t tiles_per_chunk) 
   const auto bytes = [](int64_t rows, int64_t channels, size_t size) {
     return static_cast<size_t>(kPositions * rows * channels) * size;
   };
-  tiles_buffer().reserve(std::max(bytes(m.rows, widest, 2), bytes(m.weight_rows, s.c, 2)));
-  products_buffer().reserve(std::max(bytes(m.rows, widest, 4), bytes(m.weight_rows, s.k, 2)));
-  filters_buffer().reserve(bytes(s.c, s.k, 4));
+  reserve_scratch(ScratchUse::kWinogradTiles, std::max(bytes(m.rows, widest, 2), bytes(m.weight_rows, s.c, 2)));
+  reserve_scratch(ScratchUse::kWinogradProducts, std::max(bytes(m.rows, widest, 4), bytes(m.weight_rows, s.k, 2)));
+  reserve_scratch(ScratchUse::kWinogradFilters, bytes(s.c, s.k, 4));
 }
 
 WinogradBf16::~WinogradBf16() = default;
@@ -383,9 +349,9 @@ void WinogradBf16::backward_data(const uint16_t* dy, const float* w, uint16_t* d
 
 void WinogradBf16::backward_weights(const uint16_t* x, const uint16_t* dy, float* dw, float* db) {
   Impl& m = *impl_;
-  float* du = filters_buffer().as<float>();
-  uint16_t* v = tiles_buffer().as<uint16_t>();
-  uint16_t* dm = products_buffer().as<uint16_t>();
+  float* du = scratch_as<float>(ScratchUse::kWinogradFilters);
+  uint16_t* v = scratch_as<uint16_t>(ScratchUse::kWinogradTiles);
+  uint16_t* dm = scratch_as<uint16_t>(ScratchUse::kWinogradProducts);
   PairProduct p;  // dU[p] (C x K) += V[p]^T (C x tiles) dM[p] (tiles x K), summed over the chunks
   p.batch = kPositions, p.m = m.s.c, p.n = m.s.k;
   p.a = v, p.a_row = 1, p.a_pair = m.s.c, p.a_batch = m.weight_rows * m.s.c / 2;
