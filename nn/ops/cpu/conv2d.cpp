@@ -78,7 +78,6 @@ class CpuConv2d final : public Conv2dOp {
     x_fwd_ = Staging(x_md, fwd_pd_.src_desc(), 0);
     w_fwd_ = Staging(w_plain_, fwd_pd_.weights_desc(), 1);
 
-    bww_ = dnnl::convolution_backward_weights(bww_pd_);
     const md nchw16c_x(dims(x.shape.begin(), x.shape.end()), dt::bf16, tag::nChw16c);
     const md nchw16c_y(dims(y_shape.begin(), y_shape.end()), dt::bf16, tag::nChw16c);
     const bool one_by_one = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
@@ -88,9 +87,12 @@ class CpuConv2d final : public Conv2dOp {
         OneByOneWeightGradient::runs(g.in_channels, g.out_channels))
       weight_product_ =
           std::make_unique<OneByOneWeightGradient>(x.shape[0], g.in_channels, g.out_channels, x.shape[2] * x.shape[3]);
-    x_bww_ = Staging(x_md, bww_pd_.src_desc(), 0);
-    dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc(), 1);
-    dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc(), 2);
+    if (!weight_product_) {  // oneDNN's kernel and its stagings only where it runs
+      bww_ = dnnl::convolution_backward_weights(bww_pd_);
+      x_bww_ = Staging(x_md, bww_pd_.src_desc(), 0);
+      dy_bww_ = Staging(fwd_pd_.dst_desc(), bww_pd_.diff_dst_desc(), 1);
+      dw_out_ = Staging(w_plain_, bww_pd_.diff_weights_desc(), 2);
+    }
 
     if (need_dx_) {
       bwd_ = dnnl::convolution_backward_data(bwd_pd_);
