@@ -48,21 +48,34 @@ RT_AVX512 inline void store_bf16_pairs(uint16_t* p, __m512 even, __m512 odd) {
 struct Tiling {
   int64_t n, h, w, th, tw;  // image, and tiles down and across
   int64_t tiles() const { return n * th * tw; }
+  // Tile t's image, and its row and column among the image's tiles.
+  struct Place {
+    int64_t image, row, col;
+  };
+  Place place(int64_t t) const { return {t / (th * tw), t % (th * tw) / tw, t % tw}; }
 };
+
+// The kSide x kSide pixels from (top, left) of one block of 16 channels of `image` in src
+// (nChw16c, `blocks` blocks); zeros off the image.
+template <int kSide>
+RT_AVX512 inline void load_patch(const uint16_t* src, int64_t blocks, const Tiling& g, int64_t image, int64_t block,
+                                 int64_t top, int64_t left, __m512 (&d)[kSide][kSide]) {
+  const uint16_t* base = src + (image * blocks + block) * g.h * g.w * kLanes;
+  for (int i = 0; i < kSide; ++i)
+    for (int j = 0; j < kSide; ++j) {
+      const int64_t row = top + i, col = left + j;
+      d[i][j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load_bf16(base + (row * g.w + col) * kLanes)
+                                                               : _mm512_setzero_ps();
+    }
+}
 
 // The 16 positions of B^T d B for one 4x4 tile d (stride 2) of one block of 16 channels of x
 // (nChw16c, `blocks` blocks).
 RT_AVX512 inline void input_tile(const uint16_t* x, int64_t blocks, const Tiling& g, int64_t tile, int64_t cb,
                                  __m512 v[kPositions]) {
-  const int64_t per_image = g.th * g.tw, n = tile / per_image, ti = tile % per_image / g.tw, tj = tile % g.tw;
-  const uint16_t* base = x + (n * blocks + cb) * g.h * g.w * kLanes;
+  const Tiling::Place at = g.place(tile);
   __m512 d[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) {
-      const int64_t row = 2 * ti - 1 + i, col = 2 * tj - 1 + j;
-      d[i][j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load_bf16(base + (row * g.w + col) * kLanes)
-                                                               : _mm512_setzero_ps();
-    }
+  load_patch(x, blocks, g, at.image, cb, 2 * at.row - 1, 2 * at.col - 1, d);
   __m512 r[4][4];
   for (int j = 0; j < 4; ++j) {
     r[0][j] = _mm512_sub_ps(d[0][j], d[2][j]);
@@ -115,11 +128,12 @@ RT_AVX512 void input_transform_pairs(const uint16_t* x, int64_t c, const Tiling&
 // the bias where given, rounded to bf16; outputs past the image's edge are dropped.
 RT_AVX512 void output_transform(const float* m, int64_t k, const Tiling& g, int64_t t0, int64_t count, int64_t rows,
                                 const float* bias, uint16_t* y) {
-  const int64_t blocks = k / kLanes, per_image = g.th * g.tw, plane = rows * k;
+  const int64_t blocks = k / kLanes, plane = rows * k;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t t = 0; t < count; ++t)
     for (int64_t kb = 0; kb < blocks; ++kb) {
-      const int64_t tile = t0 + t, n = tile / per_image, ti = tile % per_image / g.tw, tj = tile % g.tw;
+      const Tiling::Place at = g.place(t0 + t);
+      const int64_t n = at.image, ti = at.row, tj = at.col;
       const float* in = m + t * k + kb * kLanes;
       __m512 s[2][4];
       for (int j = 0; j < 4; ++j) {
@@ -144,14 +158,9 @@ RT_AVX512 void output_transform(const float* m, int64_t k, const Tiling& g, int6
 // The 16 positions of A e A^T for the 2x2 output-gradient tile e of one block of dy (nChw16c).
 RT_AVX512 inline void gradient_tile(const uint16_t* dy, int64_t blocks, const Tiling& g, int64_t tile, int64_t kb,
                                     __m512 q_out[kPositions]) {
-  const int64_t per_image = g.th * g.tw, n = tile / per_image, ti = tile % per_image / g.tw, tj = tile % g.tw;
-  const uint16_t* base = dy + (n * blocks + kb) * g.h * g.w * kLanes;
+  const Tiling::Place at = g.place(tile);
   __m512 e[2][2];
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b) {
-      const int64_t row = 2 * ti + a, col = 2 * tj + b;
-      e[a][b] = row < g.h && col < g.w ? load_bf16(base + (row * g.w + col) * kLanes) : _mm512_setzero_ps();
-    }
+  load_patch(dy, blocks, g, at.image, kb, 2 * at.row, 2 * at.col, e);
   const __m512 zero = _mm512_setzero_ps();
   __m512 q[4][2];
   for (int b = 0; b < 2; ++b) {
