@@ -105,25 +105,6 @@ RT_AVX512 void input_transform(const uint16_t* x, int64_t c, const Tiling& g, in
     }
 }
 
-// The same tiles pair-major, (t / 2, c, t % 2), backward weights' A; an odd count's last tile
-// pairs with zeros.
-RT_AVX512 void input_transform_pairs(const uint16_t* x, int64_t c, const Tiling& g, int64_t t0, int64_t count,
-                                     int64_t rows, uint16_t* v) {
-  const int64_t blocks = c / kLanes, plane = rows * c;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t pair = 0; pair < (count + 1) / 2; ++pair)
-    for (int64_t cb = 0; cb < blocks; ++cb) {
-      __m512 even[kPositions], odd[kPositions];
-      input_tile(x, blocks, g, t0 + 2 * pair, cb, even);
-      if (2 * pair + 1 < count)
-        input_tile(x, blocks, g, t0 + 2 * pair + 1, cb, odd);
-      else
-        for (__m512& o : odd) o = _mm512_setzero_ps();
-      for (int p = 0; p < kPositions; ++p)
-        store_bf16_pairs(v + p * plane + (pair * c + cb * kLanes) * 2, even[p], odd[p]);
-    }
-}
-
 // y (nChw16c, `k` channels) for tiles t0 .. t0 + count from M[p][t][k] (float32): A^T M A, plus
 // the bias where given, rounded to bf16; outputs past the image's edge are dropped.
 RT_AVX512 void output_transform(const float* m, int64_t k, const Tiling& g, int64_t t0, int64_t count, int64_t rows,
@@ -177,22 +158,24 @@ RT_AVX512 inline void gradient_tile(const uint16_t* dy, int64_t blocks, const Ti
   }
 }
 
-// dM[p] for tiles t0 .. t0 + count of dy (`k` channels), rounded to bf16, in pair panels of an
-// even number of tile rows (an odd count's last tile pairs with zeros): backward weights' B.
-RT_AVX512 void gradient_transform(const uint16_t* dy, int64_t k, const Tiling& g, int64_t t0, int64_t count,
-                                  int64_t rows, uint16_t* dm) {
-  const int64_t blocks = k / kLanes, plane = rows * k, even_count = (count + 1) / 2 * 2;
+// Tiles t0 .. t0 + count of src (`channels` channels) through kTile, rounded to bf16, side by side
+// in pairs (an odd count's last with zeros), in pair panels of `width` channels: backward weights'
+// A, V pair-major (width = channels), and B, dM.
+template <void (*kTile)(const uint16_t*, int64_t, const Tiling&, int64_t, int64_t, __m512*)>
+RT_AVX512 void paired_transform(const uint16_t* src, int64_t channels, const Tiling& g, int64_t t0, int64_t count,
+                                int64_t rows, int64_t width, uint16_t* out) {
+  const int64_t blocks = channels / kLanes, plane = rows * channels, even_count = (count + 1) / 2 * 2;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t pair = 0; pair < even_count / 2; ++pair)
-    for (int64_t kb = 0; kb < blocks; ++kb) {
+    for (int64_t block = 0; block < blocks; ++block) {
       __m512 even[kPositions], odd[kPositions];
-      gradient_tile(dy, blocks, g, t0 + 2 * pair, kb, even);
+      kTile(src, blocks, g, t0 + 2 * pair, block, even);
       if (2 * pair + 1 < count)
-        gradient_tile(dy, blocks, g, t0 + 2 * pair + 1, kb, odd);
+        kTile(src, blocks, g, t0 + 2 * pair + 1, block, odd);
       else
         for (__m512& o : odd) o = _mm512_setzero_ps();
-      const int64_t at = pair_panel_index(even_count, k, kPairPanelWidth, 2 * pair, kb * kLanes);
-      for (int p = 0; p < kPositions; ++p) store_bf16_pairs(dm + p * plane + at, even[p], odd[p]);
+      const int64_t at = pair_panel_index(even_count, channels, width, 2 * pair, block * kLanes);
+      for (int p = 0; p < kPositions; ++p) store_bf16_pairs(out + p * plane + at, even[p], odd[p]);
     }
 }
 
@@ -368,8 +351,8 @@ void WinogradBf16::backward_weights(const uint16_t* x, const uint16_t* dy, float
   p.c = du, p.c_batch = m.s.c * m.s.k;
   for (int64_t t0 = 0; t0 < m.g.tiles(); t0 += m.weight_rows) {
     const int64_t count = std::min(m.weight_rows, m.g.tiles() - t0);
-    input_transform_pairs(x, m.s.c, m.g, t0, count, m.weight_rows, v);
-    gradient_transform(dy, m.s.k, m.g, t0, count, m.weight_rows, dm);
+    paired_transform<input_tile>(x, m.s.c, m.g, t0, count, m.weight_rows, m.s.c, v);
+    paired_transform<gradient_tile>(dy, m.s.k, m.g, t0, count, m.weight_rows, kPairPanelWidth, dm);
     p.k = (count + 1) / 2 * 2;
     p.accumulate = t0 > 0;
     multiply_pairs(p);
